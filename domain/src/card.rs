@@ -1,0 +1,123 @@
+//! The agent card taskledger publishes: 1.0 shape, capabilities stated honestly.
+
+use std::collections::BTreeMap;
+
+use crate::wire::{
+    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill,
+    HttpAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList,
+};
+
+/// The protocol version every interface speaks.
+pub const PROTOCOL_VERSION: &str = "1.0";
+/// Path of the JSON-RPC endpoint (also answered with a trailing slash).
+pub const JSONRPC_PATH: &str = "/a2a";
+
+/// What varies between deployments.
+#[derive(Debug, Clone)]
+pub struct CardSettings {
+    /// Base URL clients reach the server at, without a trailing slash.
+    pub public_url: String,
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    /// Whether callers must present a bearer token.
+    pub bearer_auth: bool,
+}
+
+pub fn agent_card(s: &CardSettings) -> AgentCard {
+    let base = s.public_url.trim_end_matches('/');
+    let mut security_schemes = BTreeMap::new();
+    let mut security_requirements = Vec::new();
+    if s.bearer_auth {
+        security_schemes.insert(
+            "bearer".to_string(),
+            SecurityScheme::HttpAuthSecurityScheme(HttpAuthSecurityScheme {
+                description: Some("Bearer token issued by the operator".into()),
+                scheme: "Bearer".into(),
+                bearer_format: None,
+            }),
+        );
+        security_requirements.push(SecurityRequirement {
+            schemes: BTreeMap::from([("bearer".to_string(), StringList::default())]),
+        });
+    }
+    AgentCard {
+        name: s.name.clone(),
+        description: s.description.clone(),
+        supported_interfaces: vec![AgentInterface {
+            url: format!("{base}{JSONRPC_PATH}"),
+            protocol_binding: "JSONRPC".into(),
+            protocol_version: PROTOCOL_VERSION.into(),
+            tenant: None,
+        }],
+        provider: Some(AgentProvider {
+            organization: "taskledger".into(),
+            url: "https://github.com/taskledger/taskledger".into(),
+        }),
+        version: s.version.clone(),
+        documentation_url: None,
+        capabilities: AgentCapabilities {
+            streaming: Some(false),
+            push_notifications: Some(false),
+            extensions: Vec::new(),
+            extended_agent_card: Some(false),
+        },
+        security_schemes,
+        security_requirements,
+        default_input_modes: vec![
+            "text/plain".into(),
+            "application/json".into(),
+            "application/octet-stream".into(),
+        ],
+        default_output_modes: vec!["text/plain".into(), "application/json".into()],
+        skills: vec![AgentSkill {
+            id: "tasks".into(),
+            name: "Durable tasks".into(),
+            description: "Accepts messages, keeps every task as an event log and answers with its artifacts.".into(),
+            tags: vec!["tasks".into(), "event-sourcing".into()],
+            examples: vec!["Summarise what I sent you".into()],
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            security_requirements: Vec::new(),
+        }],
+        signatures: Vec::new(),
+        icon_url: None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_card_has_the_required_members_and_no_legacy_ones() {
+        let card = agent_card(&CardSettings {
+            public_url: "http://127.0.0.1:8080/".into(),
+            name: "n".into(),
+            description: "d".into(),
+            version: "1".into(),
+            bearer_auth: true,
+        });
+        let v = serde_json::to_value(&card).unwrap();
+        for k in [
+            "name",
+            "description",
+            "supportedInterfaces",
+            "version",
+            "capabilities",
+            "defaultInputModes",
+            "defaultOutputModes",
+            "skills",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k}");
+        }
+        for k in ["url", "protocolVersion", "preferredTransport", "additionalInterfaces"] {
+            assert!(v.get(k).is_none(), "legacy {k}");
+        }
+        assert_eq!(v["supportedInterfaces"][0]["url"], "http://127.0.0.1:8080/a2a");
+        assert_eq!(
+            v["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+            "Bearer"
+        );
+    }
+}

@@ -1,0 +1,176 @@
+//! Domain errors and the one table that maps every error to the wire
+//! (JSON-RPC code, HTTP status, gRPC status, ErrorInfo reason), A2A 1.0.1 column.
+
+use std::collections::BTreeMap;
+
+use crate::wire::TaskState;
+
+/// Every error a client can see, by A2A name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    JsonParse,
+    InvalidRequest,
+    MethodNotFound,
+    InvalidParams,
+    Internal,
+    TaskNotFound,
+    TaskNotCancelable,
+    PushNotificationNotSupported,
+    UnsupportedOperation,
+    ContentTypeNotSupported,
+    InvalidAgentResponse,
+    ExtendedAgentCardNotConfigured,
+    ExtensionSupportRequired,
+    VersionNotSupported,
+    Unauthenticated,
+    PayloadTooLarge,
+    Unavailable,
+}
+
+/// How one error kind appears on each binding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WireCode {
+    pub json_rpc: i32,
+    pub http: u16,
+    pub grpc: &'static str,
+    /// `google.rpc.ErrorInfo.reason`.
+    pub reason: &'static str,
+    /// The standard human message.
+    pub message: &'static str,
+}
+
+/// `google.rpc.ErrorInfo.domain` for A2A errors.
+pub const ERROR_DOMAIN: &str = "a2a-protocol.org";
+
+impl ErrorKind {
+    /// The mapping table (A2A spec §3.3.2/§5.4, 1.0.1 column; §9.5 standard JSON-RPC codes).
+    pub const fn wire(self) -> WireCode {
+        use ErrorKind::*;
+        const fn w(
+            json_rpc: i32,
+            http: u16,
+            grpc: &'static str,
+            reason: &'static str,
+            message: &'static str,
+        ) -> WireCode {
+            WireCode {
+                json_rpc,
+                http,
+                grpc,
+                reason,
+                message,
+            }
+        }
+        match self {
+            JsonParse => w(-32700, 400, "INVALID_ARGUMENT", "PARSE_ERROR", "Invalid JSON payload"),
+            InvalidRequest => w(-32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST", "Request payload validation error"),
+            MethodNotFound => w(-32601, 404, "UNIMPLEMENTED", "METHOD_NOT_FOUND", "Method not found"),
+            InvalidParams => w(-32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "Invalid parameters"),
+            Internal => w(-32603, 500, "INTERNAL", "INTERNAL", "Internal error"),
+            TaskNotFound => w(-32001, 404, "NOT_FOUND", "TASK_NOT_FOUND", "Task not found"),
+            TaskNotCancelable => w(-32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE", "Task cannot be canceled"),
+            PushNotificationNotSupported => w(-32003, 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED", "Push Notification is not supported"),
+            UnsupportedOperation => w(-32004, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION", "This operation is not supported"),
+            ContentTypeNotSupported => w(-32005, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED", "Incompatible content types"),
+            InvalidAgentResponse => w(-32006, 500, "INTERNAL", "INVALID_AGENT_RESPONSE", "Invalid agent response"),
+            ExtendedAgentCardNotConfigured => w(-32007, 400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "Extended agent card is not configured"),
+            ExtensionSupportRequired => w(-32008, 400, "FAILED_PRECONDITION", "EXTENSION_SUPPORT_REQUIRED", "Extension support required"),
+            VersionNotSupported => w(-32009, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED", "Protocol version not supported"),
+            Unauthenticated => w(-32600, 401, "UNAUTHENTICATED", "UNAUTHENTICATED", "Authentication required"),
+            PayloadTooLarge => w(-32600, 413, "INVALID_ARGUMENT", "PAYLOAD_TOO_LARGE", "Request payload too large"),
+            Unavailable => w(-32603, 503, "UNAVAILABLE", "UNAVAILABLE", "Service temporarily unavailable"),
+        }
+    }
+}
+
+/// Refusals decided by the domain: the command changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DomainError {
+    #[error("task {task_id} not found")]
+    TaskNotFound { task_id: String },
+    #[error("task {task_id} is {} and cannot be canceled", state.as_str())]
+    TaskNotCancelable { task_id: String, state: TaskState },
+    #[error("task {task_id} is {} (terminal) and accepts no more messages; start a new task in the same context", state.as_str())]
+    TaskTerminal { task_id: String, state: TaskState },
+    #[error("{field}: {reason}")]
+    InvalidParams { field: String, reason: String },
+    #[error("task {task_id} already exists")]
+    TaskAlreadyExists { task_id: String },
+    #[error("{0}")]
+    UnsupportedOperation(String),
+}
+
+impl DomainError {
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
+        Self::InvalidParams {
+            field: field.into(),
+            reason: reason.into(),
+        }
+    }
+
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Self::TaskNotFound { .. } => ErrorKind::TaskNotFound,
+            Self::TaskNotCancelable { .. } => ErrorKind::TaskNotCancelable,
+            Self::TaskTerminal { .. } | Self::UnsupportedOperation(_) => {
+                ErrorKind::UnsupportedOperation
+            }
+            Self::InvalidParams { .. } => ErrorKind::InvalidParams,
+            Self::TaskAlreadyExists { .. } => ErrorKind::Internal,
+        }
+    }
+
+    /// `ErrorInfo.metadata`: the facts a client can act on (camelCase keys, string values).
+    pub fn metadata(&self) -> BTreeMap<String, String> {
+        let mut m = BTreeMap::new();
+        match self {
+            Self::TaskNotFound { task_id }
+            | Self::TaskAlreadyExists { task_id } => {
+                m.insert("taskId".into(), task_id.clone());
+            }
+            Self::TaskNotCancelable { task_id, state } | Self::TaskTerminal { task_id, state } => {
+                m.insert("taskId".into(), task_id.clone());
+                m.insert("state".into(), state.as_str().into());
+            }
+            Self::InvalidParams { field, .. } => {
+                m.insert("field".into(), field.clone());
+            }
+            Self::UnsupportedOperation(_) => {}
+        }
+        m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a2a_codes_follow_the_spec_table() {
+        assert_eq!(ErrorKind::TaskNotFound.wire().json_rpc, -32001);
+        assert_eq!(ErrorKind::TaskNotFound.wire().http, 404);
+        assert_eq!(ErrorKind::TaskNotCancelable.wire().json_rpc, -32002);
+        assert_eq!(ErrorKind::PushNotificationNotSupported.wire().json_rpc, -32003);
+        assert_eq!(ErrorKind::UnsupportedOperation.wire().json_rpc, -32004);
+        assert_eq!(ErrorKind::ContentTypeNotSupported.wire().json_rpc, -32005);
+        assert_eq!(ErrorKind::ExtendedAgentCardNotConfigured.wire().json_rpc, -32007);
+        assert_eq!(ErrorKind::VersionNotSupported.wire().json_rpc, -32009);
+        assert_eq!(ErrorKind::VersionNotSupported.wire().reason, "VERSION_NOT_SUPPORTED");
+        assert_eq!(ErrorKind::JsonParse.wire().json_rpc, -32700);
+        assert_eq!(ErrorKind::MethodNotFound.wire().json_rpc, -32601);
+    }
+
+    #[test]
+    fn domain_errors_map_to_their_a2a_kind() {
+        let e = DomainError::TaskTerminal {
+            task_id: "t".into(),
+            state: TaskState::Completed,
+        };
+        assert_eq!(e.kind(), ErrorKind::UnsupportedOperation);
+        assert_eq!(e.metadata()["state"], "TASK_STATE_COMPLETED");
+        assert_eq!(
+            DomainError::invalid("message.parts", "empty").kind(),
+            ErrorKind::InvalidParams
+        );
+    }
+}

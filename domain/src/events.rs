@@ -1,0 +1,132 @@
+//! Events as stored: type + version + payload, and the upcasters that lift old shapes.
+
+use cqrs_es::persist::{EventUpcaster, SemanticVersionEventUpcaster, SerializedEvent};
+use cqrs_es::{Aggregate, DomainEvent};
+use serde_json::Value;
+
+use crate::task::{TaskAggregate, TaskEvent};
+use crate::time::Timestamp;
+
+/// One event in the store: the sequence number is the aggregate version it produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub event_type: String,
+    pub event_version: String,
+    /// The externally tagged event JSON (`{"MessageAppended": {…}}`).
+    pub payload: Value,
+    pub recorded_at: Timestamp,
+}
+
+impl StoredEvent {
+    pub fn new(seq: u64, event: &TaskEvent, recorded_at: Timestamp) -> Self {
+        Self {
+            seq,
+            event_type: event.event_type(),
+            event_version: event.event_version(),
+            payload: serde_json::to_value(event).unwrap_or(Value::Null),
+            recorded_at,
+        }
+    }
+
+    /// Upcasts an old shape if needed, then parses.
+    pub fn decode(&self) -> Result<TaskEvent, String> {
+        let serialized = SerializedEvent::new(
+            String::new(),
+            self.seq as usize,
+            TaskAggregate::TYPE.to_string(),
+            self.event_type.clone(),
+            self.event_version.clone(),
+            self.payload.clone(),
+            Value::Null,
+        );
+        let upcast = upcasters().iter().fold(serialized, |e, u| {
+            if u.can_upcast(&e.event_type, &e.event_version) {
+                u.upcast(e)
+            } else {
+                e
+            }
+        });
+        serde_json::from_value(upcast.payload)
+            .map_err(|e| format!("event {} v{} #{}: {e}", self.event_type, self.event_version, self.seq))
+    }
+}
+
+/// The 0.3-era state names some early events carried, and their 1.0 names.
+const LEGACY_STATES: [(&str, &str); 8] = [
+    ("submitted", "TASK_STATE_SUBMITTED"),
+    ("working", "TASK_STATE_WORKING"),
+    ("completed", "TASK_STATE_COMPLETED"),
+    ("failed", "TASK_STATE_FAILED"),
+    ("canceled", "TASK_STATE_CANCELED"),
+    ("input-required", "TASK_STATE_INPUT_REQUIRED"),
+    ("rejected", "TASK_STATE_REJECTED"),
+    ("auth-required", "TASK_STATE_AUTH_REQUIRED"),
+];
+
+/// Every upcaster, oldest first.
+pub fn upcasters() -> Vec<Box<dyn EventUpcaster>> {
+    vec![Box::new(SemanticVersionEventUpcaster::new(
+        "StatusChanged",
+        "1.0.0",
+        // 0.x wrote `{"StatusChanged": {"state": "working", "at": …}}` with 0.3 state names.
+        Box::new(|mut payload: Value| {
+            if let Some(state) = payload.pointer_mut("/StatusChanged/state") {
+                if let Some(old) = state.as_str() {
+                    if let Some((_, new)) = LEGACY_STATES.iter().find(|(o, _)| *o == old) {
+                        *state = Value::String((*new).to_string());
+                    }
+                }
+            }
+            payload
+        }),
+    ))]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::TaskState;
+    use serde_json::json;
+
+    #[test]
+    fn an_event_round_trips_through_its_stored_form() {
+        let at = Timestamp::parse("2026-01-01T00:00:00.000000001Z").unwrap();
+        let e = TaskEvent::StatusChanged {
+            state: TaskState::Working,
+            message: None,
+            at,
+        };
+        let s = StoredEvent::new(3, &e, at);
+        assert_eq!(s.event_type, "StatusChanged");
+        assert_eq!(s.event_version, "1.0");
+        assert_eq!(s.decode().unwrap(), e);
+    }
+
+    #[test]
+    fn an_old_status_changed_shape_is_upcast() {
+        let s = StoredEvent {
+            seq: 2,
+            event_type: "StatusChanged".into(),
+            event_version: "0.3".into(),
+            payload: json!({"StatusChanged": {"state": "input-required", "at": "2026-01-01T00:00:00Z"}}),
+            recorded_at: Timestamp::now(),
+        };
+        match s.decode().unwrap() {
+            TaskEvent::StatusChanged { state, .. } => assert_eq!(state, TaskState::InputRequired),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_current_event_is_left_alone_by_the_upcasters() {
+        let s = StoredEvent {
+            seq: 2,
+            event_type: "StatusChanged".into(),
+            event_version: "1.0".into(),
+            payload: json!({"StatusChanged": {"state": "working", "at": "2026-01-01T00:00:00Z"}}),
+            recorded_at: Timestamp::now(),
+        };
+        assert!(s.decode().is_err(), "1.0 payloads must already use 1.0 names");
+    }
+}

@@ -1,0 +1,185 @@
+//! Identifiers and bounded request values as newtypes: an invalid one cannot exist past `parse`.
+
+use serde::{Deserialize, Serialize};
+
+/// Longest task, context, message, artifact id or idempotency key we accept, in UTF-8 bytes.
+pub const MAX_ID_BYTES: usize = 256;
+/// Longest tenant or subject name, in UTF-8 bytes.
+pub const MAX_PRINCIPAL_BYTES: usize = 128;
+
+fn check_id(what: &str, s: &str, max: usize) -> Result<(), String> {
+    if s.is_empty() {
+        return Err(format!("{what} must not be empty"));
+    }
+    if s.len() > max {
+        return Err(format!("{what} is longer than {max} bytes"));
+    }
+    if s.chars().any(char::is_control) {
+        return Err(format!("{what} must not contain control characters"));
+    }
+    Ok(())
+}
+
+macro_rules! id_newtype {
+    ($(#[$m:meta])* $name:ident, $what:literal, $max:expr) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            pub fn parse(s: impl Into<String>) -> Result<Self, String> {
+                let s = s.into();
+                check_id($what, &s, $max)?;
+                Ok(Self(s))
+            }
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = String;
+            fn try_from(s: String) -> Result<Self, String> {
+                Self::parse(s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(v: $name) -> String {
+                v.0
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+id_newtype!(
+    /// A task id: server generated, opaque to clients.
+    TaskId, "task id", MAX_ID_BYTES
+);
+id_newtype!(
+    /// A context id: server generated or the client's.
+    ContextId, "contextId", MAX_ID_BYTES
+);
+id_newtype!(
+    /// A message id, chosen by the message's author.
+    MessageId, "messageId", MAX_ID_BYTES
+);
+id_newtype!(
+    /// An artifact id, unique within its task.
+    ArtifactId, "artifactId", MAX_ID_BYTES
+);
+id_newtype!(
+    /// A client's `Idempotency-Key` for task creation.
+    IdempotencyKey, "Idempotency-Key", MAX_ID_BYTES
+);
+id_newtype!(
+    /// The tenant a principal acts for.
+    Tenant, "tenant", MAX_PRINCIPAL_BYTES
+);
+id_newtype!(
+    /// The authenticated subject (user or service) within a tenant.
+    Subject, "subject", MAX_PRINCIPAL_BYTES
+);
+
+/// Who is calling: every request has one. Tasks belong to the principal that created them.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Principal {
+    pub tenant: Tenant,
+    pub subject: Subject,
+}
+
+impl Principal {
+    pub fn new(tenant: &str, subject: &str) -> Result<Self, String> {
+        Ok(Self {
+            tenant: Tenant::parse(tenant)?,
+            subject: Subject::parse(subject)?,
+        })
+    }
+}
+
+impl std::fmt::Display for Principal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.tenant, self.subject)
+    }
+}
+
+/// How many history messages to return: unset = all, 0 = none (member omitted), N = last N.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum HistoryLength {
+    #[default]
+    All,
+    Last(u32),
+}
+
+impl HistoryLength {
+    pub fn parse(v: Option<i32>) -> Result<Self, String> {
+        match v {
+            None => Ok(Self::All),
+            Some(n) if n < 0 => Err(format!("historyLength must not be negative (got {n})")),
+            Some(n) => Ok(Self::Last(n as u32)),
+        }
+    }
+}
+
+/// Smallest, largest and default ListTasks page size.
+pub const PAGE_SIZE_MIN: i32 = 1;
+pub const PAGE_SIZE_MAX: i32 = 100;
+pub const PAGE_SIZE_DEFAULT: i32 = 50;
+
+/// A ListTasks page size within `PAGE_SIZE_MIN..=PAGE_SIZE_MAX`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PageSize(u32);
+
+impl PageSize {
+    pub fn parse(v: Option<i32>) -> Result<Self, String> {
+        match v {
+            None => Ok(Self(PAGE_SIZE_DEFAULT as u32)),
+            Some(n) if (PAGE_SIZE_MIN..=PAGE_SIZE_MAX).contains(&n) => Ok(Self(n as u32)),
+            Some(n) => Err(format!(
+                "pageSize must be between {PAGE_SIZE_MIN} and {PAGE_SIZE_MAX} (got {n})"
+            )),
+        }
+    }
+    pub fn get(self) -> u32 {
+        self.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_at_and_past_the_length_limit() {
+        assert!(TaskId::parse("a".repeat(MAX_ID_BYTES)).is_ok());
+        assert!(TaskId::parse("a".repeat(MAX_ID_BYTES + 1)).is_err());
+        assert!(MessageId::parse("").is_err());
+        assert!(ContextId::parse("a\nb").is_err());
+        assert!(Tenant::parse("t".repeat(MAX_PRINCIPAL_BYTES)).is_ok());
+        assert!(Tenant::parse("t".repeat(MAX_PRINCIPAL_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn page_size_bounds() {
+        assert_eq!(PageSize::parse(None).unwrap().get(), 50);
+        assert_eq!(PageSize::parse(Some(PAGE_SIZE_MIN)).unwrap().get(), 1);
+        assert_eq!(PageSize::parse(Some(PAGE_SIZE_MAX)).unwrap().get(), 100);
+        assert!(PageSize::parse(Some(0)).is_err());
+        assert!(PageSize::parse(Some(101)).is_err());
+    }
+
+    #[test]
+    fn history_length_rules() {
+        assert_eq!(HistoryLength::parse(None).unwrap(), HistoryLength::All);
+        assert_eq!(HistoryLength::parse(Some(0)).unwrap(), HistoryLength::Last(0));
+        assert_eq!(HistoryLength::parse(Some(3)).unwrap(), HistoryLength::Last(3));
+        assert!(HistoryLength::parse(Some(-1)).is_err());
+    }
+}

@@ -1,0 +1,195 @@
+//! Intake of client messages: validation with field paths, stripping of server-owned metadata,
+//! and the content fingerprint that tells a retry from a new message.
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::error::DomainError;
+use crate::ids::MessageId;
+use crate::time::Timestamp;
+use crate::wire::{Message, Metadata, PartContent, Role};
+
+/// Most parts one message may carry.
+pub const MAX_PARTS_PER_MESSAGE: usize = 100;
+
+/// kagent metadata key: ordering stamp of a message or artifact (RFC 3339, UTC, nanoseconds).
+pub const TIMELINE_POSITION_KEY: &str = "kagent.dev/a2a/timeline-position";
+/// kagent metadata key: when the task was created (RFC 3339, UTC, nanoseconds).
+pub const TASK_CREATED_AT_KEY: &str = "kagent.dev/a2a/task-created-at";
+
+/// Checks a message a client sent; `path` is where it sits in the request (`message`).
+pub fn validate_user_message(m: &Message, path: &str) -> Result<MessageId, DomainError> {
+    let id = MessageId::parse(m.message_id.clone())
+        .map_err(|e| DomainError::invalid(format!("{path}.messageId"), e))?;
+    match m.role {
+        Role::User => {}
+        Role::Unspecified => {
+            return Err(DomainError::invalid(
+                format!("{path}.role"),
+                "is required and must be ROLE_USER",
+            ))
+        }
+        Role::Agent => {
+            return Err(DomainError::invalid(
+                format!("{path}.role"),
+                "a client message must have role ROLE_USER",
+            ))
+        }
+    }
+    validate_parts(m, path)?;
+    Ok(id)
+}
+
+/// Checks a message the agent produced.
+pub fn validate_agent_message(m: &Message, path: &str) -> Result<(), DomainError> {
+    MessageId::parse(m.message_id.clone())
+        .map_err(|e| DomainError::invalid(format!("{path}.messageId"), e))?;
+    if m.role != Role::Agent {
+        return Err(DomainError::invalid(
+            format!("{path}.role"),
+            "an agent message must have role ROLE_AGENT",
+        ));
+    }
+    validate_parts(m, path)
+}
+
+fn validate_parts(m: &Message, path: &str) -> Result<(), DomainError> {
+    if m.parts.is_empty() {
+        return Err(DomainError::invalid(
+            format!("{path}.parts"),
+            "a message needs at least one part",
+        ));
+    }
+    if m.parts.len() > MAX_PARTS_PER_MESSAGE {
+        return Err(DomainError::invalid(
+            format!("{path}.parts"),
+            format!(
+                "a message may have at most {MAX_PARTS_PER_MESSAGE} parts (got {})",
+                m.parts.len()
+            ),
+        ));
+    }
+    for (i, p) in m.parts.iter().enumerate() {
+        if let PartContent::Url(u) = &p.content {
+            if u.is_empty() {
+                return Err(DomainError::invalid(
+                    format!("{path}.parts[{i}].url"),
+                    "must not be empty",
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Removes the server-owned kagent keys a caller may have put into metadata.
+pub fn strip_server_keys(meta: &mut Option<Metadata>) {
+    if let Some(m) = meta {
+        m.remove(TIMELINE_POSITION_KEY);
+        m.remove(TASK_CREATED_AT_KEY);
+        if m.is_empty() {
+            *meta = None;
+        }
+    }
+}
+
+/// Sets the timeline stamp on a metadata object.
+pub fn stamp_timeline(meta: &mut Option<Metadata>, at: Timestamp) {
+    meta.get_or_insert_with(Metadata::new).insert(
+        TIMELINE_POSITION_KEY.into(),
+        Value::String(at.to_rfc3339_nanos()),
+    );
+}
+
+/// A digest of what a message says (role, parts, metadata, extensions, references), not of
+/// where it was sent: the same `messageId` with the same fingerprint on the same task is a retry.
+pub fn fingerprint(m: &Message) -> String {
+    let mut meta = m.metadata.clone();
+    strip_server_keys(&mut meta);
+    // serde_json's map is ordered by key, so this serialisation is canonical.
+    let canonical = serde_json::json!({
+        "role": m.role,
+        "parts": m.parts,
+        "metadata": meta,
+        "extensions": m.extensions,
+        "referenceTaskIds": m.reference_task_ids,
+    });
+    let digest = Sha256::digest(canonical.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// A digest of arbitrary JSON (used for idempotent task creation).
+pub fn json_fingerprint(v: &Value) -> String {
+    let digest = Sha256::digest(v.to_string().as_bytes());
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::Part;
+    use serde_json::json;
+
+    fn user(text: &str) -> Message {
+        Message {
+            message_id: "m-1".into(),
+            context_id: None,
+            task_id: None,
+            role: Role::User,
+            parts: vec![Part::text(text)],
+            metadata: None,
+            extensions: vec![],
+            reference_task_ids: vec![],
+        }
+    }
+
+    #[test]
+    fn a_message_without_parts_is_refused_with_its_path() {
+        let mut m = user("x");
+        m.parts.clear();
+        let e = validate_user_message(&m, "message").unwrap_err();
+        assert_eq!(e, DomainError::invalid("message.parts", "a message needs at least one part"));
+    }
+
+    #[test]
+    fn parts_at_and_past_the_limit() {
+        let mut m = user("x");
+        m.parts = vec![Part::text("p"); MAX_PARTS_PER_MESSAGE];
+        assert!(validate_user_message(&m, "message").is_ok());
+        m.parts.push(Part::text("p"));
+        assert!(validate_user_message(&m, "message").is_err());
+    }
+
+    #[test]
+    fn role_and_message_id_are_required() {
+        let mut m = user("x");
+        m.role = Role::Unspecified;
+        assert!(matches!(validate_user_message(&m, "message"), Err(DomainError::InvalidParams { field, .. }) if field == "message.role"));
+        let mut m = user("x");
+        m.message_id.clear();
+        assert!(matches!(validate_user_message(&m, "message"), Err(DomainError::InvalidParams { field, .. }) if field == "message.messageId"));
+    }
+
+    #[test]
+    fn server_keys_are_stripped_and_others_kept() {
+        let mut meta = Some(
+            json!({TIMELINE_POSITION_KEY: "x", TASK_CREATED_AT_KEY: "y", "mine": 1})
+                .as_object()
+                .unwrap()
+                .clone(),
+        );
+        strip_server_keys(&mut meta);
+        assert_eq!(meta.unwrap(), json!({"mine": 1}).as_object().unwrap().clone());
+    }
+
+    #[test]
+    fn fingerprint_ignores_ids_and_server_keys_but_not_content() {
+        let a = user("hello");
+        let mut b = user("hello");
+        b.message_id = "other".into();
+        b.task_id = Some("t".into());
+        stamp_timeline(&mut b.metadata, Timestamp::now());
+        assert_eq!(fingerprint(&a), fingerprint(&b));
+        assert_ne!(fingerprint(&a), fingerprint(&user("hello!")));
+    }
+}

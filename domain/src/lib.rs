@@ -1,0 +1,23 @@
+//! taskledger's pure core: A2A 1.0 wire types, the Task aggregate with its commands and events,
+//! validation, projections into the read model, and the ports the adapters implement.
+//! No AWS, no network, no I/O.
+
+pub mod card;
+pub mod cursor;
+pub mod error;
+pub mod events;
+pub mod ids;
+pub mod intake;
+pub mod ports;
+pub mod projection;
+pub mod task;
+pub mod time;
+pub mod wire;
+
+#[cfg(test)]
+mod task_tests;
+
+pub use error::{DomainError, ErrorKind};
+pub use ids::*;
+pub use task::{TaskAggregate, TaskCommand, TaskEvent};
+pub use time::Timestamp;

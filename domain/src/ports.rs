@@ -1,0 +1,190 @@
+//! Ports: what the application needs from storage. Adapters live in `infra`
+//! (SQLite for the embedded default, DynamoDB for AWS) and pass one contract suite.
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::events::StoredEvent;
+use crate::ids::{ContextId, HistoryLength, IdempotencyKey, MessageId, PageSize, Principal, TaskId};
+use crate::projection::{ArtifactChunk, ReadWrite};
+use crate::task::{TaskAggregate, TaskHead};
+use crate::time::Timestamp;
+use crate::wire::{Message, TaskState};
+
+/// Version of the snapshot (head) shape; a stored snapshot of another version is rebuilt from events.
+pub const SNAPSHOT_SCHEMA: u32 = 1;
+
+/// A task creation retried with the same `Idempotency-Key` finds the task it created.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IdempotencyRecord {
+    pub owner: Principal,
+    pub key: IdempotencyKey,
+    /// Digest of the request body: the same key with another body is refused.
+    pub fingerprint: String,
+    pub task_id: TaskId,
+}
+
+/// A message appended to a task; the same key again is a retry and appends nothing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MessageKey {
+    pub task_id: TaskId,
+    pub message_id: MessageId,
+    pub fingerprint: String,
+}
+
+/// Everything one command writes, atomically: new events (sequence `expected_version + 1 ..`),
+/// the new head (snapshot + read-model fields), read-model items, and the idempotency items.
+#[derive(Debug, Clone)]
+pub struct Commit {
+    pub task_id: TaskId,
+    pub expected_version: u64,
+    pub events: Vec<StoredEvent>,
+    /// State after the events; `snapshot.version == expected_version + events.len()`.
+    pub snapshot: TaskAggregate,
+    pub writes: Vec<ReadWrite>,
+    pub message_key: Option<MessageKey>,
+    pub idempotency: Option<IdempotencyRecord>,
+}
+
+impl Commit {
+    pub fn head(&self) -> Option<&TaskHead> {
+        self.snapshot.head.as_ref()
+    }
+}
+
+/// A stored head: the snapshot as written, and the events after it (normally none).
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub snapshot_schema: u32,
+    pub snapshot: Value,
+    pub tail: Vec<StoredEvent>,
+}
+
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum StoreError {
+    /// Another writer appended first: reload and decide again.
+    #[error("task {0} was changed concurrently")]
+    Conflict(TaskId),
+    /// The message key exists: this append is a retry of one already stored.
+    #[error("message {0} was already appended with the same content")]
+    DuplicateMessage(MessageId),
+    /// The idempotency key exists, for the task and body given.
+    #[error("idempotency key already used")]
+    IdempotencyKeyUsed { task_id: TaskId, fingerprint: String },
+    /// The store is throttling or unreachable; the caller may retry later.
+    #[error("store unavailable: {0}")]
+    Unavailable(String),
+    /// Data that cannot be read back (a bug or a manual edit).
+    #[error("stored data is unreadable: {0}")]
+    Corrupt(String),
+    #[error("store failure: {0}")]
+    Other(String),
+}
+
+/// The event store: load a head with its tail, append with optimistic concurrency.
+#[async_trait]
+pub trait EventStore: Send + Sync {
+    async fn load(&self, task_id: &TaskId) -> Result<Option<Loaded>, StoreError>;
+    /// Every event of a task with `seq > after`, in order (replays and rebuilds).
+    async fn events(&self, task_id: &TaskId, after: u64) -> Result<Vec<StoredEvent>, StoreError>;
+    async fn append(&self, commit: Commit) -> Result<(), StoreError>;
+    /// The idempotency record stored under a key, if any.
+    async fn idempotency(
+        &self,
+        owner: &Principal,
+        key: &IdempotencyKey,
+    ) -> Result<Option<IdempotencyRecord>, StoreError>;
+}
+
+/// What a reader asked for besides the head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ViewOptions {
+    pub history: HistoryLength,
+    pub include_artifacts: bool,
+}
+
+/// A task as the read model holds it, ready for `projection::assemble`.
+#[derive(Debug, Clone)]
+pub struct TaskView {
+    pub head: TaskHead,
+    /// `None` when history was not asked for (`historyLength` 0).
+    pub history: Option<Vec<Message>>,
+    /// `None` when artifacts were not asked for.
+    pub chunks: Option<Vec<ArtifactChunk>>,
+}
+
+/// Where a ListTasks page starts: after this (status timestamp, task id), newest first.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Cursor {
+    pub status_nanos: i64,
+    pub task_id: String,
+}
+
+/// ListTasks filters, already validated.
+#[derive(Debug, Clone)]
+pub struct ListQuery {
+    pub context_id: Option<ContextId>,
+    pub state: Option<TaskState>,
+    pub status_after: Option<Timestamp>,
+    pub after: Option<Cursor>,
+    pub page_size: PageSize,
+    pub view: ViewOptions,
+}
+
+#[derive(Debug, Clone)]
+pub struct ListPage {
+    pub tasks: Vec<TaskView>,
+    /// Matches before paging.
+    pub total_size: u64,
+    /// Set when more tasks follow.
+    pub next: Option<Cursor>,
+}
+
+/// The task read model: GetTask and ListTasks, scoped to the caller.
+#[async_trait]
+pub trait TaskReadModel: Send + Sync {
+    /// The caller's task, or `None` if it does not exist or belongs to someone else.
+    async fn get(
+        &self,
+        owner: &Principal,
+        task_id: &TaskId,
+        view: ViewOptions,
+    ) -> Result<Option<TaskView>, StoreError>;
+    async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError>;
+}
+
+/// Rebuilds a state from a snapshot and its tail; `None` when the snapshot must be replayed.
+pub fn restore(loaded: &Loaded) -> Result<Option<TaskAggregate>, StoreError> {
+    if loaded.snapshot_schema != SNAPSHOT_SCHEMA {
+        return Ok(None);
+    }
+    let mut state: TaskAggregate = match serde_json::from_value(loaded.snapshot.clone()) {
+        Ok(s) => s,
+        Err(_) => return Ok(None),
+    };
+    for e in &loaded.tail {
+        if e.seq != state.version + 1 {
+            return Err(StoreError::Corrupt(format!(
+                "event {} follows version {}",
+                e.seq, state.version
+            )));
+        }
+        state.apply_event(&e.decode().map_err(StoreError::Corrupt)?);
+    }
+    Ok(Some(state))
+}
+
+/// Folds a task's whole event sequence (rebuilds, snapshot schema changes).
+pub fn replay_state(events: &[StoredEvent]) -> Result<TaskAggregate, StoreError> {
+    let mut state = TaskAggregate::default();
+    for e in events {
+        if e.seq != state.version + 1 {
+            return Err(StoreError::Corrupt(format!(
+                "event {} follows version {}",
+                e.seq, state.version
+            )));
+        }
+        state.apply_event(&e.decode().map_err(StoreError::Corrupt)?);
+    }
+    Ok(state)
+}

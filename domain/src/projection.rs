@@ -1,0 +1,180 @@
+//! Projection of task events into the read model (history items, artifact chunks) and the
+//! assembly of an A2A `Task` from that read model. Pure: the stores only persist what this says.
+
+use serde::{Deserialize, Serialize};
+
+use crate::ids::HistoryLength;
+use crate::task::{TaskAggregate, TaskEvent, TaskHead};
+use crate::wire::{Artifact, Message, Task, TaskStatus};
+
+/// A message in history at position `pos` (0-based, contiguous).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryEntry {
+    pub pos: u64,
+    pub message: Message,
+}
+
+/// One chunk of the artifact at position `ord` in the task; chunk 0 carries name and description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArtifactChunk {
+    pub ord: u32,
+    pub chunk: u32,
+    pub artifact: Artifact,
+}
+
+/// A write to the read model caused by an event.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ReadWrite {
+    History(HistoryEntry),
+    /// An artifact was replaced: drop its earlier chunks first.
+    ArtifactReset { ord: u32 },
+    ArtifactChunk(ArtifactChunk),
+}
+
+/// Applies `events` to `state` and returns the read-model writes they cause, in order.
+pub fn project(state: &mut TaskAggregate, events: &[TaskEvent]) -> Vec<ReadWrite> {
+    let mut writes = Vec::new();
+    for event in events {
+        if let Some(head) = state.head.as_ref() {
+            writes_for(head, event, &mut writes);
+        } else if let TaskEvent::TaskCreated { .. } = event {
+            // nothing but the head itself
+        }
+        state.apply_event(event);
+    }
+    writes
+}
+
+fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
+    match event {
+        TaskEvent::MessageAppended { message, .. } => out.push(ReadWrite::History(HistoryEntry {
+            pos: head.history_len,
+            message: message.clone(),
+        })),
+        TaskEvent::StatusChanged {
+            message: Some(m), ..
+        } => out.push(ReadWrite::History(HistoryEntry {
+            pos: head.history_len,
+            message: m.clone(),
+        })),
+        TaskEvent::ArtifactAdded { artifact, .. } => {
+            let existing = head
+                .artifacts
+                .iter()
+                .position(|a| a.artifact_id.as_str() == artifact.artifact_id);
+            let ord = match existing {
+                Some(i) => {
+                    out.push(ReadWrite::ArtifactReset { ord: i as u32 });
+                    i
+                }
+                None => head.artifacts.len(),
+            } as u32;
+            out.push(ReadWrite::ArtifactChunk(ArtifactChunk {
+                ord,
+                chunk: 0,
+                artifact: artifact.clone(),
+            }));
+        }
+        TaskEvent::ArtifactChunkAppended {
+            artifact_id,
+            parts,
+            metadata,
+            ..
+        } => {
+            if let Some((i, a)) = head
+                .artifacts
+                .iter()
+                .enumerate()
+                .find(|(_, a)| &a.artifact_id == artifact_id)
+            {
+                out.push(ReadWrite::ArtifactChunk(ArtifactChunk {
+                    ord: i as u32,
+                    chunk: a.chunks,
+                    artifact: Artifact {
+                        artifact_id: artifact_id.to_string(),
+                        name: None,
+                        description: None,
+                        parts: parts.clone(),
+                        metadata: metadata.clone(),
+                        extensions: Vec::new(),
+                    },
+                }));
+            }
+        }
+        TaskEvent::TaskCreated { .. }
+        | TaskEvent::StatusChanged { message: None, .. }
+        | TaskEvent::TaskCanceled { .. } => {}
+    }
+}
+
+/// Merges chunks (sorted by `ord`, then `chunk`) into whole artifacts.
+pub fn merge_chunks(mut chunks: Vec<ArtifactChunk>) -> Vec<Artifact> {
+    chunks.sort_by_key(|c| (c.ord, c.chunk));
+    let mut out: Vec<(u32, Artifact)> = Vec::new();
+    for c in chunks {
+        match out.last_mut() {
+            Some((ord, a)) if *ord == c.ord => {
+                a.parts.extend(c.artifact.parts);
+                if let Some(extra) = c.artifact.metadata {
+                    a.metadata.get_or_insert_with(Default::default).extend(extra);
+                }
+            }
+            _ => out.push((c.ord, c.artifact)),
+        }
+    }
+    out.into_iter().map(|(_, a)| a).collect()
+}
+
+/// Keeps the last `n` of an ordered history, per `historyLength`.
+pub fn limit_history(history: Vec<Message>, len: HistoryLength) -> Option<Vec<Message>> {
+    match len {
+        HistoryLength::Last(0) => None,
+        HistoryLength::All => Some(history),
+        HistoryLength::Last(n) => {
+            let skip = history.len().saturating_sub(n as usize);
+            Some(history.into_iter().skip(skip).collect())
+        }
+    }
+}
+
+/// The A2A `Task` from a head, its (already limited) history and, when asked for, its chunks.
+pub fn assemble(
+    head: &TaskHead,
+    history: Option<Vec<Message>>,
+    chunks: Option<Vec<ArtifactChunk>>,
+) -> Task {
+    let artifacts = chunks.map(merge_chunks).filter(|a| !a.is_empty());
+    Task {
+        id: head.id.to_string(),
+        context_id: head.context_id.to_string(),
+        status: TaskStatus {
+            state: head.status.state,
+            message: head.status.message.clone(),
+            timestamp: head.status.timestamp,
+        },
+        artifacts,
+        history: history.filter(|h| !h.is_empty()),
+        metadata: (!head.metadata.is_empty()).then(|| head.metadata.clone()),
+    }
+}
+
+/// The whole projection in one go: events → `Task` (used by rebuilds and tests).
+pub fn replay(events: &[TaskEvent], history_length: HistoryLength) -> Option<Task> {
+    let mut state = TaskAggregate::default();
+    let writes = project(&mut state, events);
+    let head = state.head.as_ref()?;
+    let mut history = Vec::new();
+    let mut chunks: Vec<ArtifactChunk> = Vec::new();
+    for w in writes {
+        match w {
+            ReadWrite::History(h) => history.push(h.message),
+            ReadWrite::ArtifactReset { ord } => chunks.retain(|c| c.ord != ord),
+            ReadWrite::ArtifactChunk(c) => chunks.push(c),
+        }
+    }
+    Some(assemble(
+        head,
+        limit_history(history, history_length),
+        Some(chunks),
+    ))
+}
