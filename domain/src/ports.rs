@@ -188,3 +188,28 @@ pub fn replay_state(events: &[StoredEvent]) -> Result<TaskAggregate, StoreError>
     }
     Ok(state)
 }
+
+/// The commit for `events` decided on `before`: stored events, new snapshot, read-model writes.
+pub fn commit_for(
+    task_id: TaskId,
+    before: &TaskAggregate,
+    events: &[crate::task::TaskEvent],
+    recorded_at: Timestamp,
+) -> Commit {
+    let mut after = before.clone();
+    let writes = crate::projection::project(&mut after, events);
+    let stored = events
+        .iter()
+        .enumerate()
+        .map(|(i, e)| StoredEvent::new(before.version + 1 + i as u64, e, recorded_at))
+        .collect();
+    Commit {
+        task_id,
+        expected_version: before.version,
+        events: stored,
+        snapshot: after,
+        writes,
+        message_key: None,
+        idempotency: None,
+    }
+}

@@ -1,0 +1,631 @@
+//! The embedded default store: SQLite in one file (WAL), behind the same ports as DynamoDB.
+//! One writer connection serialises appends; a few reader connections serve GetTask/ListTasks.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+use taskledger_domain::events::StoredEvent;
+use taskledger_domain::ids::{HistoryLength, IdempotencyKey, Principal, TaskId};
+use taskledger_domain::ports::{
+    Commit, Cursor, EventStore, IdempotencyRecord, ListPage, ListQuery, Loaded, StoreError,
+    TaskReadModel, TaskView, ViewOptions, SNAPSHOT_SCHEMA,
+};
+use taskledger_domain::projection::{ArtifactChunk, ReadWrite};
+use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::Message;
+
+/// Name of the database file under the data directory.
+pub const DB_FILE: &str = "taskledger.sqlite";
+/// Reader connections opened next to the writer (file mode).
+pub const READERS: usize = 4;
+/// How long a connection waits for a lock before reporting the store busy.
+const BUSY_TIMEOUT_MS: u64 = 5_000;
+
+const SCHEMA: &str = r#"
+CREATE TABLE IF NOT EXISTS events (
+    task_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT NOT NULL,
+    event_version TEXT NOT NULL, payload TEXT NOT NULL, recorded_at INTEGER NOT NULL,
+    PRIMARY KEY (task_id, seq)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS heads (
+    task_id TEXT NOT NULL PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT NOT NULL,
+    context_id TEXT NOT NULL, state TEXT NOT NULL, status_nanos INTEGER NOT NULL,
+    version INTEGER NOT NULL, snapshot_schema INTEGER NOT NULL, snapshot TEXT NOT NULL) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS heads_by_owner ON heads (tenant, owner, status_nanos DESC, task_id DESC);
+CREATE INDEX IF NOT EXISTS heads_by_context ON heads (tenant, owner, context_id, status_nanos DESC, task_id DESC);
+CREATE TABLE IF NOT EXISTS history (
+    task_id TEXT NOT NULL, pos INTEGER NOT NULL, message TEXT NOT NULL,
+    PRIMARY KEY (task_id, pos)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS artifact_chunks (
+    task_id TEXT NOT NULL, ord INTEGER NOT NULL, chunk INTEGER NOT NULL, artifact TEXT NOT NULL,
+    PRIMARY KEY (task_id, ord, chunk)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS message_keys (
+    task_id TEXT NOT NULL, message_id TEXT NOT NULL, fingerprint TEXT NOT NULL,
+    PRIMARY KEY (task_id, message_id, fingerprint)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS idempotency (
+    tenant TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, task_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, owner, key)) WITHOUT ROWID;
+"#;
+
+#[derive(Debug, thiserror::Error)]
+pub enum SqliteError {
+    #[error("cannot open the SQLite store at {path}: {source}")]
+    Open {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error("cannot create the data directory {path}: {source}")]
+    DataDir {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// The SQLite store. Cheap to clone.
+#[derive(Clone)]
+pub struct SqliteStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    writer: Mutex<Connection>,
+    /// Empty in memory mode, where the writer serves reads too.
+    readers: Vec<Mutex<Connection>>,
+    next_reader: AtomicUsize,
+}
+
+fn configure(conn: &Connection, wal: bool) -> rusqlite::Result<()> {
+    conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))?;
+    if wal {
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        // Durable across a crash of the process; an OS crash may lose the last commits (ADR 002).
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+    }
+    conn.pragma_update(None, "cache_size", -8_000)?;
+    Ok(())
+}
+
+impl SqliteStore {
+    /// Opens (or creates) `taskledger.sqlite` under `data_dir`.
+    pub fn open(data_dir: &Path) -> Result<Self, SqliteError> {
+        std::fs::create_dir_all(data_dir).map_err(|source| SqliteError::DataDir {
+            path: data_dir.display().to_string(),
+            source,
+        })?;
+        let path = data_dir.join(DB_FILE);
+        let open_err = |source| SqliteError::Open {
+            path: path.display().to_string(),
+            source,
+        };
+        let writer = Connection::open(&path).map_err(open_err)?;
+        configure(&writer, true).map_err(open_err)?;
+        writer.execute_batch(SCHEMA).map_err(open_err)?;
+        let mut readers = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            let r = Connection::open_with_flags(
+                &path,
+                OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            )
+            .map_err(open_err)?;
+            configure(&r, false).map_err(open_err)?;
+            readers.push(Mutex::new(r));
+        }
+        Ok(Self::from_parts(writer, readers))
+    }
+
+    /// A private in-memory store (tests): one connection serves reads and writes.
+    pub fn in_memory() -> Self {
+        // Opening an in-memory database cannot fail short of memory exhaustion.
+        let conn = Connection::open_in_memory().expect("in-memory SQLite");
+        configure(&conn, false).expect("configure in-memory SQLite");
+        conn.execute_batch(SCHEMA).expect("create schema");
+        Self::from_parts(conn, Vec::new())
+    }
+
+    fn from_parts(writer: Connection, readers: Vec<Mutex<Connection>>) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                writer: Mutex::new(writer),
+                readers,
+                next_reader: AtomicUsize::new(0),
+            }),
+        }
+    }
+
+    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let mut conn = inner
+                .writer
+                .lock()
+                .map_err(|_| StoreError::Other("writer lock poisoned".into()))?;
+            f(&mut conn)
+        })
+        .await
+        .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+    }
+
+    async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let lock = if inner.readers.is_empty() {
+                &inner.writer
+            } else {
+                let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
+                &inner.readers[i]
+            };
+            let conn = lock
+                .lock()
+                .map_err(|_| StoreError::Other("reader lock poisoned".into()))?;
+            f(&conn)
+        })
+        .await
+        .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+    }
+}
+
+fn db_err(e: rusqlite::Error) -> StoreError {
+    match e {
+        rusqlite::Error::SqliteFailure(f, _)
+            if matches!(
+                f.code,
+                rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked
+            ) =>
+        {
+            StoreError::Unavailable(format!("SQLite is busy: {e}"))
+        }
+        other => StoreError::Other(other.to_string()),
+    }
+}
+
+fn is_constraint(e: &rusqlite::Error) -> bool {
+    matches!(e, rusqlite::Error::SqliteFailure(f, _) if f.code == rusqlite::ErrorCode::ConstraintViolation)
+}
+
+fn json<T: serde::Serialize>(v: &T) -> Result<String, StoreError> {
+    serde_json::to_string(v).map_err(|e| StoreError::Other(format!("cannot serialise: {e}")))
+}
+
+fn parse<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
+    serde_json::from_str(s).map_err(|e| StoreError::Corrupt(e.to_string()))
+}
+
+fn row_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String, i64)> {
+    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+}
+
+fn to_event(row: (i64, String, String, String, i64)) -> Result<StoredEvent, StoreError> {
+    Ok(StoredEvent {
+        seq: row.0 as u64,
+        event_type: row.1,
+        event_version: row.2,
+        payload: parse(&row.3)?,
+        recorded_at: Timestamp::from_unix_nanos(row.4),
+    })
+}
+
+fn load_events(conn: &Connection, task_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+    let mut stmt = conn
+        .prepare_cached(
+            "SELECT seq, event_type, event_version, payload, recorded_at FROM events \
+             WHERE task_id = ?1 AND seq > ?2 ORDER BY seq",
+        )
+        .map_err(db_err)?;
+    let rows = stmt
+        .query_map(params![task_id, after as i64], row_event)
+        .map_err(db_err)?;
+    rows.map(|r| to_event(r.map_err(db_err)?)).collect()
+}
+
+fn apply_commit(conn: &mut Connection, c: &Commit) -> Result<(), StoreError> {
+    let head = c
+        .head()
+        .ok_or_else(|| StoreError::Other("a commit must leave a created task".into()))?;
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(db_err)?;
+    let task_id = c.task_id.as_str();
+    if let Some(k) = &c.message_key {
+        let n = tx
+            .prepare_cached(
+                "INSERT OR IGNORE INTO message_keys (task_id, message_id, fingerprint) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut s| s.execute(params![k.task_id.as_str(), k.message_id.as_str(), k.fingerprint]))
+            .map_err(db_err)?;
+        if n == 0 {
+            return Err(StoreError::DuplicateMessage(k.message_id.clone()));
+        }
+    }
+    if let Some(i) = &c.idempotency {
+        let existing: Option<(String, String)> = tx
+            .prepare_cached(
+                "SELECT task_id, fingerprint FROM idempotency WHERE tenant = ?1 AND owner = ?2 AND key = ?3",
+            )
+            .and_then(|mut s| {
+                s.query_row(
+                    params![i.owner.tenant.as_str(), i.owner.subject.as_str(), i.key.as_str()],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .optional()
+            })
+            .map_err(db_err)?;
+        if let Some((task_id, fingerprint)) = existing {
+            let task_id = TaskId::parse(task_id).map_err(StoreError::Corrupt)?;
+            return Err(StoreError::IdempotencyKeyUsed {
+                task_id,
+                fingerprint,
+            });
+        }
+        tx.prepare_cached(
+            "INSERT INTO idempotency (tenant, owner, key, fingerprint, task_id) VALUES (?1, ?2, ?3, ?4, ?5)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                i.owner.tenant.as_str(),
+                i.owner.subject.as_str(),
+                i.key.as_str(),
+                i.fingerprint,
+                i.task_id.as_str()
+            ])
+        })
+        .map_err(db_err)?;
+    }
+    let current: Option<i64> = tx
+        .prepare_cached("SELECT version FROM heads WHERE task_id = ?1")
+        .and_then(|mut s| s.query_row(params![task_id], |r| r.get(0)).optional())
+        .map_err(db_err)?;
+    if current.unwrap_or(0) as u64 != c.expected_version {
+        return Err(StoreError::Conflict(c.task_id.clone()));
+    }
+    {
+        let mut ins = tx
+            .prepare_cached(
+                "INSERT INTO events (task_id, seq, event_type, event_version, payload, recorded_at) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            )
+            .map_err(db_err)?;
+        for e in &c.events {
+            ins.execute(params![
+                task_id,
+                e.seq as i64,
+                e.event_type,
+                e.event_version,
+                json(&e.payload)?,
+                e.recorded_at.unix_nanos()
+            ])
+            .map_err(|err| {
+                if is_constraint(&err) {
+                    StoreError::Conflict(c.task_id.clone())
+                } else {
+                    db_err(err)
+                }
+            })?;
+        }
+    }
+    tx.prepare_cached(
+        "INSERT OR REPLACE INTO heads (task_id, tenant, owner, context_id, state, status_nanos, version, \
+         snapshot_schema, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )
+    .and_then(|mut s| {
+        s.execute(params![
+            task_id,
+            head.owner.tenant.as_str(),
+            head.owner.subject.as_str(),
+            head.context_id.as_str(),
+            head.status.state.as_str(),
+            head.status.timestamp.unwrap_or(head.created_at).unix_nanos(),
+            c.snapshot.version as i64,
+            SNAPSHOT_SCHEMA,
+            json(&c.snapshot).unwrap_or_default()
+        ])
+    })
+    .map_err(db_err)?;
+    for w in &c.writes {
+        match w {
+            ReadWrite::History(h) => tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO history (task_id, pos, message) VALUES (?1, ?2, ?3)",
+                )
+                .and_then(|mut s| s.execute(params![task_id, h.pos as i64, json(&h.message).unwrap_or_default()])),
+            ReadWrite::ArtifactReset { ord } => tx
+                .prepare_cached("DELETE FROM artifact_chunks WHERE task_id = ?1 AND ord = ?2")
+                .and_then(|mut s| s.execute(params![task_id, *ord as i64])),
+            ReadWrite::ArtifactChunk(ch) => tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO artifact_chunks (task_id, ord, chunk, artifact) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut s| {
+                    s.execute(params![
+                        task_id,
+                        ch.ord as i64,
+                        ch.chunk as i64,
+                        json(&ch.artifact).unwrap_or_default()
+                    ])
+                }),
+        }
+        .map_err(db_err)?;
+    }
+    tx.commit().map_err(db_err)
+}
+
+fn read_view(
+    conn: &Connection,
+    task_id: &str,
+    snapshot: &str,
+    view: ViewOptions,
+) -> Result<TaskView, StoreError> {
+    let state: TaskAggregate = parse(snapshot)?;
+    let head = state
+        .head
+        .ok_or_else(|| StoreError::Corrupt(format!("head of {task_id} has no task")))?;
+    let history = match view.history {
+        HistoryLength::Last(0) => None,
+        len => {
+            let (sql, limit) = match len {
+                HistoryLength::Last(n) => (
+                    "SELECT message FROM history WHERE task_id = ?1 ORDER BY pos DESC LIMIT ?2",
+                    n as i64,
+                ),
+                HistoryLength::All => (
+                    "SELECT message FROM history WHERE task_id = ?1 ORDER BY pos DESC LIMIT ?2",
+                    -1,
+                ),
+            };
+            let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![task_id, limit], |r| r.get::<_, String>(0))
+                .map_err(db_err)?;
+            let mut msgs = rows
+                .map(|r| parse::<Message>(&r.map_err(db_err)?))
+                .collect::<Result<Vec<_>, _>>()?;
+            msgs.reverse();
+            Some(msgs)
+        }
+    };
+    let chunks = if view.include_artifacts && !head.artifacts.is_empty() {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT ord, chunk, artifact FROM artifact_chunks WHERE task_id = ?1 ORDER BY ord, chunk",
+            )
+            .map_err(db_err)?;
+        let rows = stmt
+            .query_map(params![task_id], |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+            })
+            .map_err(db_err)?;
+        let chunks = rows
+            .map(|r| {
+                let (ord, chunk, a) = r.map_err(db_err)?;
+                Ok(ArtifactChunk {
+                    ord: ord as u32,
+                    chunk: chunk as u32,
+                    artifact: parse(&a)?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Some(chunks)
+    } else if view.include_artifacts {
+        Some(Vec::new())
+    } else {
+        None
+    };
+    Ok(TaskView {
+        head,
+        history,
+        chunks,
+    })
+}
+
+#[async_trait]
+impl EventStore for SqliteStore {
+    async fn load(&self, task_id: &TaskId) -> Result<Option<Loaded>, StoreError> {
+        let id = task_id.to_string();
+        self.read(move |conn| {
+            let row: Option<(i64, String)> = conn
+                .prepare_cached("SELECT snapshot_schema, snapshot FROM heads WHERE task_id = ?1")
+                .and_then(|mut s| s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+                .map_err(db_err)?;
+            let Some((schema, snapshot)) = row else {
+                return Ok(None);
+            };
+            let snapshot: serde_json::Value = parse(&snapshot)?;
+            let version = snapshot.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+            let tail = load_events(conn, &id, version)?;
+            Ok(Some(Loaded {
+                snapshot_schema: schema as u32,
+                snapshot,
+                tail,
+            }))
+        })
+        .await
+    }
+
+    async fn events(&self, task_id: &TaskId, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let id = task_id.to_string();
+        self.read(move |conn| load_events(conn, &id, after)).await
+    }
+
+    async fn append(&self, commit: Commit) -> Result<(), StoreError> {
+        self.write(move |conn| apply_commit(conn, &commit)).await
+    }
+
+    async fn idempotency(
+        &self,
+        owner: &Principal,
+        key: &IdempotencyKey,
+    ) -> Result<Option<IdempotencyRecord>, StoreError> {
+        let (owner, key) = (owner.clone(), key.clone());
+        self.read(move |conn| {
+            let row: Option<(String, String)> = conn
+                .prepare_cached(
+                    "SELECT task_id, fingerprint FROM idempotency WHERE tenant = ?1 AND owner = ?2 AND key = ?3",
+                )
+                .and_then(|mut s| {
+                    s.query_row(
+                        params![owner.tenant.as_str(), owner.subject.as_str(), key.as_str()],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .optional()
+                })
+                .map_err(db_err)?;
+            row.map(|(task_id, fingerprint)| {
+                Ok(IdempotencyRecord {
+                    owner,
+                    key,
+                    fingerprint,
+                    task_id: TaskId::parse(task_id).map_err(StoreError::Corrupt)?,
+                })
+            })
+            .transpose()
+        })
+        .await
+    }
+}
+
+#[async_trait]
+impl TaskReadModel for SqliteStore {
+    async fn get(
+        &self,
+        owner: &Principal,
+        task_id: &TaskId,
+        view: ViewOptions,
+    ) -> Result<Option<TaskView>, StoreError> {
+        let (owner, id) = (owner.clone(), task_id.to_string());
+        self.read(move |conn| {
+            let snapshot: Option<String> = conn
+                .prepare_cached(
+                    "SELECT snapshot FROM heads WHERE task_id = ?1 AND tenant = ?2 AND owner = ?3",
+                )
+                .and_then(|mut s| {
+                    s.query_row(
+                        params![id, owner.tenant.as_str(), owner.subject.as_str()],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                })
+                .map_err(db_err)?;
+            snapshot
+                .map(|snap| read_view(conn, &id, &snap, view))
+                .transpose()
+        })
+        .await
+    }
+
+    async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let (owner, q) = (owner.clone(), query.clone());
+        self.read(move |conn| {
+            let mut filter = String::from("tenant = ? AND owner = ?");
+            let mut args: Vec<SqlValue> = vec![
+                SqlValue::Text(owner.tenant.to_string()),
+                SqlValue::Text(owner.subject.to_string()),
+            ];
+            if let Some(c) = &q.context_id {
+                filter.push_str(" AND context_id = ?");
+                args.push(SqlValue::Text(c.to_string()));
+            }
+            if let Some(s) = q.state {
+                filter.push_str(" AND state = ?");
+                args.push(SqlValue::Text(s.as_str().to_string()));
+            }
+            if let Some(t) = q.status_after {
+                filter.push_str(" AND status_nanos >= ?");
+                args.push(SqlValue::Integer(t.unix_nanos()));
+            }
+            let total: i64 = conn
+                .prepare_cached(&format!("SELECT COUNT(*) FROM heads WHERE {filter}"))
+                .and_then(|mut s| s.query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0)))
+                .map_err(db_err)?;
+            if let Some(c) = &q.after {
+                filter.push_str(" AND (status_nanos < ? OR (status_nanos = ? AND task_id < ?))");
+                args.push(SqlValue::Integer(c.status_nanos));
+                args.push(SqlValue::Integer(c.status_nanos));
+                args.push(SqlValue::Text(c.task_id.clone()));
+            }
+            let limit = q.page_size.get() as i64;
+            args.push(SqlValue::Integer(limit + 1));
+            let sql = format!(
+                "SELECT task_id, status_nanos, snapshot FROM heads WHERE {filter} \
+                 ORDER BY status_nanos DESC, task_id DESC LIMIT ?"
+            );
+            let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+                })
+                .map_err(db_err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db_err)?;
+            let more = rows.len() as i64 > limit;
+            let mut tasks = Vec::with_capacity(rows.len());
+            let mut next = None;
+            for (i, (id, nanos, snap)) in rows.into_iter().enumerate() {
+                if i as i64 == limit {
+                    break;
+                }
+                if more && i as i64 == limit - 1 {
+                    next = Some(Cursor {
+                        status_nanos: nanos,
+                        task_id: id.clone(),
+                    });
+                }
+                tasks.push(read_view(conn, &id, &snap, q.view)?);
+            }
+            Ok(ListPage {
+                tasks,
+                total_size: total as u64,
+                next,
+            })
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    crate::contract_tests!(SqliteStore::in_memory());
+
+    mod on_disk {
+        use super::*;
+        use std::sync::atomic::AtomicU32;
+        static N: AtomicU32 = AtomicU32::new(0);
+        fn fresh() -> SqliteStore {
+            let dir = std::env::temp_dir().join(format!(
+                "taskledger-contract-{}-{}",
+                std::process::id(),
+                N.fetch_add(1, Ordering::Relaxed)
+            ));
+            let _ = std::fs::remove_dir_all(&dir);
+            SqliteStore::open(&dir).expect("open store")
+        }
+        crate::contract_tests!(fresh());
+    }
+
+    #[tokio::test]
+    async fn data_survives_reopening_the_file() {
+        let dir = std::env::temp_dir().join(format!("taskledger-reopen-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let id = {
+            let store = SqliteStore::open(&dir).unwrap();
+            crate::contract::create_task(&store, "reopen", "ctx").await
+        };
+        let store = SqliteStore::open(&dir).unwrap();
+        let loaded = store.load(&id).await.unwrap().expect("task survives");
+        assert_eq!(loaded.snapshot["version"], 2);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
