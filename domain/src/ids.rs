@@ -95,7 +95,19 @@ pub struct Principal {
     pub subject: Subject,
 }
 
+/// Tenant and subject of the anonymous dev principal (local server without tokens).
+pub const ANONYMOUS_TENANT: &str = "default";
+pub const ANONYMOUS_SUBJECT: &str = "anonymous";
+
 impl Principal {
+    /// The anonymous dev principal: `default/anonymous`.
+    pub fn anonymous() -> Self {
+        Self {
+            tenant: Tenant(ANONYMOUS_TENANT.to_string()),
+            subject: Subject(ANONYMOUS_SUBJECT.to_string()),
+        }
+    }
+
     pub fn new(tenant: &str, subject: &str) -> Result<Self, String> {
         Ok(Self {
             tenant: Tenant::parse(tenant)?,

@@ -1,1 +1,12 @@
+//! taskledger's application layer, shared by the Lambda functions and the local server:
+//! the command service, the agent that works on tasks, identity, and the A2A HTTP router.
 
+pub mod agent;
+pub mod error;
+pub mod http;
+pub mod identity;
+pub mod service;
+
+pub use error::AppError;
+pub use http::{router, AppState, HttpSettings};
+pub use service::{Service, ServiceSettings};

@@ -1,1 +1,140 @@
+//! The all-in-one local server: the A2A API and the agent in one process, on the embedded
+//! SQLite store under a data directory. Tests start it in-process on a free port.
 
+use std::collections::HashMap;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use taskledger_app::agent::{ScenarioAgent, ScenarioTimings};
+use taskledger_app::identity::TokenAuthenticator;
+use taskledger_app::{router, AppState, HttpSettings, Service, ServiceSettings};
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::ids::Principal;
+use taskledger_infra::SqliteStore;
+use tokio::net::TcpListener;
+
+/// File under the data directory holding the key that signs ListTasks page tokens.
+pub const CURSOR_KEY_FILE: &str = "cursor.key";
+
+/// Where the data lives.
+#[derive(Debug, Clone)]
+pub enum Storage {
+    /// `taskledger.sqlite` (and the cursor key) under this directory.
+    Dir(PathBuf),
+    /// Nothing survives the process (tests).
+    Memory,
+}
+
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub storage: Storage,
+    /// Base URL for the agent card; derived from the Host header when unset.
+    pub public_url: Option<String>,
+    /// Bearer token → principal; empty means the anonymous dev principal for everyone.
+    pub tokens: HashMap<String, Principal>,
+    pub blocking_timeout: Duration,
+    pub timings: ScenarioTimings,
+}
+
+impl Config {
+    pub fn in_memory() -> Self {
+        Self {
+            storage: Storage::Memory,
+            public_url: None,
+            tokens: HashMap::new(),
+            blocking_timeout: Duration::from_secs(60),
+            timings: ScenarioTimings::default(),
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error(transparent)]
+    Store(#[from] taskledger_infra::sqlite::SqliteError),
+    #[error("cannot use the cursor key file {path}: {source}")]
+    CursorKey {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("server failed: {0}")]
+    Serve(#[from] std::io::Error),
+}
+
+fn cursor_key(storage: &Storage) -> Result<Vec<u8>, LocalError> {
+    let fresh = || {
+        format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()).into_bytes()
+    };
+    let Storage::Dir(dir) = storage else {
+        return Ok(fresh());
+    };
+    let path = dir.join(CURSOR_KEY_FILE);
+    let err = |source| LocalError::CursorKey {
+        path: path.display().to_string(),
+        source,
+    };
+    match std::fs::read(&path) {
+        Ok(k) if !k.is_empty() => Ok(k),
+        Ok(_) | Err(_) => {
+            let k = fresh();
+            std::fs::write(&path, &k).map_err(err)?;
+            Ok(k)
+        }
+    }
+}
+
+/// Builds the router with its store, service and agent.
+pub fn build(config: &Config) -> Result<axum::Router, LocalError> {
+    let store = match &config.storage {
+        Storage::Dir(dir) => SqliteStore::open(dir)?,
+        Storage::Memory => SqliteStore::in_memory(),
+    };
+    let store = Arc::new(store);
+    let service = Service::new(
+        store.clone(),
+        store,
+        ScenarioAgent::new(config.timings.clone()),
+        CursorCodec::new(cursor_key(&config.storage)?),
+        ServiceSettings {
+            blocking_timeout: config.blocking_timeout,
+        },
+    );
+    let state = AppState::new(
+        service,
+        Arc::new(TokenAuthenticator::new(config.tokens.clone())),
+        HttpSettings {
+            public_url: config.public_url.clone(),
+            name: "taskledger".into(),
+            description: "An event-sourced A2A task backend (local server).".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+        },
+    );
+    Ok(router(state))
+}
+
+/// Serves until `shutdown` resolves.
+pub async fn serve(
+    config: &Config,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), LocalError> {
+    let app = build(config)?;
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await?;
+    Ok(())
+}
+
+/// Starts a server on 127.0.0.1 on a free port in the background; returns its address.
+pub async fn spawn(config: Config) -> Result<SocketAddr, LocalError> {
+    let listener = TcpListener::bind("127.0.0.1:0").await?;
+    let addr = listener.local_addr()?;
+    let app = build(&config)?;
+    tokio::spawn(async move {
+        let _ = axum::serve(listener, app).await;
+    });
+    Ok(addr)
+}

@@ -1,0 +1,296 @@
+//! The agent that works on tasks after a message is committed. Today: the built-in scenario
+//! agent, which follows the A2A conformance kit's `messageId` prefixes and otherwise answers with
+//! an artifact saying what it received. It acts only through the service's commands.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde_json::json;
+use taskledger_domain::error::DomainError;
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::task::TaskCommand;
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::{Artifact, Message, Part, PartContent, TaskState};
+use tracing::{debug, warn, Instrument};
+
+use crate::error::AppError;
+use crate::service::{Actor, Service};
+
+#[async_trait]
+pub trait Agent: Send + Sync + 'static {
+    /// A direct reply instead of a task (`{"message": …}`), for a message that starts no task.
+    fn direct_reply(&self, message: &Message) -> Option<Message>;
+    /// Works on `task_id` after `message` was committed to it.
+    async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message);
+}
+
+/// One step of a scenario: commands committed together, then an optional pause.
+enum Step {
+    Commit(Vec<TaskCommand>),
+    Pause(Duration),
+}
+
+/// The scenarios, keyed by `messageId` prefix (longest first where prefixes overlap).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scenario {
+    CompleteTask,
+    InputRequired,
+    AuthRequired,
+    DelayedComplete,
+    RejectTask,
+    MessageResponse,
+    ArtifactText,
+    ArtifactFileUrl,
+    ArtifactFile,
+    ArtifactData,
+    StreamChunked,
+    StreamDirect,
+    Stream,
+    Resubscribe,
+    Default,
+}
+
+const PREFIXES: [(&str, Scenario); 14] = [
+    ("tck-complete-task", Scenario::CompleteTask),
+    ("tck-input-required", Scenario::InputRequired),
+    ("tck-auth-required", Scenario::AuthRequired),
+    ("tck-delayed-complete", Scenario::DelayedComplete),
+    ("tck-reject-task", Scenario::RejectTask),
+    ("tck-message-response", Scenario::MessageResponse),
+    ("tck-artifact-text", Scenario::ArtifactText),
+    ("tck-artifact-file-url", Scenario::ArtifactFileUrl),
+    ("tck-artifact-file", Scenario::ArtifactFile),
+    ("tck-artifact-data", Scenario::ArtifactData),
+    ("tck-stream-artifact-chunked", Scenario::StreamChunked),
+    ("tck-stream-002", Scenario::StreamDirect),
+    ("tck-stream", Scenario::Stream),
+    ("test-resubscribe-message-id", Scenario::Resubscribe),
+];
+
+impl Scenario {
+    pub fn of(message_id: &str) -> Self {
+        PREFIXES
+            .iter()
+            .find(|(p, _)| message_id.starts_with(p))
+            .map(|(_, s)| *s)
+            .unwrap_or(Scenario::Default)
+    }
+}
+
+/// Pauses of the timed scenarios.
+#[derive(Debug, Clone)]
+pub struct ScenarioTimings {
+    /// `tck-delayed-complete`: how long the task stays WORKING.
+    pub delayed_complete: Duration,
+    /// `test-resubscribe-message-id`: at least twice the kit's streaming timeout.
+    pub resubscribe: Duration,
+}
+
+impl Default for ScenarioTimings {
+    fn default() -> Self {
+        Self {
+            delayed_complete: Duration::from_millis(1500),
+            resubscribe: Duration::from_millis(4500),
+        }
+    }
+}
+
+pub struct ScenarioAgent {
+    timings: ScenarioTimings,
+}
+
+impl ScenarioAgent {
+    pub fn new(timings: ScenarioTimings) -> Arc<Self> {
+        Arc::new(Self { timings })
+    }
+
+    fn steps(&self, scenario: Scenario, message: &Message) -> Vec<Step> {
+        let now = Timestamp::now;
+        let working = || TaskCommand::ChangeStatus {
+            state: TaskState::Working,
+            message: None,
+            at: now(),
+        };
+        let finish = |state: TaskState, text: &str| TaskCommand::ChangeStatus {
+            state,
+            message: Some(agent_message(text)),
+            at: now(),
+        };
+        let artifact = |part: Part, append: bool, last_chunk: bool| TaskCommand::AddArtifact {
+            artifact: Artifact {
+                artifact_id: "result".into(),
+                name: Some("result".into()),
+                description: None,
+                parts: vec![part],
+                metadata: None,
+                extensions: vec![],
+            },
+            append,
+            last_chunk,
+            at: now(),
+        };
+        let complete_with = |part: Part| {
+            vec![Step::Commit(vec![
+                working(),
+                artifact(part, false, true),
+                finish(TaskState::Completed, "Task completed"),
+            ])]
+        };
+        match scenario {
+            Scenario::CompleteTask => vec![Step::Commit(vec![
+                working(),
+                finish(TaskState::Completed, "Hello from TCK"),
+            ])],
+            Scenario::InputRequired => vec![Step::Commit(vec![
+                working(),
+                finish(TaskState::InputRequired, "Please provide more input"),
+            ])],
+            Scenario::AuthRequired => vec![Step::Commit(vec![
+                working(),
+                finish(TaskState::AuthRequired, "Authentication is required to continue"),
+            ])],
+            Scenario::RejectTask => vec![Step::Commit(vec![finish(
+                TaskState::Rejected,
+                "Task rejected",
+            )])],
+            Scenario::DelayedComplete => vec![
+                Step::Commit(vec![working()]),
+                Step::Pause(self.timings.delayed_complete),
+                Step::Commit(vec![finish(TaskState::Completed, "Delayed task completed")]),
+            ],
+            Scenario::Resubscribe => vec![
+                Step::Commit(vec![working()]),
+                Step::Pause(self.timings.resubscribe),
+                Step::Commit(vec![finish(TaskState::Completed, "Task completed")]),
+            ],
+            Scenario::ArtifactText | Scenario::Stream => {
+                complete_with(Part::text("Generated text content"))
+            }
+            Scenario::ArtifactFile => complete_with(Part {
+                content: PartContent::Raw(b"file content".to_vec()),
+                metadata: None,
+                filename: Some("output.txt".into()),
+                media_type: Some("text/plain".into()),
+            }),
+            Scenario::ArtifactFileUrl => complete_with(Part {
+                content: PartContent::Url("https://example.com/output.txt".into()),
+                metadata: None,
+                filename: Some("output.txt".into()),
+                media_type: Some("text/plain".into()),
+            }),
+            Scenario::ArtifactData => complete_with(Part {
+                content: PartContent::Data(json!({"key": "value", "count": 42})),
+                metadata: None,
+                filename: None,
+                media_type: Some("application/json".into()),
+            }),
+            Scenario::StreamChunked => vec![
+                Step::Commit(vec![working(), artifact(Part::text("chunk-1 "), false, false)]),
+                Step::Commit(vec![artifact(Part::text("chunk-2"), true, true)]),
+                Step::Commit(vec![finish(TaskState::Completed, "Task completed")]),
+            ],
+            Scenario::StreamDirect => vec![Step::Commit(vec![finish(
+                TaskState::Completed,
+                "Task completed",
+            )])],
+            Scenario::MessageResponse | Scenario::Default => {
+                let received = describe(message);
+                complete_with(Part::text(format!("Received: {received}")))
+            }
+        }
+    }
+}
+
+fn agent_message(text: &str) -> Message {
+    Message::agent_text(uuid::Uuid::new_v4().to_string(), text)
+}
+
+/// A short account of a message's parts.
+fn describe(m: &Message) -> String {
+    m.parts
+        .iter()
+        .map(|p| match &p.content {
+            PartContent::Text(t) => t.clone(),
+            PartContent::Raw(b) => format!(
+                "[file {} of {} bytes]",
+                p.filename.as_deref().unwrap_or("unnamed"),
+                b.len()
+            ),
+            PartContent::Url(u) => format!("[file at {u}]"),
+            PartContent::Data(v) => format!("[data {v}]"),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[async_trait]
+impl Agent for ScenarioAgent {
+    fn direct_reply(&self, message: &Message) -> Option<Message> {
+        if Scenario::of(&message.message_id) != Scenario::MessageResponse {
+            return None;
+        }
+        let mut reply = agent_message("Direct message response");
+        reply.context_id = Some(
+            message
+                .context_id
+                .clone()
+                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+        );
+        Some(reply)
+    }
+
+    async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message) {
+        let scenario = Scenario::of(&message.message_id);
+        let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
+        self.run(service, task_id, scenario, message)
+            .instrument(span)
+            .await
+    }
+}
+
+impl ScenarioAgent {
+    async fn run(&self, service: Arc<Service>, task_id: TaskId, scenario: Scenario, message: Message) {
+        for step in self.steps(scenario, &message) {
+            match step {
+                Step::Pause(d) => tokio::time::sleep(d).await,
+                Step::Commit(commands) => {
+                    let result = service
+                        .execute(Actor::Agent, &task_id, None, |_| commands.clone())
+                        .await;
+                    match result {
+                        Ok(_) => {}
+                        // Canceled (or finished by another turn) meanwhile: nothing left to do.
+                        Err(AppError::Domain(DomainError::TaskTerminal { .. })) => {
+                            debug!("task became terminal, stopping");
+                            return;
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "agent step failed");
+                            service
+                                .fail_task(&task_id, "the agent could not record its work")
+                                .await;
+                            return;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_pick_scenarios_longest_first() {
+        assert_eq!(Scenario::of("tck-artifact-file-url-1a2b"), Scenario::ArtifactFileUrl);
+        assert_eq!(Scenario::of("tck-artifact-file-1a2b"), Scenario::ArtifactFile);
+        assert_eq!(Scenario::of("tck-stream-artifact-chunked-x"), Scenario::StreamChunked);
+        assert_eq!(Scenario::of("tck-stream-002-x"), Scenario::StreamDirect);
+        assert_eq!(Scenario::of("tck-stream-ordering-001"), Scenario::Stream);
+        assert_eq!(Scenario::of("tck-sse-streaming-001"), Scenario::Default);
+        assert_eq!(Scenario::of("hello"), Scenario::Default);
+    }
+}

@@ -1,0 +1,427 @@
+//! The A2A HTTP surface (one axum Router for Lambda and the local server): the agent card and the
+//! JSON-RPC 2.0 binding. Bodies are bounded before parsing; every error is a JSON-RPC error with
+//! an ErrorInfo; nothing a request sends can panic the server.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::body::{Body, Bytes};
+use axum::extract::{Request, State};
+use axum::http::header::{
+    CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG, HOST, IF_NONE_MATCH, LAST_MODIFIED,
+};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::{json, Value};
+use sha2::{Digest, Sha256};
+use taskledger_domain::card::{agent_card, CardSettings, JSONRPC_PATH};
+use taskledger_domain::error::{ErrorKind, ERROR_DOMAIN};
+use taskledger_domain::ids::{IdempotencyKey, Principal};
+use taskledger_domain::intake::json_fingerprint;
+use taskledger_domain::wire::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
+};
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use tracing::{debug, error, info_span, Instrument};
+
+use crate::error::AppError;
+use crate::identity::Authenticator;
+use crate::service::Service;
+
+/// Largest request body accepted, checked before anything is parsed.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The protocol major version served.
+pub const SUPPORTED_MAJOR: u32 = 1;
+/// Header and query parameter naming the client's protocol version.
+pub const VERSION_HEADER: &str = "A2A-Version";
+/// Header making task creation safe to retry.
+pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
+/// `max-age` of the agent card.
+const CARD_MAX_AGE_SECS: u32 = 300;
+
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Base URL for the card; when unset it is derived from the request's Host header.
+    pub public_url: Option<String>,
+    pub name: String,
+    pub description: String,
+    pub version: String,
+}
+
+pub struct AppState {
+    pub service: Arc<Service>,
+    pub auth: Arc<dyn Authenticator>,
+    pub settings: HttpSettings,
+    started: SystemTime,
+}
+
+impl AppState {
+    pub fn new(service: Arc<Service>, auth: Arc<dyn Authenticator>, settings: HttpSettings) -> Arc<Self> {
+        Arc::new(Self {
+            service,
+            auth,
+            settings,
+            started: SystemTime::now(),
+        })
+    }
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    let jsonrpc_slash = format!("{JSONRPC_PATH}/");
+    Router::new()
+        .route("/.well-known/agent-card.json", get(card))
+        .route(JSONRPC_PATH, post(jsonrpc))
+        .route(&jsonrpc_slash, post(jsonrpc))
+        .route("/", post(jsonrpc))
+        .with_state(state)
+        .layer(
+            TraceLayer::new_for_http().make_span_with(|req: &Request| {
+                let request_id = req
+                    .headers()
+                    .get("x-request-id")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("");
+                info_span!("http", method = %req.method(), path = %req.uri().path(), request_id)
+            }),
+        )
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+// ---------------------------------------------------------------- agent card
+
+fn base_url(state: &AppState, headers: &HeaderMap) -> String {
+    if let Some(u) = &state.settings.public_url {
+        return u.trim_end_matches('/').to_string();
+    }
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    let proto = headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("http");
+    format!("{proto}://{host}")
+}
+
+async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let card = agent_card(&CardSettings {
+        public_url: base_url(&state, &headers),
+        name: state.settings.name.clone(),
+        description: state.settings.description.clone(),
+        version: state.settings.version.clone(),
+        bearer_auth: state.auth.requires_bearer(),
+    });
+    let body = serde_json::to_vec(&card).unwrap_or_default();
+    let digest = Sha256::digest(&body);
+    let etag = format!(
+        "\"{}\"",
+        digest[..16].iter().map(|b| format!("{b:02x}")).collect::<String>()
+    );
+    let mut h = HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(v) = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}")) {
+        h.insert(CACHE_CONTROL, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(state.started)) {
+        h.insert(LAST_MODIFIED, v);
+    }
+    let not_modified = headers
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    if not_modified {
+        return (StatusCode::NOT_MODIFIED, h).into_response();
+    }
+    (StatusCode::OK, h, body).into_response()
+}
+
+// ---------------------------------------------------------------- JSON-RPC
+
+/// A JSON-RPC error reply, with the HTTP status it travels with.
+struct RpcFailure {
+    id: Value,
+    status: StatusCode,
+    error: AppError,
+}
+
+fn error_body(id: &Value, e: &AppError) -> Value {
+    let kind = e.kind();
+    let wire = kind.wire();
+    let mut info = json!({
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": wire.reason,
+        "domain": ERROR_DOMAIN,
+    });
+    let meta = e.metadata();
+    if !meta.is_empty() {
+        info["metadata"] = json!(meta);
+    }
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": wire.json_rpc, "message": e.client_message(), "data": [info]},
+    })
+}
+
+fn json_response(status: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    (
+        status,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        bytes,
+    )
+        .into_response()
+}
+
+impl IntoResponse for RpcFailure {
+    fn into_response(self) -> Response {
+        let kind = self.error.kind();
+        if self.error.is_server_side() {
+            error!(error = %self.error, reason = kind.wire().reason, "request failed");
+        } else {
+            debug!(error = %self.error, reason = kind.wire().reason, "request refused");
+        }
+        json_response(self.status, &error_body(&self.id, &self.error))
+    }
+}
+
+fn fail(id: Value, kind: ErrorKind, message: impl Into<String>) -> RpcFailure {
+    RpcFailure {
+        id,
+        status: StatusCode::OK,
+        error: AppError::protocol(kind, message),
+    }
+}
+
+async fn read_body(body: Body, headers: &HeaderMap) -> Result<Bytes, RpcFailure> {
+    let too_large = || RpcFailure {
+        id: Value::Null,
+        status: StatusCode::PAYLOAD_TOO_LARGE,
+        error: AppError::protocol(
+            ErrorKind::PayloadTooLarge,
+            format!("request body exceeds {MAX_BODY_BYTES} bytes"),
+        ),
+    };
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| too_large())
+}
+
+fn check_content_type(headers: &HeaderMap) -> Result<(), RpcFailure> {
+    let Some(ct) = headers.get(CONTENT_TYPE) else {
+        return Ok(());
+    };
+    let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+    let essence = ct.split(';').next().unwrap_or("").trim();
+    if essence == "application/json" || essence.ends_with("+json") {
+        Ok(())
+    } else {
+        Err(fail(
+            Value::Null,
+            ErrorKind::ContentTypeNotSupported,
+            format!("Content-Type {essence:?} is not supported; send application/json"),
+        ))
+    }
+}
+
+/// `A2A-Version` from the header or the query; missing means 0.3, which is not served.
+fn check_version(headers: &HeaderMap, query: Option<&str>, id: &Value) -> Result<(), RpcFailure> {
+    let from_query = query.and_then(|q| {
+        q.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            k.eq_ignore_ascii_case(VERSION_HEADER).then(|| v.to_string())
+        })
+    });
+    let requested = headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string())
+        .or(from_query)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "0.3".to_string());
+    let major = requested.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    if major == Some(SUPPORTED_MAJOR) {
+        return Ok(());
+    }
+    Err(RpcFailure {
+        id: id.clone(),
+        status: StatusCode::OK,
+        error: AppError::protocol(
+            ErrorKind::VersionNotSupported,
+            format!(
+                "A2A protocol version {requested} is not supported; send {VERSION_HEADER}: 1.0"
+            ),
+        )
+        .with("requestedVersion", requested)
+        .with("supportedVersions", "1.0"),
+    })
+}
+
+fn params<T: DeserializeOwned>(params: Option<&Value>) -> Result<T, AppError> {
+    let value = match params {
+        None | Some(Value::Null) => json!({}),
+        Some(v @ Value::Object(_)) => v.clone(),
+        Some(_) => return Err(AppError::invalid_params("params", "must be an object")),
+    };
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            "params".to_string()
+        } else {
+            format!("params.{path}")
+        };
+        AppError::invalid_params(field, e.into_inner())
+    })
+}
+
+fn to_value<T: Serialize>(v: &T) -> Result<Value, AppError> {
+    serde_json::to_value(v).map_err(|e| {
+        AppError::protocol(ErrorKind::Internal, format!("cannot serialise the result: {e}"))
+    })
+}
+
+async fn jsonrpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    match handle_jsonrpc(&state, parts, body).await {
+        Ok(Some(v)) => json_response(StatusCode::OK, &v),
+        Ok(None) => StatusCode::NO_CONTENT.into_response(),
+        Err(f) => f.into_response(),
+    }
+}
+
+async fn handle_jsonrpc(
+    state: &AppState,
+    parts: axum::http::request::Parts,
+    body: Body,
+) -> Result<Option<Value>, RpcFailure> {
+    check_content_type(&parts.headers)?;
+    let bytes = read_body(body, &parts.headers).await?;
+    let principal = state.auth.authenticate(&parts).map_err(|e| RpcFailure {
+        id: Value::Null,
+        status: StatusCode::UNAUTHORIZED,
+        error: AppError::protocol(ErrorKind::Unauthenticated, e.to_string()),
+    })?;
+    let envelope: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| fail(Value::Null, ErrorKind::JsonParse, format!("invalid JSON: {e}")))?;
+    let Value::Object(envelope) = envelope else {
+        return Err(fail(
+            Value::Null,
+            ErrorKind::InvalidRequest,
+            "the request must be a JSON-RPC 2.0 object (batches are not supported)",
+        ));
+    };
+    let id = envelope.get("id").cloned();
+    let reply_id = match &id {
+        None | Some(Value::Null) => Value::Null,
+        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+        Some(_) => {
+            return Err(fail(
+                Value::Null,
+                ErrorKind::InvalidRequest,
+                "id must be a string, a number or null",
+            ))
+        }
+    };
+    if envelope.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return Err(fail(reply_id, ErrorKind::InvalidRequest, "jsonrpc must be \"2.0\""));
+    }
+    let Some(method) = envelope.get("method").and_then(Value::as_str) else {
+        return Err(fail(reply_id, ErrorKind::InvalidRequest, "method must be a string"));
+    };
+    check_version(&parts.headers, parts.uri.query(), &reply_id)?;
+    let idempotency = parts
+        .headers
+        .get(IDEMPOTENCY_HEADER)
+        .map(|v| {
+            let raw = v.to_str().unwrap_or_default();
+            IdempotencyKey::parse(raw)
+                .map_err(|e| AppError::invalid_params(IDEMPOTENCY_HEADER, e))
+        })
+        .transpose()
+        .map_err(|error| RpcFailure {
+            id: reply_id.clone(),
+            status: StatusCode::OK,
+            error,
+        })?;
+
+    let span = info_span!(
+        "rpc",
+        method,
+        principal = %principal,
+        task_id = tracing::field::Empty
+    );
+    let result = dispatch(state, &principal, method, envelope.get("params"), idempotency)
+        .instrument(span)
+        .await;
+    match (id, result) {
+        (None, Ok(_)) => Ok(None),
+        (_, Ok(v)) => Ok(Some(json!({"jsonrpc": "2.0", "id": reply_id, "result": v}))),
+        (_, Err(error)) => Err(RpcFailure {
+            id: reply_id,
+            status: StatusCode::OK,
+            error,
+        }),
+    }
+}
+
+async fn dispatch(
+    state: &AppState,
+    who: &Principal,
+    method: &str,
+    raw: Option<&Value>,
+    idempotency: Option<IdempotencyKey>,
+) -> Result<Value, AppError> {
+    let svc = &state.service;
+    match method {
+        "SendMessage" => {
+            let req: SendMessageRequest = params(raw)?;
+            let idem = idempotency.map(|k| (k, json_fingerprint(raw.unwrap_or(&Value::Null))));
+            to_value(&svc.send_message(who, req, idem).await?)
+        }
+        "GetTask" => to_value(&svc.get_task(who, params::<GetTaskRequest>(raw)?).await?),
+        "ListTasks" => to_value(&svc.list_tasks(who, params::<ListTasksRequest>(raw)?).await?),
+        "CancelTask" => to_value(&svc.cancel_task(who, params::<CancelTaskRequest>(raw)?).await?),
+        "GetExtendedAgentCard" => Err(AppError::protocol(
+            ErrorKind::UnsupportedOperation,
+            "this agent declares no extended agent card (capabilities.extendedAgentCard is false)",
+        )),
+        "SendStreamingMessage" | "SubscribeToTask" => Err(AppError::protocol(
+            ErrorKind::UnsupportedOperation,
+            format!("{method}: streaming is not supported (capabilities.streaming is false)"),
+        )),
+        "CreateTaskPushNotificationConfig"
+        | "GetTaskPushNotificationConfig"
+        | "ListTaskPushNotificationConfigs"
+        | "DeleteTaskPushNotificationConfig" => Err(AppError::protocol(
+            ErrorKind::PushNotificationNotSupported,
+            format!(
+                "{method}: push notifications are not supported (capabilities.pushNotifications is false)"
+            ),
+        )),
+        other => {
+            debug!(method = other, "unknown JSON-RPC method");
+            Err(AppError::protocol(
+                ErrorKind::MethodNotFound,
+                format!("method {other:?} does not exist"),
+            )
+            .with("method", other))
+        }
+    }
+}

@@ -1,0 +1,479 @@
+//! The command service: load the head, let the aggregate decide, append with optimistic
+//! concurrency (retrying lost races a bounded number of times), then wake waiters and the agent.
+//! Queries read the read model, scoped to the caller.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::error::{DomainError, ErrorKind};
+use taskledger_domain::ids::{
+    ContextId, HistoryLength, IdempotencyKey, MessageId, PageSize, Principal, TaskId,
+};
+use taskledger_domain::intake;
+use taskledger_domain::ports::{
+    commit_for, replay_state, restore, EventStore, IdempotencyRecord, ListQuery, MessageKey,
+    StoreError, TaskReadModel, ViewOptions,
+};
+use taskledger_domain::projection::assemble;
+use taskledger_domain::task::{AppendUserMessage, CreateTask, TaskAggregate, TaskCommand};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message,
+    SendMessageRequest, SendMessageResponse, Task, TaskState,
+};
+use tokio::sync::broadcast;
+use tracing::{debug, warn};
+
+use crate::agent::Agent;
+use crate::error::AppError;
+
+/// How often a command is re-decided after losing a race before the caller gets an error.
+pub const MAX_COMMAND_ATTEMPTS: u32 = 8;
+/// Capacity of the in-process change feed that wakes blocking requests.
+const CHANGE_FEED_CAPACITY: usize = 4096;
+
+#[derive(Debug, Clone)]
+pub struct ServiceSettings {
+    /// How long a blocking SendMessage waits for the task to settle before answering as it is.
+    pub blocking_timeout: Duration,
+}
+
+impl Default for ServiceSettings {
+    fn default() -> Self {
+        Self {
+            blocking_timeout: Duration::from_secs(60),
+        }
+    }
+}
+
+/// A committed change: task and the version it reached.
+#[derive(Debug, Clone)]
+pub struct TaskChanged {
+    pub task_id: TaskId,
+    pub version: u64,
+}
+
+pub struct Service {
+    store: Arc<dyn EventStore>,
+    reads: Arc<dyn TaskReadModel>,
+    agent: Arc<dyn Agent>,
+    cursors: CursorCodec,
+    changes: broadcast::Sender<TaskChanged>,
+    settings: ServiceSettings,
+}
+
+/// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
+#[derive(Debug, Clone, Copy)]
+pub enum Actor<'a> {
+    Client(&'a Principal),
+    Agent,
+}
+
+impl Service {
+    pub fn new(
+        store: Arc<dyn EventStore>,
+        reads: Arc<dyn TaskReadModel>,
+        agent: Arc<dyn Agent>,
+        cursors: CursorCodec,
+        settings: ServiceSettings,
+    ) -> Arc<Self> {
+        let (changes, _) = broadcast::channel(CHANGE_FEED_CAPACITY);
+        Arc::new(Self {
+            store,
+            reads,
+            agent,
+            cursors,
+            changes,
+            settings,
+        })
+    }
+
+    /// Subscribes to committed changes (blocking sends; later, streams).
+    pub fn changes(&self) -> broadcast::Receiver<TaskChanged> {
+        self.changes.subscribe()
+    }
+
+    /// Loads the current state of a task (snapshot + tail; full replay if the snapshot is stale).
+    pub async fn load(&self, task_id: &TaskId) -> Result<Option<TaskAggregate>, AppError> {
+        let Some(loaded) = self.store.load(task_id).await? else {
+            return Ok(None);
+        };
+        match restore(&loaded)? {
+            Some(state) => Ok(Some(state)),
+            None => Ok(Some(replay_state(&self.store.events(task_id, 0).await?)?)),
+        }
+    }
+
+    /// Runs commands against a task as one atomic commit, re-deciding after a lost race.
+    /// Returns the new state and how many events were committed (0: nothing to do).
+    pub async fn execute<F>(
+        &self,
+        actor: Actor<'_>,
+        task_id: &TaskId,
+        message_key: Option<MessageKey>,
+        build: F,
+    ) -> Result<(TaskAggregate, usize), AppError>
+    where
+        F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
+    {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let before = self
+                .load(task_id)
+                .await?
+                .filter(|s| visible_to(s, actor))
+                .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+            let mut scratch = before.clone();
+            let mut events = Vec::new();
+            for command in build(&before) {
+                let decided = scratch.decide(command).map_err(|e| with_task_id(e, task_id))?;
+                for e in &decided {
+                    scratch.apply_event(e);
+                }
+                events.extend(decided);
+            }
+            if events.is_empty() {
+                return Ok((before, 0));
+            }
+            let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
+            commit.message_key = message_key.clone();
+            let after = commit.snapshot.clone();
+            match self.store.append(commit).await {
+                Ok(()) => {
+                    self.announce(task_id, after.version);
+                    return Ok((after, events.len()));
+                }
+                Err(StoreError::Conflict(_)) if attempt < MAX_COMMAND_ATTEMPTS => {
+                    debug!(task_id = %task_id, attempt, "lost a race, deciding again");
+                    tokio::time::sleep(Duration::from_millis(1 << attempt.min(6))).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn announce(&self, task_id: &TaskId, version: u64) {
+        // No receiver is fine: nobody is waiting.
+        let _ = self.changes.send(TaskChanged {
+            task_id: task_id.clone(),
+            version,
+        });
+    }
+
+    // ------------------------------------------------------------ SendMessage
+
+    pub async fn send_message(
+        self: &Arc<Self>,
+        who: &Principal,
+        req: SendMessageRequest,
+        idempotency: Option<(IdempotencyKey, String)>,
+    ) -> Result<SendMessageResponse, AppError> {
+        let config = req.configuration.clone().unwrap_or_default();
+        let history = HistoryLength::parse(config.history_length)
+            .map_err(|e| AppError::invalid_params("configuration.historyLength", e))?;
+        if config.task_push_notification_config.is_some() {
+            return Err(AppError::protocol(
+                ErrorKind::PushNotificationNotSupported,
+                "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
+            ));
+        }
+        let message = req.message;
+        let message_id = intake::validate_user_message(&message, "message")?;
+
+        let (task_id, since) = match message.task_id.clone() {
+            Some(raw) => {
+                let task_id =
+                    TaskId::parse(raw.clone()).map_err(|_| AppError::task_not_found(&raw))?;
+                tracing::Span::current().record("task_id", task_id.as_str());
+                match self.append_user_message(who, &task_id, &message_id, message.clone()).await? {
+                    Some(version) => (task_id, Some(version)),
+                    None => (task_id, None),
+                }
+            }
+            None => {
+                if let Some(reply) = self.agent.direct_reply(&message) {
+                    return Ok(SendMessageResponse::Message(reply));
+                }
+                let created = self.create_task(who, message.clone(), idempotency).await?;
+                tracing::Span::current().record("task_id", created.0.as_str());
+                created
+            }
+        };
+
+        if let Some(version) = since {
+            let svc = self.clone();
+            let (id, msg) = (task_id.clone(), message);
+            tokio::spawn(async move { svc.agent.clone().on_message(svc, id, msg).await });
+            if !config.return_immediately {
+                self.wait_settled(&task_id, version).await?;
+            }
+        } else if !config.return_immediately {
+            // A retry: answer with the task as it settles, like the original request did.
+            self.wait_settled(&task_id, 0).await?;
+        }
+        let task = self.view(who, &task_id, history, true).await?;
+        Ok(SendMessageResponse::Task(task))
+    }
+
+    /// `Some(version)` when appended, `None` when it was a retry of a stored message.
+    async fn append_user_message(
+        &self,
+        who: &Principal,
+        task_id: &TaskId,
+        message_id: &MessageId,
+        message: Message,
+    ) -> Result<Option<u64>, AppError> {
+        let key = MessageKey {
+            task_id: task_id.clone(),
+            message_id: message_id.clone(),
+            fingerprint: intake::fingerprint(&message),
+        };
+        let result = self
+            .execute(Actor::Client(who), task_id, Some(key), |_| {
+                vec![TaskCommand::AppendUserMessage(AppendUserMessage {
+                    message: message.clone(),
+                    at: Timestamp::now(),
+                })]
+            })
+            .await;
+        match result {
+            Ok((state, _)) => Ok(Some(state.version)),
+            Err(AppError::Store(StoreError::DuplicateMessage(_))) => {
+                debug!(task_id = %task_id, message_id = %message_id, "retried message, answering as before");
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    async fn create_task(
+        &self,
+        who: &Principal,
+        message: Message,
+        idempotency: Option<(IdempotencyKey, String)>,
+    ) -> Result<(TaskId, Option<u64>), AppError> {
+        let context_id = match message.context_id.clone() {
+            Some(c) => ContextId::parse(c).map_err(|e| AppError::invalid_params("message.contextId", e))?,
+            None => ContextId::parse(uuid::Uuid::new_v4().to_string())
+                .map_err(|e| AppError::invalid_params("message.contextId", e))?,
+        };
+        let task_id = TaskId::parse(uuid::Uuid::now_v7().to_string())
+            .map_err(|e| AppError::invalid_params("id", e))?;
+        let before = TaskAggregate::default();
+        let events = before.decide(TaskCommand::CreateTask(CreateTask {
+            task_id: task_id.clone(),
+            context_id,
+            owner: who.clone(),
+            message,
+            at: Timestamp::now(),
+        }))?;
+        let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
+        commit.idempotency = idempotency.as_ref().map(|(key, fingerprint)| IdempotencyRecord {
+            owner: who.clone(),
+            key: key.clone(),
+            fingerprint: fingerprint.clone(),
+            task_id: task_id.clone(),
+        });
+        let version = commit.snapshot.version;
+        match self.store.append(commit).await {
+            Ok(()) => {
+                self.announce(&task_id, version);
+                Ok((task_id, Some(version)))
+            }
+            Err(StoreError::IdempotencyKeyUsed {
+                task_id: existing,
+                fingerprint,
+            }) => {
+                let same = idempotency.as_ref().is_some_and(|(_, f)| *f == fingerprint);
+                if same {
+                    debug!(task_id = %existing, "idempotent retry of a task creation");
+                    Ok((existing, None))
+                } else {
+                    Err(AppError::invalid_params(
+                        "Idempotency-Key",
+                        "was already used with a different request",
+                    ))
+                }
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Waits until the task is terminal or newly interrupted after `since`, or the bound passes.
+    async fn wait_settled(&self, task_id: &TaskId, since: u64) -> Result<(), AppError> {
+        let mut changes = self.changes.subscribe();
+        let deadline = tokio::time::Instant::now() + self.settings.blocking_timeout;
+        loop {
+            let state = self
+                .load(task_id)
+                .await?
+                .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+            if state.settled_since(since) {
+                return Ok(());
+            }
+            loop {
+                match tokio::time::timeout_at(deadline, changes.recv()).await {
+                    Err(_) => return Ok(()),
+                    Ok(Ok(c)) if &c.task_id == task_id => break,
+                    Ok(Ok(_)) => continue,
+                    Ok(Err(broadcast::error::RecvError::Lagged(_))) => break,
+                    Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(()),
+                }
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ queries and cancel
+
+    async fn view(
+        &self,
+        who: &Principal,
+        task_id: &TaskId,
+        history: HistoryLength,
+        include_artifacts: bool,
+    ) -> Result<Task, AppError> {
+        let v = self
+            .reads
+            .get(
+                who,
+                task_id,
+                ViewOptions {
+                    history,
+                    include_artifacts,
+                },
+            )
+            .await?
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        Ok(assemble(&v.head, v.history, v.chunks))
+    }
+
+    pub async fn get_task(&self, who: &Principal, req: GetTaskRequest) -> Result<Task, AppError> {
+        let history = HistoryLength::parse(req.history_length)
+            .map_err(|e| AppError::invalid_params("historyLength", e))?;
+        let task_id = TaskId::parse(req.id.clone()).map_err(|_| AppError::task_not_found(&req.id))?;
+        tracing::Span::current().record("task_id", task_id.as_str());
+        self.view(who, &task_id, history, true).await
+    }
+
+    pub async fn cancel_task(
+        &self,
+        who: &Principal,
+        req: CancelTaskRequest,
+    ) -> Result<Task, AppError> {
+        let task_id = TaskId::parse(req.id.clone()).map_err(|_| AppError::task_not_found(&req.id))?;
+        tracing::Span::current().record("task_id", task_id.as_str());
+        self.execute(Actor::Client(who), &task_id, None, |_| {
+            vec![TaskCommand::CancelTask {
+                at: Timestamp::now(),
+            }]
+        })
+        .await?;
+        self.view(who, &task_id, HistoryLength::All, true).await
+    }
+
+    pub async fn list_tasks(
+        &self,
+        who: &Principal,
+        req: ListTasksRequest,
+    ) -> Result<ListTasksResponse, AppError> {
+        let page_size =
+            PageSize::parse(req.page_size).map_err(|e| AppError::invalid_params("pageSize", e))?;
+        let history = HistoryLength::parse(req.history_length)
+            .map_err(|e| AppError::invalid_params("historyLength", e))?;
+        let context_id = req
+            .context_id
+            .clone()
+            .filter(|c| !c.is_empty())
+            .map(ContextId::parse)
+            .transpose()
+            .map_err(|e| AppError::invalid_params("contextId", e))?;
+        let state = req.status.filter(|s| *s != TaskState::Unspecified);
+        let include_artifacts = req.include_artifacts.unwrap_or(false);
+        // A token is only good for the caller and filters it was issued for.
+        let scope = format!(
+            "{}|{}|{}|{}",
+            who,
+            context_id.as_ref().map(ContextId::as_str).unwrap_or(""),
+            state.map(TaskState::as_str).unwrap_or(""),
+            req.status_timestamp_after
+                .map(|t| t.unix_nanos().to_string())
+                .unwrap_or_default()
+        );
+        let after = match req.page_token.as_deref() {
+            None | Some("") => None,
+            Some(t) => Some(
+                self.cursors
+                    .decode(t, &scope)
+                    .map_err(|e| AppError::invalid_params("pageToken", e))?,
+            ),
+        };
+        let page = self
+            .reads
+            .list(
+                who,
+                &ListQuery {
+                    context_id,
+                    state,
+                    status_after: req.status_timestamp_after,
+                    after,
+                    page_size,
+                    view: ViewOptions {
+                        history,
+                        include_artifacts,
+                    },
+                },
+            )
+            .await?;
+        Ok(ListTasksResponse {
+            tasks: page
+                .tasks
+                .into_iter()
+                .map(|v| assemble(&v.head, v.history, v.chunks))
+                .collect(),
+            next_page_token: page
+                .next
+                .map(|c| self.cursors.encode(&c, &scope))
+                .unwrap_or_default(),
+            page_size: page_size.get() as i32,
+            total_size: i32::try_from(page.total_size).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// The agent reports a failure it cannot recover from; the task fails with a reason.
+    pub async fn fail_task(&self, task_id: &TaskId, reason: &str) {
+        let message = Message::agent_text(uuid::Uuid::new_v4().to_string(), reason);
+        let r = self
+            .execute(Actor::Agent, task_id, None, |s| {
+                if s.head().is_some_and(|h| h.status.state.is_terminal()) {
+                    return vec![];
+                }
+                vec![TaskCommand::ChangeStatus {
+                    state: TaskState::Failed,
+                    message: Some(message.clone()),
+                    at: Timestamp::now(),
+                }]
+            })
+            .await;
+        if let Err(e) = r {
+            warn!(task_id = %task_id, error = %e, "could not mark the task failed");
+        }
+    }
+}
+
+fn visible_to(state: &TaskAggregate, actor: Actor<'_>) -> bool {
+    match actor {
+        Actor::Agent => state.head.is_some(),
+        Actor::Client(p) => state.head.as_ref().is_some_and(|h| &h.owner == p),
+    }
+}
+
+fn with_task_id(e: DomainError, task_id: &TaskId) -> DomainError {
+    match e {
+        DomainError::TaskNotFound { .. } => DomainError::TaskNotFound {
+            task_id: task_id.to_string(),
+        },
+        other => other,
+    }
+}
