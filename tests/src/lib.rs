@@ -1,1 +1,146 @@
+//! Harness for the black-box tests: starts the local server on a free port and talks to it
+//! over real HTTP, like any client would.
 
+use std::time::Duration;
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use taskledger_app::agent::ScenarioTimings;
+use taskledger_local::Config;
+
+pub struct Server {
+    pub base: String,
+    pub client: reqwest::Client,
+    pub token: Option<String>,
+}
+
+/// Shorter pauses for the timed scenarios, so tests stay quick.
+pub fn fast_timings() -> ScenarioTimings {
+    ScenarioTimings {
+        delayed_complete: Duration::from_millis(300),
+        resubscribe: Duration::from_millis(600),
+    }
+}
+
+impl Server {
+    pub async fn start() -> Self {
+        let mut config = Config::in_memory();
+        config.timings = fast_timings();
+        Self::start_with(config).await
+    }
+
+    pub async fn start_with(config: Config) -> Self {
+        let addr = taskledger_local::spawn(config).await.expect("server starts");
+        Self {
+            base: format!("http://{addr}"),
+            client: reqwest::Client::new(),
+            token: None,
+        }
+    }
+
+    pub fn as_user(&self, token: &str) -> Self {
+        Self {
+            base: self.base.clone(),
+            client: self.client.clone(),
+            token: Some(token.to_string()),
+        }
+    }
+
+    pub fn endpoint(&self) -> String {
+        format!("{}/a2a", self.base)
+    }
+
+    /// Posts a raw body with the given headers; returns status and parsed JSON (Null if none).
+    pub async fn post_raw(&self, path: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> (StatusCode, Value) {
+        let mut req = self.client.post(format!("{}{path}", self.base)).body(body);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(t) = &self.token {
+            req = req.header("Authorization", format!("Bearer {t}"));
+        }
+        let resp = req.send().await.expect("request sent");
+        let status = resp.status();
+        let bytes = resp.bytes().await.expect("body");
+        let v = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+        (status, v)
+    }
+
+    /// A JSON-RPC call with `A2A-Version: 1.0`; returns the whole response object.
+    pub async fn call(&self, method: &str, params: Value) -> Value {
+        self.call_with(method, params, &[]).await
+    }
+
+    pub async fn call_with(&self, method: &str, params: Value, extra: &[(&str, &str)]) -> Value {
+        let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        let mut headers = vec![("Content-Type", "application/json"), ("A2A-Version", "1.0")];
+        headers.extend_from_slice(extra);
+        let (status, v) = self
+            .post_raw("/a2a", serde_json::to_vec(&body).expect("json"), &headers)
+            .await;
+        assert_eq!(status, StatusCode::OK, "JSON-RPC exchanges answer 200: {v}");
+        v
+    }
+
+    /// The `result` of a call that must succeed.
+    pub async fn ok(&self, method: &str, params: Value) -> Value {
+        let v = self.call(method, params).await;
+        assert!(v.get("error").is_none(), "{method} failed: {v}");
+        v["result"].clone()
+    }
+
+    /// The error code of a call that must fail.
+    pub async fn err(&self, method: &str, params: Value) -> i64 {
+        let v = self.call(method, params).await;
+        error_code(&v)
+    }
+
+    /// Sends a text message; `extra` is merged into the message object.
+    pub async fn send(&self, message_id: &str, text: &str, extra: Value, config: Value) -> Value {
+        let mut message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
+        if let (Some(m), Some(e)) = (message.as_object_mut(), extra.as_object()) {
+            m.extend(e.clone());
+        }
+        self.call("SendMessage", json!({"message": message, "configuration": config}))
+            .await
+    }
+
+    /// Sends and returns the task of a successful result.
+    pub async fn send_task(&self, message_id: &str, text: &str) -> Value {
+        let v = self.send(message_id, text, json!({}), json!({})).await;
+        assert!(v.get("error").is_none(), "send failed: {v}");
+        v["result"]["task"].clone()
+    }
+
+    pub async fn total_tasks(&self) -> i64 {
+        self.ok("ListTasks", json!({"pageSize": 1})).await["totalSize"]
+            .as_i64()
+            .expect("totalSize")
+    }
+}
+
+/// The JSON-RPC error code of a response, checking the error's shape on the way.
+pub fn error_code(v: &Value) -> i64 {
+    let e = v.get("error").unwrap_or_else(|| panic!("expected an error, got {v}"));
+    let obj = e.as_object().expect("error object");
+    assert!(
+        obj.keys().all(|k| ["code", "message", "data"].contains(&k.as_str())),
+        "only code, message, data: {e}"
+    );
+    assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()));
+    let info = &e["data"][0];
+    assert_eq!(info["@type"], "type.googleapis.com/google.rpc.ErrorInfo");
+    assert_eq!(info["domain"], "a2a-protocol.org");
+    assert!(info["reason"].as_str().is_some());
+    e["code"].as_i64().expect("code")
+}
+
+/// True if any value anywhere in `v` is JSON `null`.
+pub fn has_null(v: &Value) -> bool {
+    match v {
+        Value::Null => true,
+        Value::Array(a) => a.iter().any(has_null),
+        Value::Object(o) => o.values().any(has_null),
+        _ => false,
+    }
+}
