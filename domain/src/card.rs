@@ -73,7 +73,9 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
         skills: vec![AgentSkill {
             id: "tasks".into(),
             name: "Durable tasks".into(),
-            description: "Accepts messages, keeps every task as an event log and answers with its artifacts.".into(),
+            description:
+                "Accepts messages, keeps every task as an event log and answers with its artifacts."
+                    .into(),
             tags: vec!["tasks".into(), "event-sourcing".into()],
             examples: vec!["Summarise what I sent you".into()],
             input_modes: Vec::new(),
@@ -111,10 +113,18 @@ mod tests {
         ] {
             assert!(v.get(k).is_some(), "missing {k}");
         }
-        for k in ["url", "protocolVersion", "preferredTransport", "additionalInterfaces"] {
+        for k in [
+            "url",
+            "protocolVersion",
+            "preferredTransport",
+            "additionalInterfaces",
+        ] {
             assert!(v.get(k).is_none(), "legacy {k}");
         }
-        assert_eq!(v["supportedInterfaces"][0]["url"], "http://127.0.0.1:8080/a2a");
+        assert_eq!(
+            v["supportedInterfaces"][0]["url"],
+            "http://127.0.0.1:8080/a2a"
+        );
         assert_eq!(
             v["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
             "Bearer"

@@ -104,6 +104,8 @@ mod tests {
         assert!(CursorCodec::new("other key").decode(&t, "scope").is_err());
         assert!(codec.decode("garbage", "scope").is_err());
         assert!(codec.decode(&format!("x{t}"), "scope").is_err());
-        assert!(codec.decode(&"a".repeat(MAX_PAGE_TOKEN_BYTES + 1), "scope").is_err());
+        assert!(codec
+            .decode(&"a".repeat(MAX_PAGE_TOKEN_BYTES + 1), "scope")
+            .is_err());
     }
 }

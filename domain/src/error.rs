@@ -62,23 +62,113 @@ impl ErrorKind {
             }
         }
         match self {
-            JsonParse => w(-32700, 400, "INVALID_ARGUMENT", "PARSE_ERROR", "Invalid JSON payload"),
-            InvalidRequest => w(-32600, 400, "INVALID_ARGUMENT", "INVALID_REQUEST", "Request payload validation error"),
-            MethodNotFound => w(-32601, 404, "UNIMPLEMENTED", "METHOD_NOT_FOUND", "Method not found"),
-            InvalidParams => w(-32602, 400, "INVALID_ARGUMENT", "INVALID_PARAMS", "Invalid parameters"),
+            JsonParse => w(
+                -32700,
+                400,
+                "INVALID_ARGUMENT",
+                "PARSE_ERROR",
+                "Invalid JSON payload",
+            ),
+            InvalidRequest => w(
+                -32600,
+                400,
+                "INVALID_ARGUMENT",
+                "INVALID_REQUEST",
+                "Request payload validation error",
+            ),
+            MethodNotFound => w(
+                -32601,
+                404,
+                "UNIMPLEMENTED",
+                "METHOD_NOT_FOUND",
+                "Method not found",
+            ),
+            InvalidParams => w(
+                -32602,
+                400,
+                "INVALID_ARGUMENT",
+                "INVALID_PARAMS",
+                "Invalid parameters",
+            ),
             Internal => w(-32603, 500, "INTERNAL", "INTERNAL", "Internal error"),
             TaskNotFound => w(-32001, 404, "NOT_FOUND", "TASK_NOT_FOUND", "Task not found"),
-            TaskNotCancelable => w(-32002, 400, "FAILED_PRECONDITION", "TASK_NOT_CANCELABLE", "Task cannot be canceled"),
-            PushNotificationNotSupported => w(-32003, 400, "FAILED_PRECONDITION", "PUSH_NOTIFICATION_NOT_SUPPORTED", "Push Notification is not supported"),
-            UnsupportedOperation => w(-32004, 400, "FAILED_PRECONDITION", "UNSUPPORTED_OPERATION", "This operation is not supported"),
-            ContentTypeNotSupported => w(-32005, 400, "INVALID_ARGUMENT", "CONTENT_TYPE_NOT_SUPPORTED", "Incompatible content types"),
-            InvalidAgentResponse => w(-32006, 500, "INTERNAL", "INVALID_AGENT_RESPONSE", "Invalid agent response"),
-            ExtendedAgentCardNotConfigured => w(-32007, 400, "FAILED_PRECONDITION", "EXTENDED_AGENT_CARD_NOT_CONFIGURED", "Extended agent card is not configured"),
-            ExtensionSupportRequired => w(-32008, 400, "FAILED_PRECONDITION", "EXTENSION_SUPPORT_REQUIRED", "Extension support required"),
-            VersionNotSupported => w(-32009, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED", "Protocol version not supported"),
-            Unauthenticated => w(-32600, 401, "UNAUTHENTICATED", "UNAUTHENTICATED", "Authentication required"),
-            PayloadTooLarge => w(-32600, 413, "INVALID_ARGUMENT", "PAYLOAD_TOO_LARGE", "Request payload too large"),
-            Unavailable => w(-32603, 503, "UNAVAILABLE", "UNAVAILABLE", "Service temporarily unavailable"),
+            TaskNotCancelable => w(
+                -32002,
+                400,
+                "FAILED_PRECONDITION",
+                "TASK_NOT_CANCELABLE",
+                "Task cannot be canceled",
+            ),
+            PushNotificationNotSupported => w(
+                -32003,
+                400,
+                "FAILED_PRECONDITION",
+                "PUSH_NOTIFICATION_NOT_SUPPORTED",
+                "Push Notification is not supported",
+            ),
+            UnsupportedOperation => w(
+                -32004,
+                400,
+                "FAILED_PRECONDITION",
+                "UNSUPPORTED_OPERATION",
+                "This operation is not supported",
+            ),
+            ContentTypeNotSupported => w(
+                -32005,
+                400,
+                "INVALID_ARGUMENT",
+                "CONTENT_TYPE_NOT_SUPPORTED",
+                "Incompatible content types",
+            ),
+            InvalidAgentResponse => w(
+                -32006,
+                500,
+                "INTERNAL",
+                "INVALID_AGENT_RESPONSE",
+                "Invalid agent response",
+            ),
+            ExtendedAgentCardNotConfigured => w(
+                -32007,
+                400,
+                "FAILED_PRECONDITION",
+                "EXTENDED_AGENT_CARD_NOT_CONFIGURED",
+                "Extended agent card is not configured",
+            ),
+            ExtensionSupportRequired => w(
+                -32008,
+                400,
+                "FAILED_PRECONDITION",
+                "EXTENSION_SUPPORT_REQUIRED",
+                "Extension support required",
+            ),
+            VersionNotSupported => w(
+                -32009,
+                400,
+                "FAILED_PRECONDITION",
+                "VERSION_NOT_SUPPORTED",
+                "Protocol version not supported",
+            ),
+            Unauthenticated => w(
+                -32600,
+                401,
+                "UNAUTHENTICATED",
+                "UNAUTHENTICATED",
+                "Authentication required",
+            ),
+            PayloadTooLarge => w(
+                -32600,
+                413,
+                "INVALID_ARGUMENT",
+                "PAYLOAD_TOO_LARGE",
+                "Request payload too large",
+            ),
+            Unavailable => w(
+                -32603,
+                503,
+                "UNAVAILABLE",
+                "UNAVAILABLE",
+                "Service temporarily unavailable",
+            ),
         }
     }
 }
@@ -124,8 +214,7 @@ impl DomainError {
     pub fn metadata(&self) -> BTreeMap<String, String> {
         let mut m = BTreeMap::new();
         match self {
-            Self::TaskNotFound { task_id }
-            | Self::TaskAlreadyExists { task_id } => {
+            Self::TaskNotFound { task_id } | Self::TaskAlreadyExists { task_id } => {
                 m.insert("taskId".into(), task_id.clone());
             }
             Self::TaskNotCancelable { task_id, state } | Self::TaskTerminal { task_id, state } => {
@@ -150,12 +239,21 @@ mod tests {
         assert_eq!(ErrorKind::TaskNotFound.wire().json_rpc, -32001);
         assert_eq!(ErrorKind::TaskNotFound.wire().http, 404);
         assert_eq!(ErrorKind::TaskNotCancelable.wire().json_rpc, -32002);
-        assert_eq!(ErrorKind::PushNotificationNotSupported.wire().json_rpc, -32003);
+        assert_eq!(
+            ErrorKind::PushNotificationNotSupported.wire().json_rpc,
+            -32003
+        );
         assert_eq!(ErrorKind::UnsupportedOperation.wire().json_rpc, -32004);
         assert_eq!(ErrorKind::ContentTypeNotSupported.wire().json_rpc, -32005);
-        assert_eq!(ErrorKind::ExtendedAgentCardNotConfigured.wire().json_rpc, -32007);
+        assert_eq!(
+            ErrorKind::ExtendedAgentCardNotConfigured.wire().json_rpc,
+            -32007
+        );
         assert_eq!(ErrorKind::VersionNotSupported.wire().json_rpc, -32009);
-        assert_eq!(ErrorKind::VersionNotSupported.wire().reason, "VERSION_NOT_SUPPORTED");
+        assert_eq!(
+            ErrorKind::VersionNotSupported.wire().reason,
+            "VERSION_NOT_SUPPORTED"
+        );
         assert_eq!(ErrorKind::JsonParse.wire().json_rpc, -32700);
         assert_eq!(ErrorKind::MethodNotFound.wire().json_rpc, -32601);
     }

@@ -47,8 +47,12 @@ impl StoredEvent {
                 e
             }
         });
-        serde_json::from_value(upcast.payload)
-            .map_err(|e| format!("event {} v{} #{}: {e}", self.event_type, self.event_version, self.seq))
+        serde_json::from_value(upcast.payload).map_err(|e| {
+            format!(
+                "event {} v{} #{}: {e}",
+                self.event_type, self.event_version, self.seq
+            )
+        })
     }
 }
 
@@ -127,6 +131,9 @@ mod tests {
             payload: json!({"StatusChanged": {"state": "working", "at": "2026-01-01T00:00:00Z"}}),
             recorded_at: Timestamp::now(),
         };
-        assert!(s.decode().is_err(), "1.0 payloads must already use 1.0 names");
+        assert!(
+            s.decode().is_err(),
+            "1.0 payloads must already use 1.0 names"
+        );
     }
 }

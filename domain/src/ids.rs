@@ -190,8 +190,14 @@ mod tests {
     #[test]
     fn history_length_rules() {
         assert_eq!(HistoryLength::parse(None).unwrap(), HistoryLength::All);
-        assert_eq!(HistoryLength::parse(Some(0)).unwrap(), HistoryLength::Last(0));
-        assert_eq!(HistoryLength::parse(Some(3)).unwrap(), HistoryLength::Last(3));
+        assert_eq!(
+            HistoryLength::parse(Some(0)).unwrap(),
+            HistoryLength::Last(0)
+        );
+        assert_eq!(
+            HistoryLength::parse(Some(3)).unwrap(),
+            HistoryLength::Last(3)
+        );
         assert!(HistoryLength::parse(Some(-1)).is_err());
     }
 }

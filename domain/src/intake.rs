@@ -148,7 +148,10 @@ mod tests {
         let mut m = user("x");
         m.parts.clear();
         let e = validate_user_message(&m, "message").unwrap_err();
-        assert_eq!(e, DomainError::invalid("message.parts", "a message needs at least one part"));
+        assert_eq!(
+            e,
+            DomainError::invalid("message.parts", "a message needs at least one part")
+        );
     }
 
     #[test]
@@ -164,10 +167,14 @@ mod tests {
     fn role_and_message_id_are_required() {
         let mut m = user("x");
         m.role = Role::Unspecified;
-        assert!(matches!(validate_user_message(&m, "message"), Err(DomainError::InvalidParams { field, .. }) if field == "message.role"));
+        assert!(
+            matches!(validate_user_message(&m, "message"), Err(DomainError::InvalidParams { field, .. }) if field == "message.role")
+        );
         let mut m = user("x");
         m.message_id.clear();
-        assert!(matches!(validate_user_message(&m, "message"), Err(DomainError::InvalidParams { field, .. }) if field == "message.messageId"));
+        assert!(
+            matches!(validate_user_message(&m, "message"), Err(DomainError::InvalidParams { field, .. }) if field == "message.messageId")
+        );
     }
 
     #[test]
@@ -179,7 +186,10 @@ mod tests {
                 .clone(),
         );
         strip_server_keys(&mut meta);
-        assert_eq!(meta.unwrap(), json!({"mine": 1}).as_object().unwrap().clone());
+        assert_eq!(
+            meta.unwrap(),
+            json!({"mine": 1}).as_object().unwrap().clone()
+        );
     }
 
     #[test]

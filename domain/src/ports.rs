@@ -5,7 +5,9 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::events::StoredEvent;
-use crate::ids::{ContextId, HistoryLength, IdempotencyKey, MessageId, PageSize, Principal, TaskId};
+use crate::ids::{
+    ContextId, HistoryLength, IdempotencyKey, MessageId, PageSize, Principal, TaskId,
+};
 use crate::projection::{ArtifactChunk, ReadWrite};
 use crate::task::{TaskAggregate, TaskHead};
 use crate::time::Timestamp;
@@ -70,7 +72,10 @@ pub enum StoreError {
     DuplicateMessage(MessageId),
     /// The idempotency key exists, for the task and body given.
     #[error("idempotency key already used")]
-    IdempotencyKeyUsed { task_id: TaskId, fingerprint: String },
+    IdempotencyKeyUsed {
+        task_id: TaskId,
+        fingerprint: String,
+    },
     /// The store is throttling or unreachable; the caller may retry later.
     #[error("store unavailable: {0}")]
     Unavailable(String),

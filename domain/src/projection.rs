@@ -27,7 +27,9 @@ pub struct ArtifactChunk {
 pub enum ReadWrite {
     History(HistoryEntry),
     /// An artifact was replaced: drop its earlier chunks first.
-    ArtifactReset { ord: u32 },
+    ArtifactReset {
+        ord: u32,
+    },
     ArtifactChunk(ArtifactChunk),
 }
 
@@ -116,7 +118,9 @@ pub fn merge_chunks(mut chunks: Vec<ArtifactChunk>) -> Vec<Artifact> {
             Some((ord, a)) if *ord == c.ord => {
                 a.parts.extend(c.artifact.parts);
                 if let Some(extra) = c.artifact.metadata {
-                    a.metadata.get_or_insert_with(Default::default).extend(extra);
+                    a.metadata
+                        .get_or_insert_with(Default::default)
+                        .extend(extra);
                 }
             }
             _ => out.push((c.ord, c.artifact)),

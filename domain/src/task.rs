@@ -42,7 +42,10 @@ pub enum TaskCommand {
     CreateTask(CreateTask),
     AppendUserMessage(AppendUserMessage),
     /// The agent says something (kept in history).
-    AppendAgentMessage { message: Message, at: Timestamp },
+    AppendAgentMessage {
+        message: Message,
+        at: Timestamp,
+    },
     /// The agent moves the task to a new state, optionally with a status message.
     ChangeStatus {
         state: TaskState,
@@ -57,7 +60,9 @@ pub enum TaskCommand {
         at: Timestamp,
     },
     /// A client cancels the task.
-    CancelTask { at: Timestamp },
+    CancelTask {
+        at: Timestamp,
+    },
 }
 
 // ------------------------------------------------------------------ events
@@ -196,9 +201,12 @@ impl TaskAggregate {
         if let TaskCommand::CreateTask(c) = command {
             return self.decide_create(c);
         }
-        let head = self.head.as_ref().ok_or_else(|| DomainError::TaskNotFound {
-            task_id: String::new(),
-        })?;
+        let head = self
+            .head
+            .as_ref()
+            .ok_or_else(|| DomainError::TaskNotFound {
+                task_id: String::new(),
+            })?;
         let state = head.status.state;
         match command {
             TaskCommand::CreateTask(_) => unreachable_create(),
@@ -293,7 +301,9 @@ impl TaskAggregate {
                         if a.chunks >= MAX_CHUNKS_PER_ARTIFACT {
                             return Err(DomainError::invalid(
                                 "artifact.parts",
-                                format!("an artifact may have at most {MAX_CHUNKS_PER_ARTIFACT} chunks"),
+                                format!(
+                                    "an artifact may have at most {MAX_CHUNKS_PER_ARTIFACT} chunks"
+                                ),
                             ));
                         }
                         intake::strip_server_keys(&mut artifact.metadata);
@@ -309,7 +319,9 @@ impl TaskAggregate {
                         if existing.is_none() && head.artifacts.len() >= MAX_ARTIFACTS_PER_TASK {
                             return Err(DomainError::invalid(
                                 "artifact",
-                                format!("a task may have at most {MAX_ARTIFACTS_PER_TASK} artifacts"),
+                                format!(
+                                    "a task may have at most {MAX_ARTIFACTS_PER_TASK} artifacts"
+                                ),
                             ));
                         }
                         intake::strip_server_keys(&mut artifact.metadata);
@@ -487,7 +499,6 @@ fn unreachable_create() -> Result<Vec<TaskEvent>, DomainError> {
         "task creation is decided separately".into(),
     ))
 }
-
 
 impl Aggregate for TaskAggregate {
     const TYPE: &'static str = "task";

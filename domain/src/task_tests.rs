@@ -52,9 +52,10 @@ fn create_cmd(msg: Message) -> TaskCommand {
 fn kept(mut m: Message, stamp: Timestamp) -> Message {
     m.task_id = Some("t-1".into());
     m.context_id = Some("c-1".into());
-    m.metadata
-        .get_or_insert_with(Default::default)
-        .insert(TIMELINE_POSITION_KEY.into(), json!(stamp.to_rfc3339_nanos()));
+    m.metadata.get_or_insert_with(Default::default).insert(
+        TIMELINE_POSITION_KEY.into(),
+        json!(stamp.to_rfc3339_nanos()),
+    );
     m
 }
 
@@ -187,11 +188,7 @@ fn a_message_whose_context_does_not_match_the_task_is_invalid_params() {
 
 #[test]
 fn terminal_states_are_final_for_messages() {
-    for terminal in [
-        TaskState::Completed,
-        TaskState::Failed,
-        TaskState::Rejected,
-    ] {
+    for terminal in [TaskState::Completed, TaskState::Failed, TaskState::Rejected] {
         Given::with(())
             .given(created())
             .and(vec![status(terminal, 1)])
@@ -428,14 +425,19 @@ fn the_projection_builds_the_a2a_task() {
     );
     let artifacts = task.artifacts.unwrap();
     assert_eq!(artifacts.len(), 1);
-    assert_eq!(artifacts[0].parts, vec![Part::text("chunk-1 "), Part::text("chunk-2")]);
+    assert_eq!(
+        artifacts[0].parts,
+        vec![Part::text("chunk-1 "), Part::text("chunk-2")]
+    );
     let history = task.history.unwrap();
     assert_eq!(history.len(), 2);
     assert_eq!(history[0].text(), "hi");
     assert_eq!(history[1].text(), "done");
-    assert!(history
-        .iter()
-        .all(|m| m.metadata.as_ref().unwrap().contains_key(TIMELINE_POSITION_KEY)));
+    assert!(history.iter().all(|m| m
+        .metadata
+        .as_ref()
+        .unwrap()
+        .contains_key(TIMELINE_POSITION_KEY)));
 }
 
 #[test]
@@ -447,11 +449,34 @@ fn history_length_unset_all_zero_none_n_last_n() {
             at: at(i),
         });
     }
-    assert_eq!(replay(&events, HistoryLength::All).unwrap().history.unwrap().len(), 5);
-    assert!(replay(&events, HistoryLength::Last(0)).unwrap().history.is_none());
-    let last2 = replay(&events, HistoryLength::Last(2)).unwrap().history.unwrap();
-    assert_eq!(last2.iter().map(Message::text).collect::<Vec<_>>(), ["msg 4", "msg 5"]);
-    assert_eq!(replay(&events, HistoryLength::Last(99)).unwrap().history.unwrap().len(), 5);
+    assert_eq!(
+        replay(&events, HistoryLength::All)
+            .unwrap()
+            .history
+            .unwrap()
+            .len(),
+        5
+    );
+    assert!(replay(&events, HistoryLength::Last(0))
+        .unwrap()
+        .history
+        .is_none());
+    let last2 = replay(&events, HistoryLength::Last(2))
+        .unwrap()
+        .history
+        .unwrap();
+    assert_eq!(
+        last2.iter().map(Message::text).collect::<Vec<_>>(),
+        ["msg 4", "msg 5"]
+    );
+    assert_eq!(
+        replay(&events, HistoryLength::Last(99))
+            .unwrap()
+            .history
+            .unwrap()
+            .len(),
+        5
+    );
 }
 
 #[test]
@@ -467,7 +492,10 @@ fn a_replaced_artifact_keeps_its_place_and_loses_its_old_chunks() {
         last_chunk: true,
         at: at(3),
     });
-    let artifacts = replay(&events, HistoryLength::All).unwrap().artifacts.unwrap();
+    let artifacts = replay(&events, HistoryLength::All)
+        .unwrap()
+        .artifacts
+        .unwrap();
     assert_eq!(artifacts.len(), 2);
     assert_eq!(artifacts[0].artifact_id, "a");
     assert_eq!(artifacts[0].parts, vec![Part::text("replaced")]);
@@ -483,7 +511,10 @@ fn a_blocking_send_settles_on_terminal_or_a_fresh_interruption() {
     s.apply_event(&status(TaskState::InputRequired, 1));
     let v = s.version;
     assert!(s.settled_since(v - 1));
-    assert!(!s.settled_since(v), "an old interruption does not answer a new message");
+    assert!(
+        !s.settled_since(v),
+        "an old interruption does not answer a new message"
+    );
     s.apply_event(&status(TaskState::Completed, 2));
     assert!(s.settled_since(v));
 }

@@ -17,7 +17,9 @@ impl Timestamp {
     /// Nanoseconds since the Unix epoch (sortable storage form).
     pub fn unix_nanos(self) -> i64 {
         // i64 nanoseconds cover the years 1678–2262.
-        self.0.unix_timestamp_nanos().clamp(i64::MIN as i128, i64::MAX as i128) as i64
+        self.0
+            .unix_timestamp_nanos()
+            .clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
 
     pub fn from_unix_nanos(n: i64) -> Self {

@@ -163,11 +163,7 @@ struct PartRepr {
     metadata: Option<Metadata>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     filename: Option<String>,
-    #[serde(
-        default,
-        alias = "media_type",
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(default, alias = "media_type", skip_serializing_if = "Option::is_none")]
     media_type: Option<String>,
 }
 
@@ -184,7 +180,9 @@ impl Serialize for Part {
         };
         match &self.content {
             PartContent::Text(t) => r.text = Some(t.clone()),
-            PartContent::Raw(b) => r.raw = Some(base64::engine::general_purpose::STANDARD.encode(b)),
+            PartContent::Raw(b) => {
+                r.raw = Some(base64::engine::general_purpose::STANDARD.encode(b))
+            }
             PartContent::Url(u) => r.url = Some(u.clone()),
             PartContent::Data(v) => r.data = Some(v.clone()),
         }
@@ -233,11 +231,7 @@ impl<'de> Deserialize<'de> for Part {
 pub struct Message {
     #[serde(alias = "message_id", default)]
     pub message_id: String,
-    #[serde(
-        alias = "context_id",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(alias = "context_id", default, skip_serializing_if = "Option::is_none")]
     pub context_id: Option<String>,
     #[serde(alias = "task_id", default, skip_serializing_if = "Option::is_none")]
     pub task_id: Option<String>,
@@ -282,7 +276,11 @@ impl Message {
     }
     /// The concatenated text parts.
     pub fn text(&self) -> String {
-        self.parts.iter().filter_map(Part::as_text).collect::<Vec<_>>().join("")
+        self.parts
+            .iter()
+            .filter_map(Part::as_text)
+            .collect::<Vec<_>>()
+            .join("")
     }
 }
 
@@ -766,7 +764,8 @@ mod tests {
 
     #[test]
     fn part_accepts_snake_case_media_type() {
-        let p: Part = serde_json::from_value(json!({"text": "x", "media_type": "text/plain"})).unwrap();
+        let p: Part =
+            serde_json::from_value(json!({"text": "x", "media_type": "text/plain"})).unwrap();
         assert_eq!(p.media_type.as_deref(), Some("text/plain"));
     }
 
@@ -783,7 +782,10 @@ mod tests {
         assert_eq!(s, TaskState::Working);
         let s: TaskState = serde_json::from_value(json!(6)).unwrap();
         assert_eq!(s, TaskState::InputRequired);
-        assert_eq!(serde_json::to_value(Role::Agent).unwrap(), json!("ROLE_AGENT"));
+        assert_eq!(
+            serde_json::to_value(Role::Agent).unwrap(),
+            json!("ROLE_AGENT")
+        );
         assert!(serde_json::from_value::<TaskState>(json!("working")).is_err());
     }
 
@@ -819,7 +821,10 @@ mod tests {
         };
         let v = serde_json::to_value(&t).unwrap();
         assert!(!contains_null(&v));
-        assert_eq!(v, json!({"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_SUBMITTED"}}));
+        assert_eq!(
+            v,
+            json!({"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_SUBMITTED"}})
+        );
     }
 
     #[test]
@@ -851,7 +856,10 @@ mod tests {
             },
             metadata: None,
         });
-        assert!(serde_json::to_value(s).unwrap().get("statusUpdate").is_some());
+        assert!(serde_json::to_value(s)
+            .unwrap()
+            .get("statusUpdate")
+            .is_some());
     }
 
     #[test]

@@ -49,7 +49,9 @@ const ALL: ViewOptions = ViewOptions {
 
 async fn state_of<S: Store + ?Sized>(store: &S, id: &TaskId) -> TaskAggregate {
     let loaded = store.load(id).await.expect("load").expect("task exists");
-    restore(&loaded).expect("restore").expect("current snapshot")
+    restore(&loaded)
+        .expect("restore")
+        .expect("current snapshot")
 }
 
 async fn run<S: Store + ?Sized>(
@@ -108,15 +110,24 @@ fn append_cmd(id: &str, text: &str) -> TaskCommand {
 
 pub async fn append_then_load<S: Store>(store: Arc<S>) {
     let id = create_task(&*store, "t-load", "c").await;
-    run(&*store, &id, append_cmd("m-1", "second")).await.expect("append");
+    run(&*store, &id, append_cmd("m-1", "second"))
+        .await
+        .expect("append");
     let state = state_of(&*store, &id).await;
     assert_eq!(state.version, 3);
     let events = store.events(&id, 0).await.expect("events");
-    assert_eq!(events.iter().map(|e| e.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
+    assert_eq!(
+        events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        vec![1, 2, 3]
+    );
     assert_eq!(events[0].event_type, "TaskCreated");
     assert!(events.iter().all(|e| e.decode().is_ok()));
     assert_eq!(store.events(&id, 2).await.expect("tail").len(), 1);
-    assert!(store.load(&TaskId::parse("nope").expect("id")).await.expect("load").is_none());
+    assert!(store
+        .load(&TaskId::parse("nope").expect("id"))
+        .await
+        .expect("load")
+        .is_none());
 }
 
 pub async fn stale_version_conflicts_and_writes_nothing<S: Store>(store: Arc<S>) {
@@ -134,7 +145,11 @@ pub async fn stale_version_conflicts_and_writes_nothing<S: Store>(store: Arc<S>)
         .expect_err("stale append must conflict");
     assert_eq!(err, StoreError::Conflict(id.clone()));
     assert_eq!(store.events(&id, 0).await.expect("events").len(), 3);
-    let view = store.get(&alice(), &id, ALL).await.expect("get").expect("task");
+    let view = store
+        .get(&alice(), &id, ALL)
+        .await
+        .expect("get")
+        .expect("task");
     assert_eq!(view.history.expect("history").len(), 2);
     // a second creation of the same id is a conflict too
     let fresh = TaskAggregate::default();
@@ -177,13 +192,18 @@ pub async fn a_repeated_message_key_appends_nothing<S: Store>(store: Arc<S>) {
     assert_eq!(state_of(&*store, &id).await.version, 3);
     // same id, other content: a new message
     let before = state_of(&*store, &id).await;
-    let events = before.decide(append_cmd("m-1", "hello again")).expect("decide");
+    let events = before
+        .decide(append_cmd("m-1", "hello again"))
+        .expect("decide");
     let mut c = commit_for(id.clone(), &before, &events, Timestamp::now());
     c.message_key = Some(MessageKey {
         fingerprint: intake::fingerprint(&user_message("m-1", "hello again")),
         ..key
     });
-    store.append(c).await.expect("other content is a new message");
+    store
+        .append(c)
+        .await
+        .expect("other content is a new message");
     assert_eq!(state_of(&*store, &id).await.version, 4);
 }
 
@@ -219,10 +239,22 @@ pub async fn an_idempotency_key_finds_the_first_task<S: Store>(store: Arc<S>) {
             fingerprint: "body-1".into()
         }
     );
-    assert!(store.load(&TaskId::parse("t-idem-2").expect("id")).await.expect("load").is_none());
-    let rec = store.idempotency(&alice(), &key).await.expect("lookup").expect("record");
+    assert!(store
+        .load(&TaskId::parse("t-idem-2").expect("id"))
+        .await
+        .expect("load")
+        .is_none());
+    let rec = store
+        .idempotency(&alice(), &key)
+        .await
+        .expect("lookup")
+        .expect("record");
     assert_eq!(rec.task_id.as_str(), "t-idem-1");
-    assert!(store.idempotency(&bob(), &key).await.expect("lookup").is_none());
+    assert!(store
+        .idempotency(&bob(), &key)
+        .await
+        .expect("lookup")
+        .is_none());
 }
 
 pub async fn many_tasks_concurrently<S: Store>(store: Arc<S>) {
@@ -247,7 +279,10 @@ pub async fn many_tasks_concurrently<S: Store>(store: Arc<S>) {
         let id = TaskId::parse(format!("t-conc-{t:02}")).expect("id");
         let events = store.events(&id, 0).await.expect("events");
         assert_eq!(events.len(), 2 + MESSAGES);
-        assert!(events.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
+        assert!(events
+            .iter()
+            .enumerate()
+            .all(|(i, e)| e.seq == i as u64 + 1));
     }
     // racing writers on one task: every append lands exactly once or conflicts cleanly
     let id = create_task(&*store, "t-race", "c").await;
@@ -269,15 +304,22 @@ pub async fn many_tasks_concurrently<S: Store>(store: Arc<S>) {
     assert!(won >= 1);
     let events = store.events(&id, 0).await.expect("events");
     assert_eq!(events.len(), 2 + won);
-    assert!(events.iter().enumerate().all(|(i, e)| e.seq == i as u64 + 1));
+    assert!(events
+        .iter()
+        .enumerate()
+        .all(|(i, e)| e.seq == i as u64 + 1));
 }
 
 pub async fn get_is_scoped_to_the_owner_and_shapes_the_view<S: Store>(store: Arc<S>) {
     let id = create_task(&*store, "t-get", "c").await;
     for i in 1..=4 {
-        run(&*store, &id, append_cmd(&format!("m-{i}"), &format!("msg {i}")))
-            .await
-            .expect("append");
+        run(
+            &*store,
+            &id,
+            append_cmd(&format!("m-{i}"), &format!("msg {i}")),
+        )
+        .await
+        .expect("append");
     }
     run(
         &*store,
@@ -318,11 +360,18 @@ pub async fn get_is_scoped_to_the_owner_and_shapes_the_view<S: Store>(store: Arc
     .await
     .expect("chunk");
     assert!(store.get(&bob(), &id, ALL).await.expect("get").is_none());
-    let v = store.get(&alice(), &id, ALL).await.expect("get").expect("visible");
+    let v = store
+        .get(&alice(), &id, ALL)
+        .await
+        .expect("get")
+        .expect("visible");
     let task = assemble(&v.head, v.history, v.chunks);
     assert_eq!(task.history.as_ref().map(Vec::len), Some(5));
     let artifacts = task.artifacts.expect("artifacts");
-    assert_eq!(artifacts[0].parts, vec![Part::text("one "), Part::text("two")]);
+    assert_eq!(
+        artifacts[0].parts,
+        vec![Part::text("one "), Part::text("two")]
+    );
     let v = store
         .get(
             &alice(),
@@ -363,7 +412,14 @@ pub async fn list_orders_pages_and_filters<S: Store>(store: Arc<S>) {
     let stamps = [0, 10, 20, 20, 30, 40, 50];
     for (i, ms) in stamps.iter().enumerate() {
         let ctx = if i % 2 == 0 { "even" } else { "odd" };
-        create_task_at(&*store, &format!("t-list-{i}"), ctx, &alice(), base.plus_millis(*ms)).await;
+        create_task_at(
+            &*store,
+            &format!("t-list-{i}"),
+            ctx,
+            &alice(),
+            base.plus_millis(*ms),
+        )
+        .await;
     }
     create_task_at(&*store, "t-list-bob", "even", &bob(), base).await;
     // finish one
@@ -417,7 +473,10 @@ pub async fn list_orders_pages_and_filters<S: Store>(store: Arc<S>) {
     let page = store.list(&alice(), &q).await.expect("list");
     assert_eq!(page.total_size, 3);
     assert!(page.next.is_none());
-    assert!(page.tasks.iter().all(|t| t.head.context_id.as_str() == "odd"));
+    assert!(page
+        .tasks
+        .iter()
+        .all(|t| t.head.context_id.as_str() == "odd"));
 
     let mut q = query(100);
     q.state = Some(TaskState::Completed);

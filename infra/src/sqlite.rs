@@ -73,10 +73,70 @@ pub struct SqliteStore {
 }
 
 struct Inner {
-    writer: Mutex<Connection>,
+    /// The write connection, used by the writer thread (and for reads in memory mode).
+    writer: Arc<Mutex<Connection>>,
+    /// Commits queued for the writer thread, which applies them in groups.
+    jobs: std::sync::mpsc::Sender<WriteJob>,
     /// Empty in memory mode, where the writer serves reads too.
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+}
+
+/// Most commits applied in one SQLite transaction (group commit).
+pub const MAX_GROUP_COMMIT: usize = 64;
+
+struct WriteJob {
+    commit: Commit,
+    reply: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
+}
+
+/// Applies queued commits, many per transaction, each in its own savepoint so that one
+/// refused commit does not affect the others. Replies only after the transaction is durable.
+fn writer_loop(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<WriteJob>) {
+    while let Ok(first) = jobs.recv() {
+        let mut batch = vec![first];
+        while batch.len() < MAX_GROUP_COMMIT {
+            match jobs.try_recv() {
+                Ok(j) => batch.push(j),
+                Err(_) => break,
+            }
+        }
+        let results = match conn.lock() {
+            Ok(mut c) => apply_group(&mut c, &batch),
+            Err(_) => batch
+                .iter()
+                .map(|_| Err(StoreError::Other("writer lock poisoned".into())))
+                .collect(),
+        };
+        for (job, result) in batch.into_iter().zip(results) {
+            // The requester may have gone away; its commit stands regardless.
+            let _ = job.reply.send(result);
+        }
+    }
+}
+
+fn apply_group(conn: &mut Connection, batch: &[WriteJob]) -> Vec<Result<(), StoreError>> {
+    let fail_all = |e: StoreError| batch.iter().map(|_| Err(e.clone())).collect::<Vec<_>>();
+    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
+        Ok(tx) => tx,
+        Err(e) => return fail_all(db_err(e)),
+    };
+    let mut results = Vec::with_capacity(batch.len());
+    for job in batch {
+        let r = match tx.savepoint() {
+            Ok(sp) => match apply_commit(&sp, &job.commit) {
+                // Dropping an unreleased savepoint rolls it back.
+                Ok(()) => sp.commit().map_err(db_err),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(db_err(e)),
+        };
+        results.push(r);
+    }
+    match tx.commit() {
+        Ok(()) => results,
+        Err(e) => fail_all(db_err(e)),
+    }
 }
 
 fn configure(conn: &Connection, wal: bool) -> rusqlite::Result<()> {
@@ -128,52 +188,71 @@ impl SqliteStore {
     }
 
     fn from_parts(writer: Connection, readers: Vec<Mutex<Connection>>) -> Self {
+        let writer = Arc::new(Mutex::new(writer));
+        let (jobs, queue) = std::sync::mpsc::channel();
+        let conn = writer.clone();
+        // The thread ends when the last store handle (and with it the sender) is dropped.
+        std::thread::Builder::new()
+            .name("sqlite-writer".into())
+            .spawn(move || writer_loop(conn, queue))
+            .ok();
         Self {
             inner: Arc::new(Inner {
-                writer: Mutex::new(writer),
+                writer,
+                jobs,
                 readers,
                 next_reader: AtomicUsize::new(0),
             }),
         }
     }
 
-    async fn write<T, F>(&self, f: F) -> Result<T, StoreError>
-    where
-        T: Send + 'static,
-        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
-    {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let mut conn = inner
-                .writer
-                .lock()
-                .map_err(|_| StoreError::Other("writer lock poisoned".into()))?;
-            f(&mut conn)
-        })
-        .await
-        .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+    async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        self.inner
+            .jobs
+            .send(WriteJob { commit, reply })
+            .map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?;
+        answer
+            .await
+            .map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?
     }
 
+    /// Point reads run in place: they take tens of microseconds, less than a thread hand-off.
+    fn read_now<T>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+    ) -> Result<T, StoreError> {
+        let inner = &self.inner;
+        if inner.readers.is_empty() {
+            let conn = inner
+                .writer
+                .lock()
+                .map_err(|_| StoreError::Other("store lock poisoned".into()))?;
+            return f(&conn);
+        }
+        let n = inner.readers.len();
+        let start = inner.next_reader.fetch_add(1, Ordering::Relaxed);
+        for k in 0..n {
+            if let Ok(conn) = inner.readers[(start + k) % n].try_lock() {
+                return f(&conn);
+            }
+        }
+        let conn = inner.readers[start % n]
+            .lock()
+            .map_err(|_| StoreError::Other("reader lock poisoned".into()))?;
+        f(&conn)
+    }
+
+    /// Scans (ListTasks pages) run on the blocking pool.
     async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let lock = if inner.readers.is_empty() {
-                &inner.writer
-            } else {
-                let i = inner.next_reader.fetch_add(1, Ordering::Relaxed) % inner.readers.len();
-                &inner.readers[i]
-            };
-            let conn = lock
-                .lock()
-                .map_err(|_| StoreError::Other("reader lock poisoned".into()))?;
-            f(&conn)
-        })
-        .await
-        .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+        let this = self.clone();
+        tokio::task::spawn_blocking(move || this.read_now(f))
+            .await
+            .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
 }
 
@@ -217,7 +296,11 @@ fn to_event(row: (i64, String, String, String, i64)) -> Result<StoredEvent, Stor
     })
 }
 
-fn load_events(conn: &Connection, task_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+fn load_events(
+    conn: &Connection,
+    task_id: &str,
+    after: u64,
+) -> Result<Vec<StoredEvent>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
             "SELECT seq, event_type, event_version, payload, recorded_at FROM events \
@@ -230,13 +313,10 @@ fn load_events(conn: &Connection, task_id: &str, after: u64) -> Result<Vec<Store
     rows.map(|r| to_event(r.map_err(db_err)?)).collect()
 }
 
-fn apply_commit(conn: &mut Connection, c: &Commit) -> Result<(), StoreError> {
+fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError> {
     let head = c
         .head()
         .ok_or_else(|| StoreError::Other("a commit must leave a created task".into()))?;
-    let tx = conn
-        .transaction_with_behavior(TransactionBehavior::Immediate)
-        .map_err(db_err)?;
     let task_id = c.task_id.as_str();
     if let Some(k) = &c.message_key {
         let n = tx
@@ -358,7 +438,7 @@ fn apply_commit(conn: &mut Connection, c: &Commit) -> Result<(), StoreError> {
         }
         .map_err(db_err)?;
     }
-    tx.commit().map_err(db_err)
+    Ok(())
 }
 
 fn read_view(
@@ -403,7 +483,11 @@ fn read_view(
             .map_err(db_err)?;
         let rows = stmt
             .query_map(params![task_id], |r| {
-                Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
             })
             .map_err(db_err)?;
         let chunks = rows
@@ -433,16 +517,22 @@ fn read_view(
 impl EventStore for SqliteStore {
     async fn load(&self, task_id: &TaskId) -> Result<Option<Loaded>, StoreError> {
         let id = task_id.to_string();
-        self.read(move |conn| {
+        self.read_now(move |conn| {
             let row: Option<(i64, String)> = conn
                 .prepare_cached("SELECT snapshot_schema, snapshot FROM heads WHERE task_id = ?1")
-                .and_then(|mut s| s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?))).optional())
+                .and_then(|mut s| {
+                    s.query_row(params![id], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()
+                })
                 .map_err(db_err)?;
             let Some((schema, snapshot)) = row else {
                 return Ok(None);
             };
             let snapshot: serde_json::Value = parse(&snapshot)?;
-            let version = snapshot.get("version").and_then(|v| v.as_u64()).unwrap_or(0);
+            let version = snapshot
+                .get("version")
+                .and_then(|v| v.as_u64())
+                .unwrap_or(0);
             let tail = load_events(conn, &id, version)?;
             Ok(Some(Loaded {
                 snapshot_schema: schema as u32,
@@ -450,16 +540,15 @@ impl EventStore for SqliteStore {
                 tail,
             }))
         })
-        .await
     }
 
     async fn events(&self, task_id: &TaskId, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
         let id = task_id.to_string();
-        self.read(move |conn| load_events(conn, &id, after)).await
+        self.read_now(move |conn| load_events(conn, &id, after))
     }
 
     async fn append(&self, commit: Commit) -> Result<(), StoreError> {
-        self.write(move |conn| apply_commit(conn, &commit)).await
+        self.commit(commit).await
     }
 
     async fn idempotency(
@@ -468,7 +557,7 @@ impl EventStore for SqliteStore {
         key: &IdempotencyKey,
     ) -> Result<Option<IdempotencyRecord>, StoreError> {
         let (owner, key) = (owner.clone(), key.clone());
-        self.read(move |conn| {
+        self.read_now(move |conn| {
             let row: Option<(String, String)> = conn
                 .prepare_cached(
                     "SELECT task_id, fingerprint FROM idempotency WHERE tenant = ?1 AND owner = ?2 AND key = ?3",
@@ -491,7 +580,6 @@ impl EventStore for SqliteStore {
             })
             .transpose()
         })
-        .await
     }
 }
 
@@ -504,7 +592,7 @@ impl TaskReadModel for SqliteStore {
         view: ViewOptions,
     ) -> Result<Option<TaskView>, StoreError> {
         let (owner, id) = (owner.clone(), task_id.to_string());
-        self.read(move |conn| {
+        self.read_now(move |conn| {
             let snapshot: Option<String> = conn
                 .prepare_cached(
                     "SELECT snapshot FROM heads WHERE task_id = ?1 AND tenant = ?2 AND owner = ?3",
@@ -521,7 +609,6 @@ impl TaskReadModel for SqliteStore {
                 .map(|snap| read_view(conn, &id, &snap, view))
                 .transpose()
         })
-        .await
     }
 
     async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError> {
@@ -546,7 +633,9 @@ impl TaskReadModel for SqliteStore {
             }
             let total: i64 = conn
                 .prepare_cached(&format!("SELECT COUNT(*) FROM heads WHERE {filter}"))
-                .and_then(|mut s| s.query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0)))
+                .and_then(|mut s| {
+                    s.query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0))
+                })
                 .map_err(db_err)?;
             if let Some(c) = &q.after {
                 filter.push_str(" AND (status_nanos < ? OR (status_nanos = ? AND task_id < ?))");
@@ -563,7 +652,11 @@ impl TaskReadModel for SqliteStore {
             let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
             let rows = stmt
                 .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?))
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
                 })
                 .map_err(db_err)?
                 .collect::<Result<Vec<_>, _>>()

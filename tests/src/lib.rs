@@ -30,7 +30,9 @@ impl Server {
     }
 
     pub async fn start_with(config: Config) -> Self {
-        let addr = taskledger_local::spawn(config).await.expect("server starts");
+        let addr = taskledger_local::spawn(config)
+            .await
+            .expect("server starts");
         Self {
             base: format!("http://{addr}"),
             client: reqwest::Client::new(),
@@ -51,7 +53,12 @@ impl Server {
     }
 
     /// Posts a raw body with the given headers; returns status and parsed JSON (Null if none).
-    pub async fn post_raw(&self, path: &str, body: Vec<u8>, headers: &[(&str, &str)]) -> (StatusCode, Value) {
+    pub async fn post_raw(
+        &self,
+        path: &str,
+        body: Vec<u8>,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
         let mut req = self.client.post(format!("{}{path}", self.base)).body(body);
         for (k, v) in headers {
             req = req.header(*k, *v);
@@ -97,12 +104,16 @@ impl Server {
 
     /// Sends a text message; `extra` is merged into the message object.
     pub async fn send(&self, message_id: &str, text: &str, extra: Value, config: Value) -> Value {
-        let mut message = json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
+        let mut message =
+            json!({"messageId": message_id, "role": "ROLE_USER", "parts": [{"text": text}]});
         if let (Some(m), Some(e)) = (message.as_object_mut(), extra.as_object()) {
             m.extend(e.clone());
         }
-        self.call("SendMessage", json!({"message": message, "configuration": config}))
-            .await
+        self.call(
+            "SendMessage",
+            json!({"message": message, "configuration": config}),
+        )
+        .await
     }
 
     /// Sends and returns the task of a successful result.
@@ -121,10 +132,13 @@ impl Server {
 
 /// The JSON-RPC error code of a response, checking the error's shape on the way.
 pub fn error_code(v: &Value) -> i64 {
-    let e = v.get("error").unwrap_or_else(|| panic!("expected an error, got {v}"));
+    let e = v
+        .get("error")
+        .unwrap_or_else(|| panic!("expected an error, got {v}"));
     let obj = e.as_object().expect("error object");
     assert!(
-        obj.keys().all(|k| ["code", "message", "data"].contains(&k.as_str())),
+        obj.keys()
+            .all(|k| ["code", "message", "data"].contains(&k.as_str())),
         "only code, message, data: {e}"
     );
     assert!(e["message"].as_str().is_some_and(|m| !m.is_empty()));

@@ -23,7 +23,10 @@ async fn the_agent_card_is_served_with_cache_headers() {
     let etag = h["etag"].to_str().unwrap().to_string();
     let card: Value = resp.json().await.unwrap();
     assert!(!has_null(&card));
-    assert_eq!(card["supportedInterfaces"][0]["url"], format!("{}/a2a", s.base));
+    assert_eq!(
+        card["supportedInterfaces"][0]["url"],
+        format!("{}/a2a", s.base)
+    );
     assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
     assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
     assert_eq!(card["capabilities"]["streaming"], false);
@@ -48,7 +51,10 @@ async fn a_plain_message_completes_with_an_artifact_saying_what_was_received() {
     let task = &v["result"]["task"];
     assert_eq!(task["status"]["state"], "TASK_STATE_COMPLETED");
     assert!(task["status"]["timestamp"].as_str().unwrap().ends_with('Z'));
-    assert_eq!(task["artifacts"][0]["parts"][0]["text"], "Received: hello there");
+    assert_eq!(
+        task["artifacts"][0]["parts"][0]["text"],
+        "Received: hello there"
+    );
     assert!(task["contextId"].as_str().is_some_and(|c| !c.is_empty()));
     assert!(task["metadata"]["kagent.dev/a2a/task-created-at"].is_string());
     let history = task["history"].as_array().unwrap();
@@ -62,50 +68,97 @@ async fn a_plain_message_completes_with_an_artifact_saying_what_was_received() {
 #[tokio::test]
 async fn the_conformance_scenarios_behave_as_the_kit_expects() {
     let s = Server::start().await;
-    let state = |v: &Value| v["result"]["task"]["status"]["state"].as_str().unwrap().to_string();
-    let v = s.send("tck-complete-task-01", "x", json!({}), json!({})).await;
+    let state = |v: &Value| {
+        v["result"]["task"]["status"]["state"]
+            .as_str()
+            .unwrap()
+            .to_string()
+    };
+    let v = s
+        .send("tck-complete-task-01", "x", json!({}), json!({}))
+        .await;
     assert_eq!(state(&v), "TASK_STATE_COMPLETED");
-    assert_eq!(v["result"]["task"]["status"]["message"]["parts"][0]["text"], "Hello from TCK");
-    let v = s.send("tck-input-required-01", "x", json!({}), json!({})).await;
+    assert_eq!(
+        v["result"]["task"]["status"]["message"]["parts"][0]["text"],
+        "Hello from TCK"
+    );
+    let v = s
+        .send("tck-input-required-01", "x", json!({}), json!({}))
+        .await;
     assert_eq!(state(&v), "TASK_STATE_INPUT_REQUIRED");
-    let v = s.send("tck-auth-required-01", "x", json!({}), json!({})).await;
+    let v = s
+        .send("tck-auth-required-01", "x", json!({}), json!({}))
+        .await;
     assert_eq!(state(&v), "TASK_STATE_AUTH_REQUIRED");
-    let v = s.send("tck-reject-task-01", "x", json!({}), json!({})).await;
+    let v = s
+        .send("tck-reject-task-01", "x", json!({}), json!({}))
+        .await;
     assert_eq!(state(&v), "TASK_STATE_REJECTED");
-    let v = s.send("tck-message-response-01", "x", json!({}), json!({})).await;
-    assert_eq!(v["result"]["message"]["parts"][0]["text"], "Direct message response");
+    let v = s
+        .send("tck-message-response-01", "x", json!({}), json!({}))
+        .await;
+    assert_eq!(
+        v["result"]["message"]["parts"][0]["text"],
+        "Direct message response"
+    );
     assert_eq!(v["result"]["message"]["role"], "ROLE_AGENT");
-    let v = s.send("tck-artifact-text-01", "x", json!({}), json!({})).await;
+    let v = s
+        .send("tck-artifact-text-01", "x", json!({}), json!({}))
+        .await;
     assert!(v["result"]["task"]["artifacts"][0]["parts"][0]["text"].is_string());
-    let v = s.send("tck-artifact-file-01", "x", json!({}), json!({})).await;
+    let v = s
+        .send("tck-artifact-file-01", "x", json!({}), json!({}))
+        .await;
     let p = &v["result"]["task"]["artifacts"][0]["parts"][0];
     assert_eq!(p["filename"], "output.txt");
     assert_eq!(p["mediaType"], "text/plain");
     assert_eq!(p["raw"], "ZmlsZSBjb250ZW50", "standard base64 of the file");
-    let v = s.send("tck-artifact-file-url-01", "x", json!({}), json!({})).await;
+    let v = s
+        .send("tck-artifact-file-url-01", "x", json!({}), json!({}))
+        .await;
     assert_eq!(
         v["result"]["task"]["artifacts"][0]["parts"][0]["url"],
         "https://example.com/output.txt"
     );
-    let v = s.send("tck-artifact-data-01", "x", json!({}), json!({})).await;
+    let v = s
+        .send("tck-artifact-data-01", "x", json!({}), json!({}))
+        .await;
     assert_eq!(
         v["result"]["task"]["artifacts"][0]["parts"][0]["data"],
         json!({"key": "value", "count": 42})
     );
-    let v = s.send("tck-stream-artifact-chunked-01", "x", json!({}), json!({})).await;
+    let v = s
+        .send("tck-stream-artifact-chunked-01", "x", json!({}), json!({}))
+        .await;
     let parts = &v["result"]["task"]["artifacts"][0]["parts"];
     assert_eq!(parts, &json!([{"text": "chunk-1 "}, {"text": "chunk-2"}]));
-    let v = s.send("tck-sse-streaming-001", "x", json!({}), json!({})).await;
-    assert_eq!(state(&v), "TASK_STATE_COMPLETED", "unknown prefixes complete");
+    let v = s
+        .send("tck-sse-streaming-001", "x", json!({}), json!({}))
+        .await;
+    assert_eq!(
+        state(&v),
+        "TASK_STATE_COMPLETED",
+        "unknown prefixes complete"
+    );
 }
 
 #[tokio::test]
 async fn blocking_waits_for_the_end_and_return_immediately_does_not() {
     let s = Server::start().await;
-    let v = s.send("tck-delayed-complete-1", "x", json!({}), json!({})).await;
-    assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
     let v = s
-        .send("tck-delayed-complete-2", "x", json!({}), json!({"returnImmediately": true}))
+        .send("tck-delayed-complete-1", "x", json!({}), json!({}))
+        .await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
+    let v = s
+        .send(
+            "tck-delayed-complete-2",
+            "x",
+            json!({}),
+            json!({"returnImmediately": true}),
+        )
         .await;
     let task = &v["result"]["task"];
     let early = task["status"]["state"].as_str().unwrap();
@@ -135,10 +188,21 @@ async fn a_multi_turn_conversation_keeps_every_message_in_order() {
     // the kit reuses the messageId with new content: each is a new message
     for text in ["second", "third"] {
         let v = s
-            .send("tck-input-required-x", text, json!({"taskId": id}), json!({}))
+            .send(
+                "tck-input-required-x",
+                text,
+                json!({"taskId": id}),
+                json!({}),
+            )
             .await;
-        assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
-        assert_eq!(v["result"]["task"]["contextId"], ctx, "contextId inferred from the task");
+        assert_eq!(
+            v["result"]["task"]["status"]["state"],
+            "TASK_STATE_INPUT_REQUIRED"
+        );
+        assert_eq!(
+            v["result"]["task"]["contextId"], ctx,
+            "contextId inferred from the task"
+        );
     }
     let t = s.ok("GetTask", json!({"id": id})).await;
     let user_texts: Vec<&str> = t["history"]
@@ -151,9 +215,17 @@ async fn a_multi_turn_conversation_keeps_every_message_in_order() {
     assert_eq!(user_texts, ["first", "second", "third"]);
     // a follow-up finishes it
     let v = s
-        .send("tck-complete-task-y", "done", json!({"taskId": id, "contextId": ctx}), json!({}))
+        .send(
+            "tck-complete-task-y",
+            "done",
+            json!({"taskId": id, "contextId": ctx}),
+            json!({}),
+        )
         .await;
-    assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        v["result"]["task"]["status"]["state"],
+        "TASK_STATE_COMPLETED"
+    );
 }
 
 #[tokio::test]
@@ -167,21 +239,34 @@ async fn a_retried_message_is_answered_without_being_appended_again() {
         .len();
     for _ in 0..2 {
         let v = s
-            .send("tck-input-required-r2", "again", json!({"taskId": id}), json!({}))
+            .send(
+                "tck-input-required-r2",
+                "again",
+                json!({"taskId": id}),
+                json!({}),
+            )
             .await;
-        assert_eq!(v["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+        assert_eq!(
+            v["result"]["task"]["status"]["state"],
+            "TASK_STATE_INPUT_REQUIRED"
+        );
     }
     let after = s.ok("GetTask", json!({"id": id})).await["history"]
         .as_array()
         .unwrap()
         .len();
-    assert_eq!(after, before + 2, "one user message and one agent question, once");
+    assert_eq!(
+        after,
+        before + 2,
+        "one user message and one agent question, once"
+    );
 }
 
 #[tokio::test]
 async fn an_idempotency_key_makes_task_creation_safe_to_retry() {
     let s = Server::start().await;
-    let params = json!({"message": {"messageId": "m-i", "role": "ROLE_USER", "parts": [{"text": "once"}]}});
+    let params =
+        json!({"message": {"messageId": "m-i", "role": "ROLE_USER", "parts": [{"text": "once"}]}});
     let a = s
         .call_with("SendMessage", params.clone(), &[("Idempotency-Key", "k-1")])
         .await;
@@ -204,7 +289,9 @@ async fn an_idempotency_key_makes_task_creation_safe_to_retry() {
 #[tokio::test]
 async fn messages_to_unknown_terminal_or_mismatched_tasks_are_refused() {
     let s = Server::start().await;
-    let v = s.send("m", "x", json!({"taskId": "no-such-task"}), json!({})).await;
+    let v = s
+        .send("m", "x", json!({"taskId": "no-such-task"}), json!({}))
+        .await;
     assert_eq!(error_code(&v), -32001);
     let done = s.send_task("tck-complete-task-t", "x").await;
     let id = done["id"].as_str().unwrap();
@@ -212,7 +299,12 @@ async fn messages_to_unknown_terminal_or_mismatched_tasks_are_refused() {
     assert_eq!(error_code(&v), -32004);
     let open = s.send_task("tck-input-required-t", "x").await;
     let v = s
-        .send("m3", "x", json!({"taskId": open["id"], "contextId": "another-context"}), json!({}))
+        .send(
+            "m3",
+            "x",
+            json!({"taskId": open["id"], "contextId": "another-context"}),
+            json!({}),
+        )
         .await;
     assert_eq!(error_code(&v), -32602);
 }
@@ -220,7 +312,9 @@ async fn messages_to_unknown_terminal_or_mismatched_tasks_are_refused() {
 #[tokio::test]
 async fn a_client_context_id_is_kept() {
     let s = Server::start().await;
-    let v = s.send("m", "x", json!({"contextId": "my-ctx"}), json!({})).await;
+    let v = s
+        .send("m", "x", json!({"contextId": "my-ctx"}), json!({}))
+        .await;
     assert_eq!(v["result"]["task"]["contextId"], "my-ctx");
 }
 
@@ -231,15 +325,26 @@ async fn get_task_honours_history_length() {
     let s = Server::start().await;
     let task = s.send_task("tck-input-required-h", "one").await;
     let id = task["id"].as_str().unwrap();
-    s.send("tck-input-required-h2", "two", json!({"taskId": id}), json!({}))
-        .await;
+    s.send(
+        "tck-input-required-h2",
+        "two",
+        json!({"taskId": id}),
+        json!({}),
+    )
+    .await;
     let all = s.ok("GetTask", json!({"id": id})).await;
     assert_eq!(all["history"].as_array().unwrap().len(), 4);
     let none = s.ok("GetTask", json!({"id": id, "historyLength": 0})).await;
     assert!(none.get("history").is_none(), "0 omits the member");
-    let last = s.ok("GetTask", json!({"id": id, "history_length": 1})).await;
+    let last = s
+        .ok("GetTask", json!({"id": id, "history_length": 1}))
+        .await;
     assert_eq!(last["history"].as_array().unwrap().len(), 1);
-    assert_eq!(s.err("GetTask", json!({"id": id, "historyLength": -1})).await, -32602);
+    assert_eq!(
+        s.err("GetTask", json!({"id": id, "historyLength": -1}))
+            .await,
+        -32602
+    );
     assert_eq!(s.err("GetTask", json!({"id": "nope"})).await, -32001);
     let v = s
         .send("m", "x", json!({}), json!({"historyLength": 0}))
@@ -256,12 +361,22 @@ async fn list_tasks_pages_newest_first_with_filters() {
     for i in 0..5 {
         let ctx = if i % 2 == 0 { "even" } else { "odd" };
         let v = s
-            .send(&format!("tck-complete-task-{i}"), "x", json!({"contextId": ctx}), json!({}))
+            .send(
+                &format!("tck-complete-task-{i}"),
+                "x",
+                json!({"contextId": ctx}),
+                json!({}),
+            )
             .await;
         ids.push(v["result"]["task"]["id"].as_str().unwrap().to_string());
     }
-    s.send("tck-input-required-l", "x", json!({"contextId": "odd"}), json!({}))
-        .await;
+    s.send(
+        "tck-input-required-l",
+        "x",
+        json!({"contextId": "odd"}),
+        json!({}),
+    )
+    .await;
     let mut seen = Vec::new();
     let mut token = String::new();
     loop {
@@ -272,7 +387,10 @@ async fn list_tasks_pages_newest_first_with_filters() {
         assert_eq!(page["totalSize"], 6);
         assert_eq!(page["pageSize"], 2);
         for t in page["tasks"].as_array().unwrap() {
-            assert!(t.get("artifacts").is_none(), "artifacts only when asked for");
+            assert!(
+                t.get("artifacts").is_none(),
+                "artifacts only when asked for"
+            );
             seen.push((
                 t["status"]["timestamp"].as_str().unwrap().to_string(),
                 t["id"].as_str().unwrap().to_string(),
@@ -294,15 +412,30 @@ async fn list_tasks_pages_newest_first_with_filters() {
         .await;
     assert_eq!(working["totalSize"], 1);
     let with_art = s
-        .ok("ListTasks", json!({"include_artifacts": true, "context_id": "even", "page_size": 100}))
+        .ok(
+            "ListTasks",
+            json!({"include_artifacts": true, "context_id": "even", "page_size": 100}),
+        )
         .await;
-    assert!(with_art["tasks"][0]["artifacts"].is_array() || with_art["tasks"][0]["status"]["state"] == "TASK_STATE_COMPLETED");
+    assert!(
+        with_art["tasks"][0]["artifacts"].is_array()
+            || with_art["tasks"][0]["status"]["state"] == "TASK_STATE_COMPLETED"
+    );
     let future = s
-        .ok("ListTasks", json!({"statusTimestampAfter": "2999-01-01T00:00:00Z"}))
+        .ok(
+            "ListTasks",
+            json!({"statusTimestampAfter": "2999-01-01T00:00:00Z"}),
+        )
         .await;
-    assert_eq!(future, json!({"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 0}));
+    assert_eq!(
+        future,
+        json!({"tasks": [], "nextPageToken": "", "pageSize": 50, "totalSize": 0})
+    );
     let fresh = s
-        .ok("ListTasks", json!({"contextId": uuid::Uuid::new_v4().to_string()}))
+        .ok(
+            "ListTasks",
+            json!({"contextId": uuid::Uuid::new_v4().to_string()}),
+        )
         .await;
     assert_eq!(fresh["tasks"], json!([]));
     assert_eq!(fresh["nextPageToken"], "");
@@ -319,18 +452,35 @@ async fn list_tasks_refuses_bad_paging() {
     assert_eq!(s.err("ListTasks", json!({"pageSize": 101})).await, -32602);
     assert!(s.ok("ListTasks", json!({"pageSize": 100})).await["tasks"].is_array());
     assert!(s.ok("ListTasks", json!({"pageSize": 1})).await["tasks"].is_array());
-    assert_eq!(s.err("ListTasks", json!({"historyLength": -5})).await, -32602);
-    assert_eq!(s.err("ListTasks", json!({"pageToken": "forged"})).await, -32602);
-    assert_eq!(s.err("ListTasks", json!({"status": "TASK_STATE_BOGUS"})).await, -32602);
+    assert_eq!(
+        s.err("ListTasks", json!({"historyLength": -5})).await,
+        -32602
+    );
+    assert_eq!(
+        s.err("ListTasks", json!({"pageToken": "forged"})).await,
+        -32602
+    );
+    assert_eq!(
+        s.err("ListTasks", json!({"status": "TASK_STATE_BOGUS"}))
+            .await,
+        -32602
+    );
     let page = s.ok("ListTasks", json!({"pageSize": 1})).await;
     let token = page["nextPageToken"].as_str().unwrap();
     assert!(!token.is_empty());
     let tampered = format!("{}A", token);
-    assert_eq!(s.err("ListTasks", json!({"pageSize": 1, "pageToken": tampered})).await, -32602);
+    assert_eq!(
+        s.err("ListTasks", json!({"pageSize": 1, "pageToken": tampered}))
+            .await,
+        -32602
+    );
     // a token is bound to the filters it was issued for
     assert_eq!(
-        s.err("ListTasks", json!({"pageSize": 1, "pageToken": token, "contextId": "other"}))
-            .await,
+        s.err(
+            "ListTasks",
+            json!({"pageSize": 1, "pageToken": token, "contextId": "other"})
+        )
+        .await,
         -32602
     );
 }
@@ -345,7 +495,10 @@ async fn cancel_rules() {
     let t = s.ok("CancelTask", json!({"id": id})).await;
     assert_eq!(t["status"]["state"], "TASK_STATE_CANCELED");
     let again = s.ok("CancelTask", json!({"id": id})).await;
-    assert_eq!(again["status"]["state"], "TASK_STATE_CANCELED", "a repeated cancel returns it");
+    assert_eq!(
+        again["status"]["state"], "TASK_STATE_CANCELED",
+        "a repeated cancel returns it"
+    );
     let done = s.send_task("tck-complete-task-c", "x").await;
     assert_eq!(s.err("CancelTask", json!({"id": done["id"]})).await, -32002);
     assert_eq!(s.err("CancelTask", json!({"id": "missing"})).await, -32001);
@@ -357,14 +510,22 @@ async fn cancel_rules() {
 async fn canceling_a_working_task_stops_the_agent() {
     let s = Server::start().await;
     let v = s
-        .send("tck-delayed-complete-c", "x", json!({}), json!({"returnImmediately": true}))
+        .send(
+            "tck-delayed-complete-c",
+            "x",
+            json!({}),
+            json!({"returnImmediately": true}),
+        )
         .await;
     let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let t = s.ok("CancelTask", json!({"id": id})).await;
     assert_eq!(t["status"]["state"], "TASK_STATE_CANCELED");
     tokio::time::sleep(Duration::from_millis(500)).await;
     let t = s.ok("GetTask", json!({"id": id})).await;
-    assert_eq!(t["status"]["state"], "TASK_STATE_CANCELED", "terminal stays terminal");
+    assert_eq!(
+        t["status"]["state"], "TASK_STATE_CANCELED",
+        "terminal stays terminal"
+    );
 }
 
 // ------------------------------------------------------------------ protocol errors
@@ -384,25 +545,43 @@ async fn undeclared_capabilities_get_their_prescribed_errors() {
         assert_eq!(s.err(m, json!({"taskId": "x"})).await, -32003, "{m}");
     }
     let v = s
-        .send("m", "x", json!({}), json!({"taskPushNotificationConfig": {"url": "https://example.com/h"}}))
+        .send(
+            "m",
+            "x",
+            json!({}),
+            json!({"taskPushNotificationConfig": {"url": "https://example.com/h"}}),
+        )
         .await;
     assert_eq!(error_code(&v), -32003);
     assert_eq!(s.err("NoSuchMethod", json!({})).await, -32601);
-    assert_eq!(s.err("message/send", json!({})).await, -32601, "0.3 names are gone");
+    assert_eq!(
+        s.err("message/send", json!({})).await,
+        -32601,
+        "0.3 names are gone"
+    );
 }
 
 #[tokio::test]
 async fn versions_other_than_1_x_are_refused() {
     let s = Server::start().await;
-    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}})).unwrap();
+    let body = serde_json::to_vec(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}),
+    )
+    .unwrap();
     let ct = ("Content-Type", "application/json");
     let (_, v) = s.post_raw("/a2a", body.clone(), &[ct]).await;
     assert_eq!(error_code(&v), -32009, "missing means 0.3");
-    let (_, v) = s.post_raw("/a2a", body.clone(), &[ct, ("A2A-Version", "99.0")]).await;
+    let (_, v) = s
+        .post_raw("/a2a", body.clone(), &[ct, ("A2A-Version", "99.0")])
+        .await;
     assert_eq!(error_code(&v), -32009);
-    let (_, v) = s.post_raw("/a2a", body.clone(), &[ct, ("A2A-Version", "0.3")]).await;
+    let (_, v) = s
+        .post_raw("/a2a", body.clone(), &[ct, ("A2A-Version", "0.3")])
+        .await;
     assert_eq!(error_code(&v), -32009);
-    let (_, v) = s.post_raw("/a2a", body.clone(), &[ct, ("A2A-Version", "1.1")]).await;
+    let (_, v) = s
+        .post_raw("/a2a", body.clone(), &[ct, ("A2A-Version", "1.1")])
+        .await;
     assert!(v.get("result").is_some(), "any 1.x is served");
     let (_, v) = s.post_raw("/a2a?A2A-Version=1.0", body, &[ct]).await;
     assert!(v.get("result").is_some(), "the query parameter counts too");
@@ -411,10 +590,15 @@ async fn versions_other_than_1_x_are_refused() {
 #[tokio::test]
 async fn the_endpoint_answers_with_and_without_a_trailing_slash() {
     let s = Server::start().await;
-    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": "x", "method": "ListTasks"})).unwrap();
+    let body =
+        serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": "x", "method": "ListTasks"})).unwrap();
     for path in ["/a2a", "/a2a/", "/"] {
         let (status, v) = s
-            .post_raw(path, body.clone(), &[("Content-Type", "application/json"), ("A2A-Version", "1.0")])
+            .post_raw(
+                path,
+                body.clone(),
+                &[("Content-Type", "application/json"), ("A2A-Version", "1.0")],
+            )
             .await;
         assert_eq!(status, StatusCode::OK, "{path}");
         assert_eq!(v["id"], "x");
@@ -429,21 +613,87 @@ async fn bad_input_gets_its_specific_error_and_changes_nothing() {
     let raw = |b: &str| b.as_bytes().to_vec();
     let cases: Vec<(Vec<u8>, i64, &str)> = vec![
         (raw("{not json"), -32700, "malformed JSON"),
-        (raw(r#"{"jsonrpc":"1.0","id":1,"method":"ListTasks"}"#), -32600, "wrong jsonrpc"),
+        (
+            raw(r#"{"jsonrpc":"1.0","id":1,"method":"ListTasks"}"#),
+            -32600,
+            "wrong jsonrpc",
+        ),
         (raw(r#"{"jsonrpc":"2.0","id":1}"#), -32600, "missing method"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":7}"#), -32600, "method not a string"),
-        (raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ListTasks"}]"#), -32600, "batch"),
-        (raw(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ListTasks"}"#), -32600, "object id"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":[1,2]}"#), -32602, "params array"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}"#), -32602, "no message"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":"hi"}}"#), -32602, "message of the wrong type"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#), -32602, "no parts"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{}]}}}"#), -32602, "empty part"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"","role":"ROLE_USER","parts":[{"text":"x"}]}}}"#), -32602, "empty messageId"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","parts":[{"text":"x"}]}}}"#), -32602, "no role"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"raw":"%%%"}]}}}"#), -32602, "bad base64"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":5}}"#), -32602, "id of the wrong type"),
-        (raw(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{}}"#), -32602, "missing id"),
+        (
+            raw(r#"{"jsonrpc":"2.0","id":1,"method":7}"#),
+            -32600,
+            "method not a string",
+        ),
+        (
+            raw(r#"[{"jsonrpc":"2.0","id":1,"method":"ListTasks"}]"#),
+            -32600,
+            "batch",
+        ),
+        (
+            raw(r#"{"jsonrpc":"2.0","id":{"a":1},"method":"ListTasks"}"#),
+            -32600,
+            "object id",
+        ),
+        (
+            raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":[1,2]}"#),
+            -32602,
+            "params array",
+        ),
+        (
+            raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{}}"#),
+            -32602,
+            "no message",
+        ),
+        (
+            raw(r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":"hi"}}"#),
+            -32602,
+            "message of the wrong type",
+        ),
+        (
+            raw(
+                r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[]}}}"#,
+            ),
+            -32602,
+            "no parts",
+        ),
+        (
+            raw(
+                r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{}]}}}"#,
+            ),
+            -32602,
+            "empty part",
+        ),
+        (
+            raw(
+                r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"","role":"ROLE_USER","parts":[{"text":"x"}]}}}"#,
+            ),
+            -32602,
+            "empty messageId",
+        ),
+        (
+            raw(
+                r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","parts":[{"text":"x"}]}}}"#,
+            ),
+            -32602,
+            "no role",
+        ),
+        (
+            raw(
+                r#"{"jsonrpc":"2.0","id":1,"method":"SendMessage","params":{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"raw":"%%%"}]}}}"#,
+            ),
+            -32602,
+            "bad base64",
+        ),
+        (
+            raw(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":5}}"#),
+            -32602,
+            "id of the wrong type",
+        ),
+        (
+            raw(r#"{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{}}"#),
+            -32602,
+            "missing id",
+        ),
     ];
     for (body, code, what) in cases {
         let (status, v) = s.post_raw("/a2a", body, &json_ct).await;
@@ -461,7 +711,11 @@ async fn bad_input_gets_its_specific_error_and_changes_nothing() {
     assert_eq!(v["error"]["data"][0]["metadata"]["field"], "message.parts");
     // wrong content type
     let (_, v) = s
-        .post_raw("/a2a", raw(r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks"}"#), &[("Content-Type", "text/plain"), ("A2A-Version", "1.0")])
+        .post_raw(
+            "/a2a",
+            raw(r#"{"jsonrpc":"2.0","id":1,"method":"ListTasks"}"#),
+            &[("Content-Type", "text/plain"), ("A2A-Version", "1.0")],
+        )
         .await;
     assert_eq!(error_code(&v), -32005);
     // over 1 MiB: refused before parsing
@@ -486,7 +740,11 @@ async fn bad_input_gets_its_specific_error_and_changes_nothing() {
         .call("SendMessage", json!({"message": {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}], "kind": "message"}, "extra": true}))
         .await;
     assert!(v.get("result").is_some(), "{v}");
-    assert_eq!(s.total_tasks().await, 1, "only the last, valid request made a task");
+    assert_eq!(
+        s.total_tasks().await,
+        1,
+        "only the last, valid request made a task"
+    );
 }
 
 #[tokio::test]
@@ -510,7 +768,10 @@ async fn odd_params_never_crash_the_server() {
     for method in ["SendMessage", "GetTask", "ListTasks", "CancelTask"] {
         for p in &odd {
             let v = s.call(method, p.clone()).await;
-            assert!(v.get("result").is_some() || v.get("error").is_some(), "{method} {p}: {v}");
+            assert!(
+                v.get("result").is_some() || v.get("error").is_some(),
+                "{method} {p}: {v}"
+            );
             if v.get("error").is_some() {
                 error_code(&v);
             }
@@ -526,8 +787,14 @@ fn with_tokens() -> Config {
     let mut c = Config::in_memory();
     c.timings = fast_timings();
     c.tokens = HashMap::from([
-        ("alice-token".to_string(), Principal::new("acme", "alice").unwrap()),
-        ("bob-token".to_string(), Principal::new("acme", "bob").unwrap()),
+        (
+            "alice-token".to_string(),
+            Principal::new("acme", "alice").unwrap(),
+        ),
+        (
+            "bob-token".to_string(),
+            Principal::new("acme", "bob").unwrap(),
+        ),
     ]);
     c
 }
@@ -555,13 +822,17 @@ async fn another_principals_task_is_not_found() {
         .json()
         .await
         .unwrap();
-    assert_eq!(card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"], "Bearer");
+    assert_eq!(
+        card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
+        "Bearer"
+    );
 }
 
 #[tokio::test]
 async fn without_a_valid_token_the_request_is_unauthenticated() {
     let server = Server::start_with(with_tokens()).await;
-    let body = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks"})).unwrap();
+    let body =
+        serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks"})).unwrap();
     let h = [("Content-Type", "application/json"), ("A2A-Version", "1.0")];
     let (status, v) = server.post_raw("/a2a", body.clone(), &h).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
@@ -594,7 +865,9 @@ async fn tasks_survive_a_restart_on_the_same_data_directory() {
     assert_eq!(t["history"][0]["parts"][0]["text"], "remember me");
     // page tokens stay valid across restarts (the signing key is kept in the data directory)
     assert!(!token.is_empty());
-    let next = second.ok("ListTasks", json!({"pageSize": 1, "pageToken": token})).await;
+    let next = second
+        .ok("ListTasks", json!({"pageSize": 1, "pageToken": token}))
+        .await;
     assert_eq!(next["tasks"].as_array().unwrap().len(), 1);
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -23,14 +23,19 @@ struct GatewayAuthenticator {
 
 impl GatewayAuthenticator {
     fn principal(&self, get: impl Fn(&str) -> Option<String>) -> Result<Principal, AuthError> {
-        let subject = get("sub").or_else(|| get("principalId")).ok_or(AuthError::NoClaims)?;
+        let subject = get("sub")
+            .or_else(|| get("principalId"))
+            .ok_or(AuthError::NoClaims)?;
         let tenant = get(&self.tenant_claim).unwrap_or_else(|| "default".to_string());
         Principal::new(&tenant, &subject).map_err(AuthError::BadClaims)
     }
 }
 
 impl Authenticator for GatewayAuthenticator {
-    fn authenticate(&self, request: &lambda_http::http::request::Parts) -> Result<Principal, AuthError> {
+    fn authenticate(
+        &self,
+        request: &lambda_http::http::request::Parts,
+    ) -> Result<Principal, AuthError> {
         match request.extensions.get::<RequestContext>() {
             Some(RequestContext::ApiGatewayV2(ctx)) => {
                 let auth = ctx.authorizer.as_ref().ok_or(AuthError::NoClaims)?;
@@ -38,7 +43,10 @@ impl Authenticator for GatewayAuthenticator {
                     return self.principal(|k| jwt.claims.get(k).cloned());
                 }
                 self.principal(|k| {
-                    auth.fields.get(k).and_then(|v| v.as_str()).map(str::to_string)
+                    auth.fields
+                        .get(k)
+                        .and_then(|v| v.as_str())
+                        .map(str::to_string)
                 })
             }
             Some(RequestContext::ApiGatewayV1(ctx)) => self.principal(|k| {

@@ -148,7 +148,10 @@ impl ScenarioAgent {
             ])],
             Scenario::AuthRequired => vec![Step::Commit(vec![
                 working(),
-                finish(TaskState::AuthRequired, "Authentication is required to continue"),
+                finish(
+                    TaskState::AuthRequired,
+                    "Authentication is required to continue",
+                ),
             ])],
             Scenario::RejectTask => vec![Step::Commit(vec![finish(
                 TaskState::Rejected,
@@ -186,7 +189,10 @@ impl ScenarioAgent {
                 media_type: Some("application/json".into()),
             }),
             Scenario::StreamChunked => vec![
-                Step::Commit(vec![working(), artifact(Part::text("chunk-1 "), false, false)]),
+                Step::Commit(vec![
+                    working(),
+                    artifact(Part::text("chunk-1 "), false, false),
+                ]),
                 Step::Commit(vec![artifact(Part::text("chunk-2"), true, true)]),
                 Step::Commit(vec![finish(TaskState::Completed, "Task completed")]),
             ],
@@ -250,7 +256,13 @@ impl Agent for ScenarioAgent {
 }
 
 impl ScenarioAgent {
-    async fn run(&self, service: Arc<Service>, task_id: TaskId, scenario: Scenario, message: Message) {
+    async fn run(
+        &self,
+        service: Arc<Service>,
+        task_id: TaskId,
+        scenario: Scenario,
+        message: Message,
+    ) {
         for step in self.steps(scenario, &message) {
             match step {
                 Step::Pause(d) => tokio::time::sleep(d).await,
@@ -285,9 +297,18 @@ mod tests {
 
     #[test]
     fn prefixes_pick_scenarios_longest_first() {
-        assert_eq!(Scenario::of("tck-artifact-file-url-1a2b"), Scenario::ArtifactFileUrl);
-        assert_eq!(Scenario::of("tck-artifact-file-1a2b"), Scenario::ArtifactFile);
-        assert_eq!(Scenario::of("tck-stream-artifact-chunked-x"), Scenario::StreamChunked);
+        assert_eq!(
+            Scenario::of("tck-artifact-file-url-1a2b"),
+            Scenario::ArtifactFileUrl
+        );
+        assert_eq!(
+            Scenario::of("tck-artifact-file-1a2b"),
+            Scenario::ArtifactFile
+        );
+        assert_eq!(
+            Scenario::of("tck-stream-artifact-chunked-x"),
+            Scenario::StreamChunked
+        );
         assert_eq!(Scenario::of("tck-stream-002-x"), Scenario::StreamDirect);
         assert_eq!(Scenario::of("tck-stream-ordering-001"), Scenario::Stream);
         assert_eq!(Scenario::of("tck-sse-streaming-001"), Scenario::Default);

@@ -77,9 +77,9 @@ impl AppError {
         match self.kind() {
             ErrorKind::Internal => ErrorKind::Internal.wire().message.to_string(),
             ErrorKind::Unavailable => match self {
-                Self::Store(StoreError::Conflict(id)) => format!(
-                    "task {id} is being changed by other requests; retry the request"
-                ),
+                Self::Store(StoreError::Conflict(id)) => {
+                    format!("task {id} is being changed by other requests; retry the request")
+                }
                 _ => ErrorKind::Unavailable.wire().message.to_string(),
             },
             _ => self.to_string(),

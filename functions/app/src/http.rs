@@ -61,7 +61,11 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(service: Arc<Service>, auth: Arc<dyn Authenticator>, settings: HttpSettings) -> Arc<Self> {
+    pub fn new(
+        service: Arc<Service>,
+        auth: Arc<dyn Authenticator>,
+        settings: HttpSettings,
+    ) -> Arc<Self> {
         Arc::new(Self {
             service,
             auth,
@@ -79,16 +83,14 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route(&jsonrpc_slash, post(jsonrpc))
         .route("/", post(jsonrpc))
         .with_state(state)
-        .layer(
-            TraceLayer::new_for_http().make_span_with(|req: &Request| {
-                let request_id = req
-                    .headers()
-                    .get("x-request-id")
-                    .and_then(|v| v.to_str().ok())
-                    .unwrap_or("");
-                info_span!("http", method = %req.method(), path = %req.uri().path(), request_id)
-            }),
-        )
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let request_id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            info_span!("http", method = %req.method(), path = %req.uri().path(), request_id)
+        }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
 }
@@ -122,7 +124,10 @@ async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Respons
     let digest = Sha256::digest(&body);
     let etag = format!(
         "\"{}\"",
-        digest[..16].iter().map(|b| format!("{b:02x}")).collect::<String>()
+        digest[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
     );
     let mut h = HeaderMap::new();
     h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
@@ -246,7 +251,8 @@ fn check_version(headers: &HeaderMap, query: Option<&str>, id: &Value) -> Result
     let from_query = query.and_then(|q| {
         q.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
-            k.eq_ignore_ascii_case(VERSION_HEADER).then(|| v.to_string())
+            k.eq_ignore_ascii_case(VERSION_HEADER)
+                .then(|| v.to_string())
         })
     });
     let requested = headers
@@ -256,7 +262,10 @@ fn check_version(headers: &HeaderMap, query: Option<&str>, id: &Value) -> Result
         .or(from_query)
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "0.3".to_string());
-    let major = requested.split('.').next().and_then(|m| m.parse::<u32>().ok());
+    let major = requested
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok());
     if major == Some(SUPPORTED_MAJOR) {
         return Ok(());
     }
@@ -293,7 +302,10 @@ fn params<T: DeserializeOwned>(params: Option<&Value>) -> Result<T, AppError> {
 
 fn to_value<T: Serialize>(v: &T) -> Result<Value, AppError> {
     serde_json::to_value(v).map_err(|e| {
-        AppError::protocol(ErrorKind::Internal, format!("cannot serialise the result: {e}"))
+        AppError::protocol(
+            ErrorKind::Internal,
+            format!("cannot serialise the result: {e}"),
+        )
     })
 }
 
@@ -318,8 +330,13 @@ async fn handle_jsonrpc(
         status: StatusCode::UNAUTHORIZED,
         error: AppError::protocol(ErrorKind::Unauthenticated, e.to_string()),
     })?;
-    let envelope: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| fail(Value::Null, ErrorKind::JsonParse, format!("invalid JSON: {e}")))?;
+    let envelope: Value = serde_json::from_slice(&bytes).map_err(|e| {
+        fail(
+            Value::Null,
+            ErrorKind::JsonParse,
+            format!("invalid JSON: {e}"),
+        )
+    })?;
     let Value::Object(envelope) = envelope else {
         return Err(fail(
             Value::Null,
@@ -340,10 +357,18 @@ async fn handle_jsonrpc(
         }
     };
     if envelope.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(fail(reply_id, ErrorKind::InvalidRequest, "jsonrpc must be \"2.0\""));
+        return Err(fail(
+            reply_id,
+            ErrorKind::InvalidRequest,
+            "jsonrpc must be \"2.0\"",
+        ));
     }
     let Some(method) = envelope.get("method").and_then(Value::as_str) else {
-        return Err(fail(reply_id, ErrorKind::InvalidRequest, "method must be a string"));
+        return Err(fail(
+            reply_id,
+            ErrorKind::InvalidRequest,
+            "method must be a string",
+        ));
     };
     check_version(&parts.headers, parts.uri.query(), &reply_id)?;
     let idempotency = parts
@@ -351,8 +376,7 @@ async fn handle_jsonrpc(
         .get(IDEMPOTENCY_HEADER)
         .map(|v| {
             let raw = v.to_str().unwrap_or_default();
-            IdempotencyKey::parse(raw)
-                .map_err(|e| AppError::invalid_params(IDEMPOTENCY_HEADER, e))
+            IdempotencyKey::parse(raw).map_err(|e| AppError::invalid_params(IDEMPOTENCY_HEADER, e))
         })
         .transpose()
         .map_err(|error| RpcFailure {
@@ -367,9 +391,15 @@ async fn handle_jsonrpc(
         principal = %principal,
         task_id = tracing::field::Empty
     );
-    let result = dispatch(state, &principal, method, envelope.get("params"), idempotency)
-        .instrument(span)
-        .await;
+    let result = dispatch(
+        state,
+        &principal,
+        method,
+        envelope.get("params"),
+        idempotency,
+    )
+    .instrument(span)
+    .await;
     match (id, result) {
         (None, Ok(_)) => Ok(None),
         (_, Ok(v)) => Ok(Some(json!({"jsonrpc": "2.0", "id": reply_id, "result": v}))),

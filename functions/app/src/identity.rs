@@ -4,10 +4,9 @@
 
 use std::collections::HashMap;
 
-use axum::http::request::Parts;
 use axum::http::header::AUTHORIZATION;
+use axum::http::request::Parts;
 use taskledger_domain::ids::Principal;
-
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
@@ -109,12 +108,20 @@ mod tests {
         let table = TokenAuthenticator::parse_table("s3cret=acme/alice, other=acme/bob").unwrap();
         let a = TokenAuthenticator::new(table);
         assert_eq!(
-            a.authenticate(&parts(Some("Bearer s3cret"))).unwrap().to_string(),
+            a.authenticate(&parts(Some("Bearer s3cret")))
+                .unwrap()
+                .to_string(),
             "acme/alice"
         );
         assert_eq!(a.authenticate(&parts(None)), Err(AuthError::Missing));
-        assert_eq!(a.authenticate(&parts(Some("Bearer nope"))), Err(AuthError::Unknown));
-        assert_eq!(a.authenticate(&parts(Some("Basic x"))), Err(AuthError::Missing));
+        assert_eq!(
+            a.authenticate(&parts(Some("Bearer nope"))),
+            Err(AuthError::Unknown)
+        );
+        assert_eq!(
+            a.authenticate(&parts(Some("Basic x"))),
+            Err(AuthError::Missing)
+        );
     }
 
     #[test]

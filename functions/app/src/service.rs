@@ -128,7 +128,9 @@ impl Service {
             let mut scratch = before.clone();
             let mut events = Vec::new();
             for command in build(&before) {
-                let decided = scratch.decide(command).map_err(|e| with_task_id(e, task_id))?;
+                let decided = scratch
+                    .decide(command)
+                    .map_err(|e| with_task_id(e, task_id))?;
                 for e in &decided {
                     scratch.apply_event(e);
                 }
@@ -187,7 +189,10 @@ impl Service {
                 let task_id =
                     TaskId::parse(raw.clone()).map_err(|_| AppError::task_not_found(&raw))?;
                 tracing::Span::current().record("task_id", task_id.as_str());
-                match self.append_user_message(who, &task_id, &message_id, message.clone()).await? {
+                match self
+                    .append_user_message(who, &task_id, &message_id, message.clone())
+                    .await?
+                {
                     Some(version) => (task_id, Some(version)),
                     None => (task_id, None),
                 }
@@ -255,7 +260,9 @@ impl Service {
         idempotency: Option<(IdempotencyKey, String)>,
     ) -> Result<(TaskId, Option<u64>), AppError> {
         let context_id = match message.context_id.clone() {
-            Some(c) => ContextId::parse(c).map_err(|e| AppError::invalid_params("message.contextId", e))?,
+            Some(c) => {
+                ContextId::parse(c).map_err(|e| AppError::invalid_params("message.contextId", e))?
+            }
             None => ContextId::parse(uuid::Uuid::new_v4().to_string())
                 .map_err(|e| AppError::invalid_params("message.contextId", e))?,
         };
@@ -270,12 +277,14 @@ impl Service {
             at: Timestamp::now(),
         }))?;
         let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
-        commit.idempotency = idempotency.as_ref().map(|(key, fingerprint)| IdempotencyRecord {
-            owner: who.clone(),
-            key: key.clone(),
-            fingerprint: fingerprint.clone(),
-            task_id: task_id.clone(),
-        });
+        commit.idempotency = idempotency
+            .as_ref()
+            .map(|(key, fingerprint)| IdempotencyRecord {
+                owner: who.clone(),
+                key: key.clone(),
+                fingerprint: fingerprint.clone(),
+                task_id: task_id.clone(),
+            });
         let version = commit.snapshot.version;
         match self.store.append(commit).await {
             Ok(()) => {
@@ -352,7 +361,8 @@ impl Service {
     pub async fn get_task(&self, who: &Principal, req: GetTaskRequest) -> Result<Task, AppError> {
         let history = HistoryLength::parse(req.history_length)
             .map_err(|e| AppError::invalid_params("historyLength", e))?;
-        let task_id = TaskId::parse(req.id.clone()).map_err(|_| AppError::task_not_found(&req.id))?;
+        let task_id =
+            TaskId::parse(req.id.clone()).map_err(|_| AppError::task_not_found(&req.id))?;
         tracing::Span::current().record("task_id", task_id.as_str());
         self.view(who, &task_id, history, true).await
     }
@@ -362,7 +372,8 @@ impl Service {
         who: &Principal,
         req: CancelTaskRequest,
     ) -> Result<Task, AppError> {
-        let task_id = TaskId::parse(req.id.clone()).map_err(|_| AppError::task_not_found(&req.id))?;
+        let task_id =
+            TaskId::parse(req.id.clone()).map_err(|_| AppError::task_not_found(&req.id))?;
         tracing::Span::current().record("task_id", task_id.as_str());
         self.execute(Actor::Client(who), &task_id, None, |_| {
             vec![TaskCommand::CancelTask {

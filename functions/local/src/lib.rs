@@ -66,7 +66,12 @@ pub enum LocalError {
 
 fn cursor_key(storage: &Storage) -> Result<Vec<u8>, LocalError> {
     let fresh = || {
-        format!("{}{}", uuid::Uuid::new_v4().simple(), uuid::Uuid::new_v4().simple()).into_bytes()
+        format!(
+            "{}{}",
+            uuid::Uuid::new_v4().simple(),
+            uuid::Uuid::new_v4().simple()
+        )
+        .into_bytes()
     };
     let Storage::Dir(dir) = storage else {
         return Ok(fresh());

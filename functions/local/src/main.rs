@@ -11,7 +11,11 @@ use taskledger_local::{serve, Config, Storage};
 use tokio::net::TcpListener;
 
 #[derive(Debug, Parser)]
-#[command(name = "taskledger", version, about = "A2A 1.0 task server on an embedded event store")]
+#[command(
+    name = "taskledger",
+    version,
+    about = "A2A 1.0 task server on an embedded event store"
+)]
 struct Args {
     /// Address to listen on.
     #[arg(long, env = "TASKLEDGER_LISTEN", default_value = "127.0.0.1:8080")]
@@ -26,7 +30,12 @@ struct Args {
     #[arg(long, env = "TASKLEDGER_PUBLIC_URL")]
     public_url: Option<String>,
     /// Bearer tokens as `token=tenant/subject,…`; none means everyone is default/anonymous.
-    #[arg(long, env = "TASKLEDGER_TOKENS", default_value = "", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "TASKLEDGER_TOKENS",
+        default_value = "",
+        hide_env_values = true
+    )]
     tokens: String,
     /// Seconds a blocking SendMessage waits for the task to settle.
     #[arg(long, env = "TASKLEDGER_BLOCKING_TIMEOUT_SECS", default_value_t = 60)]
@@ -42,7 +51,10 @@ async fn main() {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     if args.log_format == "json" {
-        tracing_subscriber::fmt().json().with_env_filter(filter).init();
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(filter)
+            .init();
     } else {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
@@ -82,7 +94,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         args.data_dir.display().to_string()
     };
     println!("taskledger listening on http://{addr} (data: {where_})");
-    println!("agent card: {}/.well-known/agent-card.json", base.trim_end_matches('/'));
+    println!(
+        "agent card: {}/.well-known/agent-card.json",
+        base.trim_end_matches('/')
+    );
     if config.tokens.is_empty() {
         println!("auth: none configured, every caller is the dev principal default/anonymous");
     }
