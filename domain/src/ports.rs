@@ -79,6 +79,9 @@ pub enum StoreError {
     /// The store is throttling or unreachable; the caller may retry later.
     #[error("store unavailable: {0}")]
     Unavailable(String),
+    /// The commit would break a store limit (item size, items per transaction); nothing was written.
+    #[error("{0}")]
+    TooLarge(String),
     /// Data that cannot be read back (a bug or a manual edit).
     #[error("stored data is unreadable: {0}")]
     Corrupt(String),

@@ -26,9 +26,10 @@ pub struct ArtifactChunk {
 #[derive(Debug, Clone, PartialEq)]
 pub enum ReadWrite {
     History(HistoryEntry),
-    /// An artifact was replaced: drop its earlier chunks first.
+    /// An artifact was replaced: drop its earlier `chunks` chunks first.
     ArtifactReset {
         ord: u32,
+        chunks: u32,
     },
     ArtifactChunk(ArtifactChunk),
 }
@@ -66,7 +67,10 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
                 .position(|a| a.artifact_id.as_str() == artifact.artifact_id);
             let ord = match existing {
                 Some(i) => {
-                    out.push(ReadWrite::ArtifactReset { ord: i as u32 });
+                    out.push(ReadWrite::ArtifactReset {
+                        ord: i as u32,
+                        chunks: head.artifacts[i].chunks,
+                    });
                     i
                 }
                 None => head.artifacts.len(),
@@ -172,7 +176,7 @@ pub fn replay(events: &[TaskEvent], history_length: HistoryLength) -> Option<Tas
     for w in writes {
         match w {
             ReadWrite::History(h) => history.push(h.message),
-            ReadWrite::ArtifactReset { ord } => chunks.retain(|c| c.ord != ord),
+            ReadWrite::ArtifactReset { ord, .. } => chunks.retain(|c| c.ord != ord),
             ReadWrite::ArtifactChunk(c) => chunks.push(c),
         }
     }

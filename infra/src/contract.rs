@@ -494,7 +494,8 @@ pub async fn list_orders_pages_and_filters<S: Store>(store: Arc<S>) {
     assert_eq!(page.tasks[0].head.id.as_str(), "t-list-bob");
 }
 
-/// One `#[tokio::test]` per contract case, each on a fresh store made by `$make`.
+/// One `#[tokio::test]` per contract case, each on a fresh store made by awaiting `$make`
+/// (`None`: the store is not available here, and the case says so and passes).
 #[macro_export]
 macro_rules! contract_tests {
     ($make:expr) => {
@@ -512,8 +513,10 @@ macro_rules! contract_tests {
         $(
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $case() {
-                let store = ::std::sync::Arc::new($make);
-                $crate::contract::$case(store).await;
+                match $make.await {
+                    Some(store) => $crate::contract::$case(::std::sync::Arc::new(store)).await,
+                    None => eprintln!("skipped: store not configured"),
+                }
             }
         )+
     };

@@ -1,7 +1,8 @@
-//! Adapters behind the domain's ports. Today: the embedded default store on SQLite.
+//! Adapters behind the domain's ports: the embedded default store on SQLite and the DynamoDB store.
 
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
+pub mod dynamo;
 pub mod sqlite;
 
 pub use sqlite::SqliteStore;

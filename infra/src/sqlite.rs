@@ -420,7 +420,7 @@ fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError> {
                     "INSERT OR REPLACE INTO history (task_id, pos, message) VALUES (?1, ?2, ?3)",
                 )
                 .and_then(|mut s| s.execute(params![task_id, h.pos as i64, json(&h.message).unwrap_or_default()])),
-            ReadWrite::ArtifactReset { ord } => tx
+            ReadWrite::ArtifactReset { ord, .. } => tx
                 .prepare_cached("DELETE FROM artifact_chunks WHERE task_id = ?1 AND ord = ?2")
                 .and_then(|mut s| s.execute(params![task_id, *ord as i64])),
             ReadWrite::ArtifactChunk(ch) => tx
@@ -690,7 +690,7 @@ impl TaskReadModel for SqliteStore {
 mod tests {
     use super::*;
 
-    crate::contract_tests!(SqliteStore::in_memory());
+    crate::contract_tests!(async { Some(SqliteStore::in_memory()) });
 
     mod on_disk {
         use super::*;
@@ -705,7 +705,7 @@ mod tests {
             let _ = std::fs::remove_dir_all(&dir);
             SqliteStore::open(&dir).expect("open store")
         }
-        crate::contract_tests!(fresh());
+        crate::contract_tests!(async { Some(fresh()) });
     }
 
     #[tokio::test]

@@ -56,6 +56,7 @@ impl AppError {
             Self::Store(StoreError::Unavailable(_) | StoreError::Conflict(_)) => {
                 ErrorKind::Unavailable
             }
+            Self::Store(StoreError::TooLarge(_)) => ErrorKind::InvalidParams,
             Self::Store(_) => ErrorKind::Internal,
         }
     }
