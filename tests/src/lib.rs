@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use taskledger_app::agent::ScenarioTimings;
-use taskledger_local::Config;
+use taskledger_local::{Config, Storage};
 
 pub struct Server {
     pub base: String,
@@ -22,11 +22,31 @@ pub fn fast_timings() -> ScenarioTimings {
     }
 }
 
+/// The store the black-box tests run on: SQLite in memory, or DynamoDB on a table prefix of
+/// the test's own when `TASKLEDGER_TEST_STORE=dynamodb` (endpoint from `AWS_ENDPOINT_URL`).
+pub fn test_storage() -> Storage {
+    if std::env::var("TASKLEDGER_TEST_STORE").as_deref() == Ok("dynamodb") {
+        Storage::Dynamo {
+            prefix: format!("tl-api-{}-", uuid::Uuid::new_v4().simple()),
+            create_tables: true,
+            counter: None,
+        }
+    } else {
+        Storage::Memory
+    }
+}
+
+/// A test configuration on `test_storage()` with quick scenario timings.
+pub fn test_config() -> Config {
+    let mut config = Config::in_memory();
+    config.storage = test_storage();
+    config.timings = fast_timings();
+    config
+}
+
 impl Server {
     pub async fn start() -> Self {
-        let mut config = Config::in_memory();
-        config.timings = fast_timings();
-        Self::start_with(config).await
+        Self::start_with(test_config()).await
     }
 
     pub async fn start_with(config: Config) -> Self {

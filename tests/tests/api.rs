@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use taskledger_domain::ids::Principal;
 use taskledger_local::{Config, Storage};
-use taskledger_tests::{error_code, fast_timings, has_null, Server};
+use taskledger_tests::{error_code, has_null, test_config, Server};
 
 // ------------------------------------------------------------------ agent card
 
@@ -784,8 +784,7 @@ async fn odd_params_never_crash_the_server() {
 // ------------------------------------------------------------------ identity
 
 fn with_tokens() -> Config {
-    let mut c = Config::in_memory();
-    c.timings = fast_timings();
+    let mut c = test_config();
     c.tokens = HashMap::from([
         (
             "alice-token".to_string(),
@@ -846,10 +845,17 @@ async fn without_a_valid_token_the_request_is_unauthenticated() {
 #[tokio::test]
 async fn tasks_survive_a_restart_on_the_same_data_directory() {
     let dir = std::env::temp_dir().join(format!("taskledger-restart-{}", uuid::Uuid::new_v4()));
+    let storage = match test_config().storage {
+        Storage::Memory => Storage::Dir(dir.clone()),
+        other => other,
+    };
     let config = || {
-        let mut c = Config::in_memory();
-        c.storage = Storage::Dir(dir.clone());
-        c.timings = fast_timings();
+        let mut c = test_config();
+        c.storage = storage.clone();
+        if matches!(c.storage, Storage::Dynamo { .. }) {
+            // page tokens are signed: servers sharing a table share the key
+            c.cursor_key = Some(b"restart-test-key".to_vec());
+        }
         c
     };
     let first = Server::start_with(config()).await;

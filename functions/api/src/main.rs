@@ -11,7 +11,7 @@ use taskledger_app::identity::{AuthError, Authenticator};
 use taskledger_app::{router, AppState, HttpSettings, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
-use taskledger_infra::SqliteStore;
+use taskledger_infra::dynamo::{self, DynamoStore};
 
 /// Claim (or Lambda-authorizer context key) naming the tenant; the subject is `sub`.
 const TENANT_CLAIM_DEFAULT: &str = "tenant";
@@ -76,9 +76,10 @@ async fn main() -> Result<(), Error> {
         .without_time()
         .init();
 
-    // Until the DynamoDB store lands, the function keeps its tasks in SQLite on its /tmp.
-    let dir = std::env::var("TASKLEDGER_DATA_DIR").unwrap_or_else(|_| "/tmp/taskledger".into());
-    let store = Arc::new(SqliteStore::open(std::path::Path::new(&dir))?);
+    // Clients are built once per sandbox; the table is checked so a misnamed one fails loudly.
+    let prefix = std::env::var("TASKLEDGER_TABLE_PREFIX").unwrap_or_else(|_| "taskledger-".into());
+    let store = Arc::new(DynamoStore::new(dynamo::client_from_env().await, &prefix));
+    store.check().await?;
     let cursor_key = std::env::var("TASKLEDGER_CURSOR_KEY")
         .map_err(|_| "TASKLEDGER_CURSOR_KEY must be set (signs ListTasks page tokens)")?;
     let blocking = std::env::var("TASKLEDGER_BLOCKING_TIMEOUT_SECS")

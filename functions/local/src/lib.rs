@@ -1,5 +1,6 @@
 //! The all-in-one local server: the A2A API and the agent in one process, on the embedded
-//! SQLite store under a data directory. Tests start it in-process on a free port.
+//! SQLite store under a data directory, or on DynamoDB (an emulator such as LocalStack or moto
+//! via `AWS_ENDPOINT_URL`, or AWS itself). Tests start it in-process on a free port.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -13,6 +14,8 @@ use taskledger_app::identity::TokenAuthenticator;
 use taskledger_app::{router, AppState, HttpSettings, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
+use taskledger_domain::ports::{EventStore, TaskReadModel};
+use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::SqliteStore;
 use tokio::net::TcpListener;
 
@@ -26,6 +29,13 @@ pub enum Storage {
     Dir(PathBuf),
     /// Nothing survives the process (tests).
     Memory,
+    /// DynamoDB tables named `<prefix>tasks`; created at start when `create_tables`.
+    Dynamo {
+        prefix: String,
+        create_tables: bool,
+        /// Counts calls (round-trip budget tests and benches).
+        counter: Option<dynamo::counting::CallCounter>,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -37,6 +47,9 @@ pub struct Config {
     pub tokens: HashMap<String, Principal>,
     pub blocking_timeout: Duration,
     pub timings: ScenarioTimings,
+    /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
+    /// the data directory, else a fresh one per process.
+    pub cursor_key: Option<Vec<u8>>,
 }
 
 impl Config {
@@ -47,6 +60,7 @@ impl Config {
             tokens: HashMap::new(),
             blocking_timeout: Duration::from_secs(60),
             timings: ScenarioTimings::default(),
+            cursor_key: None,
         }
     }
 }
@@ -60,11 +74,53 @@ pub enum LocalError {
         path: String,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    Dynamo(#[from] taskledger_infra::dynamo::DynamoError),
+    #[error(transparent)]
+    Schema(#[from] taskledger_infra::dynamo::schema::SchemaError),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
 }
 
-fn cursor_key(storage: &Storage) -> Result<Vec<u8>, LocalError> {
+/// Opens the configured store (creating DynamoDB tables first when asked).
+pub async fn open_store(
+    storage: &Storage,
+) -> Result<(Arc<dyn EventStore>, Arc<dyn TaskReadModel>), LocalError> {
+    Ok(match storage {
+        Storage::Dir(dir) => {
+            let s = Arc::new(SqliteStore::open(dir)?);
+            (s.clone(), s)
+        }
+        Storage::Memory => {
+            let s = Arc::new(SqliteStore::in_memory());
+            (s.clone(), s)
+        }
+        Storage::Dynamo {
+            prefix,
+            create_tables,
+            counter,
+        } => {
+            let client = match counter {
+                Some(c) => dynamo::counting_client_from_env(c.clone()).await,
+                None => dynamo::client_from_env().await,
+            };
+            if *create_tables {
+                for t in dynamo::schema::create_tables(&client, prefix).await? {
+                    tracing::info!(table = %t, "created DynamoDB table");
+                }
+            }
+            let s = Arc::new(DynamoStore::new(client, prefix));
+            s.check().await?;
+            (s.clone(), s)
+        }
+    })
+}
+
+fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
+    if let Some(k) = &config.cursor_key {
+        return Ok(k.clone());
+    }
+    let storage = &config.storage;
     let fresh = || {
         format!(
             "{}{}",
@@ -73,6 +129,9 @@ fn cursor_key(storage: &Storage) -> Result<Vec<u8>, LocalError> {
         )
         .into_bytes()
     };
+    if let Ok(k) = std::env::var("TASKLEDGER_CURSOR_KEY") {
+        return Ok(k.into_bytes());
+    }
     let Storage::Dir(dir) = storage else {
         return Ok(fresh());
     };
@@ -92,17 +151,13 @@ fn cursor_key(storage: &Storage) -> Result<Vec<u8>, LocalError> {
 }
 
 /// Builds the router with its store, service and agent.
-pub fn build(config: &Config) -> Result<axum::Router, LocalError> {
-    let store = match &config.storage {
-        Storage::Dir(dir) => SqliteStore::open(dir)?,
-        Storage::Memory => SqliteStore::in_memory(),
-    };
-    let store = Arc::new(store);
+pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
+    let (events, reads) = open_store(&config.storage).await?;
     let service = Service::new(
-        store.clone(),
-        store,
+        events,
+        reads,
         ScenarioAgent::new(config.timings.clone()),
-        CursorCodec::new(cursor_key(&config.storage)?),
+        CursorCodec::new(cursor_key(config)?),
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,
         },
@@ -126,7 +181,7 @@ pub async fn serve(
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), LocalError> {
-    let app = build(config)?;
+    let app = build(config).await?;
     axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)
         .await?;
@@ -137,7 +192,7 @@ pub async fn serve(
 pub async fn spawn(config: Config) -> Result<SocketAddr, LocalError> {
     let listener = TcpListener::bind("127.0.0.1:0").await?;
     let addr = listener.local_addr()?;
-    let app = build(&config)?;
+    let app = build(&config).await?;
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });

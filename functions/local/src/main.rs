@@ -4,9 +4,11 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::Parser;
+use clap::{Parser, Subcommand, ValueEnum};
 use taskledger_app::agent::ScenarioTimings;
 use taskledger_app::identity::TokenAuthenticator;
+use taskledger_domain::ids::TaskId;
+use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_local::{serve, Config, Storage};
 use tokio::net::TcpListener;
 
@@ -17,6 +19,17 @@ use tokio::net::TcpListener;
     about = "A2A 1.0 task server on an embedded event store"
 )]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
+    /// Where tasks are stored; `auto` is DynamoDB when AWS_ENDPOINT_URL(_DYNAMODB) is set.
+    #[arg(long, env = "TASKLEDGER_STORE", value_enum, default_value_t = StoreKind::Auto)]
+    store: StoreKind,
+    /// DynamoDB table name prefix (tables are `<prefix>tasks`).
+    #[arg(long, env = "TASKLEDGER_TABLE_PREFIX", default_value = "taskledger-")]
+    table_prefix: String,
+    /// Create the DynamoDB tables at start if they do not exist.
+    #[arg(long, env = "TASKLEDGER_CREATE_TABLES", default_value_t = false)]
+    create_tables: bool,
     /// Address to listen on.
     #[arg(long, env = "TASKLEDGER_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -45,6 +58,28 @@ struct Args {
     log_format: String,
 }
 
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum StoreKind {
+    Auto,
+    Sqlite,
+    Dynamodb,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Serve the A2A API (the default).
+    Serve,
+    /// Replay events into the DynamoDB read model: one task, or every task page by page.
+    Rebuild {
+        /// The task to rebuild.
+        #[arg(long, conflicts_with = "all")]
+        task: Option<String>,
+        /// Rebuild every task.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
 #[tokio::main]
 async fn main() {
     let args = Args::parse();
@@ -65,10 +100,68 @@ async fn main() {
     }
 }
 
+fn uses_dynamo(args: &Args) -> bool {
+    match args.store {
+        StoreKind::Dynamodb => true,
+        StoreKind::Sqlite => false,
+        StoreKind::Auto => {
+            std::env::var_os("AWS_ENDPOINT_URL").is_some()
+                || std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some()
+        }
+    }
+}
+
+async fn rebuild(
+    args: &Args,
+    task: Option<String>,
+    all: bool,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if !uses_dynamo(args) {
+        return Err("rebuild works on the DynamoDB store (set --store dynamodb); the SQLite read model is written in the same transaction as its events".into());
+    }
+    let store = DynamoStore::new(dynamo::client_from_env().await, &args.table_prefix);
+    store.check().await?;
+    if let Some(id) = task {
+        let id = TaskId::parse(id)?;
+        let n = store.rebuild(&id).await?;
+        println!("rebuilt {id} from {n} events");
+        return Ok(());
+    }
+    if !all {
+        return Err("name a task with --task <id>, or rebuild every task with --all".into());
+    }
+    let mut tasks = 0;
+    for shard in 0..dynamo::store::SHARDS {
+        let mut start = None;
+        loop {
+            let (ids, next) = store.task_ids(shard, start).await?;
+            for id in ids {
+                store.rebuild(&id).await?;
+                tasks += 1;
+            }
+            match next {
+                Some(n) => start = Some(n),
+                None => break,
+            }
+        }
+    }
+    println!("rebuilt {tasks} tasks");
+    Ok(())
+}
+
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    if let Some(Command::Rebuild { task, all }) = &args.command {
+        return rebuild(&args, task.clone(), *all).await;
+    }
     let tokens = TokenAuthenticator::parse_table(&args.tokens)
         .map_err(|e| format!("--tokens / TASKLEDGER_TOKENS: {e}"))?;
-    let storage = if args.in_memory {
+    let storage = if uses_dynamo(&args) {
+        Storage::Dynamo {
+            prefix: args.table_prefix.clone(),
+            create_tables: args.create_tables,
+            counter: None,
+        }
+    } else if args.in_memory {
         Storage::Memory
     } else {
         Storage::Dir(args.data_dir.clone())
@@ -79,6 +172,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         tokens,
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
+        cursor_key: None,
     };
     let listener = TcpListener::bind(args.listen)
         .await
@@ -88,10 +182,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
-    let where_ = if args.in_memory {
-        "in memory".to_string()
-    } else {
-        args.data_dir.display().to_string()
+    let where_ = match &config.storage {
+        Storage::Dynamo { prefix, .. } => format!("DynamoDB table {prefix}tasks"),
+        Storage::Memory => "in memory".to_string(),
+        Storage::Dir(dir) => dir.display().to_string(),
     };
     println!("taskledger listening on http://{addr} (data: {where_})");
     println!(
