@@ -1,11 +1,50 @@
 #!/usr/bin/env bash
-# The test command: unit, contract and black-box tests (cargo), then the official Python
-# A2A client (a2a-sdk 1.x, installed into a venv here) against a freshly started local server.
+# The test command. Installs what it needs (Python venvs for the AWS emulator, cfn-lint and the
+# official A2A client), starts moto (DynamoDB + SQS on one port, like LocalStack's 4566) on
+# 127.0.0.1, and runs:
+#   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
+#      tests on SQLite, round-trip budgets on DynamoDB;
+#   2. the black-box API tests again with the server on DynamoDB;
+#   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
+#   4. the official Python client (a2a-sdk 1.x) against a freshly started local server.
+# Point it at LocalStack or real AWS instead by exporting AWS_ENDPOINT_URL (and credentials)
+# yourself: the emulator is then not started.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-echo "==> cargo test (domain, storage contract, black-box API)"
+tools=.tools/venv
+if [ ! -x "$tools/bin/python" ] || ! "$tools/bin/python" -c 'import moto, cfnlint' 2>/dev/null; then
+  echo "==> installing moto and cfn-lint into $tools"
+  python3 -m venv "$tools"
+  "$tools/bin/pip" install --quiet --disable-pip-version-check 'moto[server,dynamodb,sqs]==5.*' 'cfn-lint==1.*'
+fi
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
+pids=()
+cleanup() { for p in "${pids[@]:-}"; do [ -n "$p" ] && kill "$p" 2>/dev/null || true; done; }
+trap cleanup EXIT
+wait_for() { for _ in $(seq 1 100); do curl -fsS "$1" >/dev/null 2>&1 && return 0; sleep 0.1; done; echo "not up: $1"; return 1; }
+
+if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
+  port=$(free_port)
+  "$tools/bin/python" scripts/moto_server.py "$port" >/tmp/taskledger-moto.log 2>&1 &
+  pids+=($!)
+  export AWS_ENDPOINT_URL="http://127.0.0.1:$port"
+  export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
+  wait_for "$AWS_ENDPOINT_URL/moto-api/"
+  echo "==> moto on $AWS_ENDPOINT_URL"
+fi
+export TASKLEDGER_REQUIRE_DYNAMODB=1
+
+echo "==> cargo test (domain, storage contract on SQLite + DynamoDB, black-box API, round trips)"
 cargo test --workspace --all-targets
+
+echo "==> black-box API tests with the server on DynamoDB"
+TASKLEDGER_TEST_STORE=dynamodb cargo test -p taskledger-tests --test api
+
+echo "==> template.yaml"
+"$tools/bin/cfn-lint" template.yaml
+if command -v sam >/dev/null 2>&1; then SAM_CLI_TELEMETRY=0 sam validate --lint; fi
 
 echo "==> Python a2a-sdk interop"
 venv=tests/python/.venv
@@ -14,15 +53,11 @@ if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a' 2>/dev/nu
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 fi
 cargo build --quiet -p taskledger-local
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()')
+port=$(free_port)
 log=$(mktemp)
-./target/debug/taskledger --listen "127.0.0.1:$port" --in-memory >"$log" 2>&1 &
-server=$!
-trap 'kill $server 2>/dev/null || true; rm -f "$log"' EXIT
-for _ in $(seq 1 50); do
-  curl -fsS "http://127.0.0.1:$port/.well-known/agent-card.json" >/dev/null 2>&1 && break
-  sleep 0.1
-done
+./target/debug/taskledger --store sqlite --listen "127.0.0.1:$port" --in-memory >"$log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
 if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port"; then
   echo "--- server log"; cat "$log"
   exit 1

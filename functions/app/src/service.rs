@@ -29,7 +29,9 @@ use crate::agent::Agent;
 use crate::error::AppError;
 
 /// How often a command is re-decided after losing a race before the caller gets an error.
-pub const MAX_COMMAND_ATTEMPTS: u32 = 8;
+pub const MAX_COMMAND_ATTEMPTS: u32 = 12;
+/// Longest pause between two attempts (full jitter below it).
+const MAX_BACKOFF_MS: u64 = 200;
 /// Capacity of the in-process change feed that wakes blocking requests.
 const CHANGE_FEED_CAPACITY: usize = 4096;
 
@@ -149,7 +151,7 @@ impl Service {
                 }
                 Err(StoreError::Conflict(_)) if attempt < MAX_COMMAND_ATTEMPTS => {
                     debug!(task_id = %task_id, attempt, "lost a race, deciding again");
-                    tokio::time::sleep(Duration::from_millis(1 << attempt.min(6))).await;
+                    tokio::time::sleep(backoff(attempt)).await;
                 }
                 Err(e) => return Err(e.into()),
             }
@@ -184,7 +186,7 @@ impl Service {
         let message = req.message;
         let message_id = intake::validate_user_message(&message, "message")?;
 
-        let (task_id, since) = match message.task_id.clone() {
+        let (task_id, since, committed) = match message.task_id.clone() {
             Some(raw) => {
                 let task_id =
                     TaskId::parse(raw.clone()).map_err(|_| AppError::task_not_found(&raw))?;
@@ -193,17 +195,18 @@ impl Service {
                     .append_user_message(who, &task_id, &message_id, message.clone())
                     .await?
                 {
-                    Some(version) => (task_id, Some(version)),
-                    None => (task_id, None),
+                    Some(state) => (task_id, Some(state.version), Some(state)),
+                    None => (task_id, None, None),
                 }
             }
             None => {
                 if let Some(reply) = self.agent.direct_reply(&message) {
                     return Ok(SendMessageResponse::Message(reply));
                 }
-                let created = self.create_task(who, message.clone(), idempotency).await?;
-                tracing::Span::current().record("task_id", created.0.as_str());
-                created
+                let (task_id, state) = self.create_task(who, message.clone(), idempotency).await?;
+                tracing::Span::current().record("task_id", task_id.as_str());
+                let version = state.as_ref().map(|s| s.version);
+                (task_id, version, state)
             }
         };
 
@@ -218,18 +221,28 @@ impl Service {
             // A retry: answer with the task as it settles, like the original request did.
             self.wait_settled(&task_id, 0).await?;
         }
+        // Returning at once with no history asked for: the state just committed says it all.
+        if let (true, HistoryLength::Last(0), Some(head)) = (
+            config.return_immediately,
+            history,
+            committed.as_ref().and_then(|s| s.head()),
+        ) {
+            if head.artifacts.is_empty() {
+                return Ok(SendMessageResponse::Task(assemble(head, None, None)));
+            }
+        }
         let task = self.view(who, &task_id, history, true).await?;
         Ok(SendMessageResponse::Task(task))
     }
 
-    /// `Some(version)` when appended, `None` when it was a retry of a stored message.
+    /// The state after the append, or `None` when it was a retry of a stored message.
     async fn append_user_message(
         &self,
         who: &Principal,
         task_id: &TaskId,
         message_id: &MessageId,
         message: Message,
-    ) -> Result<Option<u64>, AppError> {
+    ) -> Result<Option<TaskAggregate>, AppError> {
         let key = MessageKey {
             task_id: task_id.clone(),
             message_id: message_id.clone(),
@@ -244,7 +257,7 @@ impl Service {
             })
             .await;
         match result {
-            Ok((state, _)) => Ok(Some(state.version)),
+            Ok((state, _)) => Ok(Some(state)),
             Err(AppError::Store(StoreError::DuplicateMessage(_))) => {
                 debug!(task_id = %task_id, message_id = %message_id, "retried message, answering as before");
                 Ok(None)
@@ -258,7 +271,7 @@ impl Service {
         who: &Principal,
         message: Message,
         idempotency: Option<(IdempotencyKey, String)>,
-    ) -> Result<(TaskId, Option<u64>), AppError> {
+    ) -> Result<(TaskId, Option<TaskAggregate>), AppError> {
         let context_id = match message.context_id.clone() {
             Some(c) => {
                 ContextId::parse(c).map_err(|e| AppError::invalid_params("message.contextId", e))?
@@ -285,11 +298,11 @@ impl Service {
                 fingerprint: fingerprint.clone(),
                 task_id: task_id.clone(),
             });
-        let version = commit.snapshot.version;
+        let state = commit.snapshot.clone();
         match self.store.append(commit).await {
             Ok(()) => {
-                self.announce(&task_id, version);
-                Ok((task_id, Some(version)))
+                self.announce(&task_id, state.version);
+                Ok((task_id, Some(state)))
             }
             Err(StoreError::IdempotencyKeyUsed {
                 task_id: existing,
@@ -471,6 +484,13 @@ impl Service {
             warn!(task_id = %task_id, error = %e, "could not mark the task failed");
         }
     }
+}
+
+/// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.
+fn backoff(attempt: u32) -> Duration {
+    let cap = (2u64 << attempt.min(10)).min(MAX_BACKOFF_MS);
+    let r = (uuid::Uuid::new_v4().as_u128() % u128::from(cap + 1)) as u64;
+    Duration::from_millis(r.max(1))
 }
 
 fn visible_to(state: &TaskAggregate, actor: Actor<'_>) -> bool {

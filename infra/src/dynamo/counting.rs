@@ -2,6 +2,7 @@
 //! tested against real calls, not estimates.
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
@@ -30,6 +31,27 @@ impl CallCounter {
     }
 }
 
+tokio::task_local! {
+    /// Calls made by the current task (not by tasks it spawned), when counting is scoped.
+    static SCOPED: CallCounter;
+}
+
+/// Runs `f` and returns the DynamoDB calls it made itself, per operation. Work that `f` hands
+/// to other tasks (the agent) is not counted, so a budget measures one operation exactly.
+pub async fn calls_made_by<F: Future>(f: F) -> (F::Output, BTreeMap<String, u64>) {
+    let counter = CallCounter::default();
+    let out = SCOPED.scope(counter.clone(), f).await;
+    (out, counter.snapshot())
+}
+
+impl CallCounter {
+    fn add(&self, op: &str) {
+        if let Ok(mut c) = self.calls.lock() {
+            *c.entry(op.to_string()).or_default() += 1;
+        }
+    }
+}
+
 impl Intercept for CallCounter {
     fn name(&self) -> &'static str {
         "CallCounter"
@@ -49,9 +71,8 @@ impl Intercept for CallCounter {
             .and_then(|t| t.rsplit('.').next())
             .unwrap_or("unknown")
             .to_string();
-        if let Ok(mut c) = self.calls.lock() {
-            *c.entry(op).or_default() += 1;
-        }
+        self.add(&op);
+        let _ = SCOPED.try_with(|scoped| scoped.add(&op));
         Ok(())
     }
 }
