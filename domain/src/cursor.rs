@@ -14,6 +14,8 @@ type HmacSha256 = Hmac<Sha256>;
 const TAG_BYTES: usize = 16;
 /// Longest page token we try to decode.
 pub const MAX_PAGE_TOKEN_BYTES: usize = 1024;
+/// How long a page token stays valid after it was issued.
+pub const PAGE_TOKEN_TTL_SECS: i64 = 24 * 60 * 60;
 
 /// Signs and checks page tokens with a server secret.
 #[derive(Clone)]
@@ -42,11 +44,12 @@ impl CursorCodec {
         mac.finalize().into_bytes()[..TAG_BYTES].to_vec()
     }
 
-    /// `scope` binds the token to the caller and the filters of the request.
-    pub fn encode(&self, cursor: &Cursor, scope: &str) -> String {
-        let body = format!("1|{}|{}|{}", cursor.status_nanos, cursor.task_id, scope);
+    /// `scope` binds the token to the caller and the filters of the request; `now_secs` (Unix
+    /// seconds) starts its lifetime.
+    pub fn encode(&self, cursor: &Cursor, scope: &str, now_secs: i64) -> String {
+        let visible = format!("2|{now_secs}|{}|{}", cursor.status_nanos, cursor.task_id);
+        let body = format!("{visible}|{scope}");
         let tag = self.tag(body.as_bytes());
-        let visible = format!("1|{}|{}", cursor.status_nanos, cursor.task_id);
         format!(
             "{}.{}",
             URL_SAFE_NO_PAD.encode(visible.as_bytes()),
@@ -54,7 +57,7 @@ impl CursorCodec {
         )
     }
 
-    pub fn decode(&self, token: &str, scope: &str) -> Result<Cursor, String> {
+    pub fn decode(&self, token: &str, scope: &str, now_secs: i64) -> Result<Cursor, String> {
         const BAD: &str = "pageToken is not a token this server issued for this query";
         if token.len() > MAX_PAGE_TOKEN_BYTES {
             return Err(BAD.into());
@@ -63,13 +66,19 @@ impl CursorCodec {
         let visible = URL_SAFE_NO_PAD.decode(visible).map_err(|_| BAD)?;
         let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| BAD)?;
         let visible = String::from_utf8(visible).map_err(|_| BAD)?;
-        let mut it = visible.splitn(3, '|');
-        let (Some("1"), Some(nanos), Some(task_id)) = (it.next(), it.next(), it.next()) else {
+        let mut it = visible.splitn(4, '|');
+        let (Some("2"), Some(issued), Some(nanos), Some(task_id)) =
+            (it.next(), it.next(), it.next(), it.next())
+        else {
             return Err(BAD.into());
         };
         let body = format!("{visible}|{scope}");
         if self.tag(body.as_bytes()) != tag {
             return Err(BAD.into());
+        }
+        let issued: i64 = issued.parse().map_err(|_| BAD)?;
+        if now_secs - issued > PAGE_TOKEN_TTL_SECS {
+            return Err("pageToken has expired; list again from the first page".into());
         }
         Ok(Cursor {
             status_nanos: nanos.parse().map_err(|_| BAD)?,
@@ -92,8 +101,19 @@ mod tests {
     #[test]
     fn a_token_round_trips_for_its_scope() {
         let codec = CursorCodec::new("k");
-        let t = codec.encode(&c(), "a/b|ctx");
-        assert_eq!(codec.decode(&t, "a/b|ctx").unwrap(), c());
+        let t = codec.encode(&c(), "a/b|ctx", 1000);
+        assert_eq!(codec.decode(&t, "a/b|ctx", 1000).unwrap(), c());
+    }
+
+    #[test]
+    fn a_token_expires_after_its_lifetime() {
+        let codec = CursorCodec::new("k");
+        let t = codec.encode(&c(), "s", 1000);
+        assert!(codec.decode(&t, "s", 1000 + PAGE_TOKEN_TTL_SECS).is_ok());
+        let e = codec
+            .decode(&t, "s", 1000 + PAGE_TOKEN_TTL_SECS + 1)
+            .unwrap_err();
+        assert!(e.contains("expired"));
     }
 
     #[test]

@@ -22,6 +22,10 @@ impl Timestamp {
             .clamp(i64::MIN as i128, i64::MAX as i128) as i64
     }
 
+    pub fn unix_secs(self) -> i64 {
+        self.0.unix_timestamp()
+    }
+
     pub fn from_unix_nanos(n: i64) -> Self {
         Self(
             OffsetDateTime::from_unix_timestamp_nanos(n as i128)

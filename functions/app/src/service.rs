@@ -429,7 +429,7 @@ impl Service {
             None | Some("") => None,
             Some(t) => Some(
                 self.cursors
-                    .decode(t, &scope)
+                    .decode(t, &scope, Timestamp::now().unix_secs())
                     .map_err(|e| AppError::invalid_params("pageToken", e))?,
             ),
         };
@@ -458,7 +458,10 @@ impl Service {
                 .collect(),
             next_page_token: page
                 .next
-                .map(|c| self.cursors.encode(&c, &scope))
+                .map(|c| {
+                    self.cursors
+                        .encode(&c, &scope, Timestamp::now().unix_secs())
+                })
                 .unwrap_or_default(),
             page_size: page_size.get() as i32,
             total_size: i32::try_from(page.total_size).unwrap_or(i32::MAX),
