@@ -119,13 +119,16 @@ mod tests {
     #[test]
     fn forged_altered_or_foreign_tokens_are_refused() {
         let codec = CursorCodec::new("k");
-        let t = codec.encode(&c(), "scope");
-        assert!(codec.decode(&t, "other scope").is_err());
-        assert!(CursorCodec::new("other key").decode(&t, "scope").is_err());
-        assert!(codec.decode("garbage", "scope").is_err());
-        assert!(codec.decode(&format!("x{t}"), "scope").is_err());
+        let t = codec.encode(&c(), "scope", 5);
+        assert!(codec.decode(&t, "scope", 5).is_ok());
+        assert!(codec.decode(&t, "other scope", 5).is_err());
+        assert!(CursorCodec::new("other key")
+            .decode(&t, "scope", 5)
+            .is_err());
+        assert!(codec.decode("garbage", "scope", 5).is_err());
+        assert!(codec.decode(&format!("x{t}"), "scope", 5).is_err());
         assert!(codec
-            .decode(&"a".repeat(MAX_PAGE_TOKEN_BYTES + 1), "scope")
+            .decode(&"a".repeat(MAX_PAGE_TOKEN_BYTES + 1), "scope", 5)
             .is_err());
     }
 }
