@@ -188,6 +188,26 @@ pub enum DomainError {
     TaskAlreadyExists { task_id: String },
     #[error("{0}")]
     UnsupportedOperation(String),
+    /// The plan is not a DAG: duplicate ids, an unknown dependency, or a cycle.
+    #[error("{field}: {reason}")]
+    PlanCycle {
+        field: String,
+        reason: String,
+        steps: Vec<String>,
+    },
+    /// The sender may not do this (role rules of the task extension).
+    #[error("{field}: {reason}")]
+    NotPermitted { field: String, reason: String },
+}
+
+impl From<crate::ext::PlanCycleError> for DomainError {
+    fn from(e: crate::ext::PlanCycleError) -> Self {
+        Self::PlanCycle {
+            field: e.field,
+            reason: e.reason,
+            steps: e.steps,
+        }
+    }
 }
 
 impl DomainError {
@@ -205,7 +225,9 @@ impl DomainError {
             Self::TaskTerminal { .. } | Self::UnsupportedOperation(_) => {
                 ErrorKind::UnsupportedOperation
             }
-            Self::InvalidParams { .. } => ErrorKind::InvalidParams,
+            Self::InvalidParams { .. } | Self::PlanCycle { .. } | Self::NotPermitted { .. } => {
+                ErrorKind::InvalidParams
+            }
             Self::TaskAlreadyExists { .. } => ErrorKind::Internal,
         }
     }
@@ -221,8 +243,13 @@ impl DomainError {
                 m.insert("taskId".into(), task_id.clone());
                 m.insert("state".into(), state.as_str().into());
             }
-            Self::InvalidParams { field, .. } => {
+            Self::InvalidParams { field, .. } | Self::NotPermitted { field, .. } => {
                 m.insert("field".into(), field.clone());
+            }
+            Self::PlanCycle { field, steps, .. } => {
+                m.insert("field".into(), field.clone());
+                m.insert("steps".into(), steps.join(","));
+                m.insert("error".into(), "PlanCycleError".into());
             }
             Self::UnsupportedOperation(_) => {}
         }

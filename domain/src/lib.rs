@@ -6,6 +6,7 @@ pub mod card;
 pub mod cursor;
 pub mod error;
 pub mod events;
+pub mod ext;
 pub mod ids;
 pub mod intake;
 pub mod ports;
