@@ -107,9 +107,26 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
                 }));
             }
         }
+        TaskEvent::HelpRequested { message, .. } => out.push(ReadWrite::History(HistoryEntry {
+            pos: head.history_len,
+            message: message.clone(),
+        })),
         TaskEvent::TaskCreated { .. }
         | TaskEvent::StatusChanged { message: None, .. }
-        | TaskEvent::TaskCanceled { .. } => {}
+        | TaskEvent::TaskCanceled { .. }
+        | TaskEvent::ExtensionUpdated { .. }
+        | TaskEvent::MessageRefused { .. }
+        | TaskEvent::ModelChanged { .. }
+        | TaskEvent::ReasoningEffortChanged { .. }
+        | TaskEvent::ParticipantRoleChanged { .. }
+        | TaskEvent::PlanCreated { .. }
+        | TaskEvent::StepStarted { .. }
+        | TaskEvent::StepCompleted { .. }
+        | TaskEvent::StepFailed { .. }
+        | TaskEvent::SubTaskSpawned { .. }
+        | TaskEvent::ChildStateRecorded { .. }
+        | TaskEvent::HelpAnswered { .. }
+        | TaskEvent::ParticipantTaskOpened { .. } => {}
     }
 }
 
@@ -152,6 +169,15 @@ pub fn assemble(
     chunks: Option<Vec<ArtifactChunk>>,
 ) -> Task {
     let artifacts = chunks.map(merge_chunks).filter(|a| !a.is_empty());
+    let mut metadata = head.metadata.clone();
+    if let Some(ext) = &head.ext {
+        let mut data = ext.clone();
+        // Stored tasks from before `lifecycle` existed: derive it the same way.
+        data.lifecycle = Some(data.lifecycle());
+        if let Ok(v) = serde_json::to_value(&data) {
+            metadata.insert(crate::ext::METADATA_KEY.to_string(), v);
+        }
+    }
     Task {
         id: head.id.to_string(),
         context_id: head.context_id.to_string(),
@@ -162,7 +188,7 @@ pub fn assemble(
         },
         artifacts,
         history: history.filter(|h| !h.is_empty()),
-        metadata: (!head.metadata.is_empty()).then(|| head.metadata.clone()),
+        metadata: (!metadata.is_empty()).then_some(metadata),
     }
 }
 

@@ -5,6 +5,7 @@ use cqrs_es::{Aggregate, DomainEvent};
 use serde::{Deserialize, Serialize};
 
 use crate::error::DomainError;
+use crate::ext::{self, Effort, Plan, Role, StepState, TaskExtensionData, TaskRef};
 use crate::ids::{ArtifactId, ContextId, Principal, TaskId};
 use crate::intake::{self, TASK_CREATED_AT_KEY};
 use crate::time::{nanos, Timestamp};
@@ -28,6 +29,10 @@ pub struct CreateTask {
     pub owner: Principal,
     pub message: Message,
     pub at: Timestamp,
+    /// Extension data set by the server (sub-tasks); else read from the message's envelope.
+    pub extension: Option<TaskExtensionData>,
+    /// A task for a participant: waits for this assignee's first accepted message.
+    pub awaiting_assignee: Option<String>,
 }
 
 /// A client sends a message to an existing task.
@@ -61,6 +66,51 @@ pub enum TaskCommand {
     },
     /// A client cancels the task.
     CancelTask {
+        at: Timestamp,
+    },
+    /// `set_participant_role`: only an admin, and never removing the last admin.
+    SetParticipantRole {
+        participant_id: String,
+        role: Role,
+        by: Option<String>,
+        at: Timestamp,
+    },
+    /// Attaches a plan (or replaces it, keeping done steps' outputs where ids match).
+    CreatePlan {
+        plan: Plan,
+        at: Timestamp,
+    },
+    StartStep {
+        step: String,
+        at: Timestamp,
+    },
+    CompleteStep {
+        step: String,
+        output: String,
+        at: Timestamp,
+    },
+    FailStep {
+        step: String,
+        reason: String,
+        at: Timestamp,
+    },
+    /// Links a new child `<id>.<n>` (the service then creates it), optionally from a step.
+    SpawnSubTask {
+        step: Option<String>,
+        at: Timestamp,
+    },
+    /// A child's state changed.
+    RecordChildState {
+        child_id: String,
+        state: TaskState,
+        summary: String,
+        at: Timestamp,
+    },
+    /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.
+    AskParticipant {
+        participant_id: String,
+        question: String,
+        options: Vec<String>,
         at: Timestamp,
     },
 }
@@ -109,6 +159,100 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// The task extension data, as it is after the change.
+    ExtensionUpdated {
+        data: TaskExtensionData,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    /// A message was not accepted (the sender is not a participant); nothing else changed.
+    MessageRefused {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        participant_id: Option<String>,
+        reason: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    ModelChanged {
+        model: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    ReasoningEffortChanged {
+        effort: Effort,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    ParticipantRoleChanged {
+        participant_id: String,
+        role: Role,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        by: Option<String>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    PlanCreated {
+        plan: Plan,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    StepStarted {
+        step_id: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    StepCompleted {
+        step_id: String,
+        output: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    StepFailed {
+        step_id: String,
+        reason: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    SubTaskSpawned {
+        child_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step_id: Option<String>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    ChildStateRecorded {
+        child_id: String,
+        state: TaskState,
+        summary: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    HelpRequested {
+        participant_id: String,
+        question: String,
+        #[serde(default)]
+        options: Vec<String>,
+        message: Message,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    HelpAnswered {
+        participant_id: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    /// A task for a participant: it completes on this assignee's first accepted message.
+    ParticipantTaskOpened {
+        assignee: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
 }
 
 impl TaskEvent {
@@ -120,6 +264,20 @@ impl TaskEvent {
             Self::ArtifactAdded { .. } => "ArtifactAdded",
             Self::ArtifactChunkAppended { .. } => "ArtifactChunkAppended",
             Self::TaskCanceled { .. } => "TaskCanceled",
+            Self::ExtensionUpdated { .. } => "ExtensionUpdated",
+            Self::MessageRefused { .. } => "MessageRefused",
+            Self::ModelChanged { .. } => "ModelChanged",
+            Self::ReasoningEffortChanged { .. } => "ReasoningEffortChanged",
+            Self::ParticipantRoleChanged { .. } => "ParticipantRoleChanged",
+            Self::PlanCreated { .. } => "PlanCreated",
+            Self::StepStarted { .. } => "StepStarted",
+            Self::StepCompleted { .. } => "StepCompleted",
+            Self::StepFailed { .. } => "StepFailed",
+            Self::SubTaskSpawned { .. } => "SubTaskSpawned",
+            Self::ChildStateRecorded { .. } => "ChildStateRecorded",
+            Self::HelpRequested { .. } => "HelpRequested",
+            Self::HelpAnswered { .. } => "HelpAnswered",
+            Self::ParticipantTaskOpened { .. } => "ParticipantTaskOpened",
         }
     }
 }
@@ -163,7 +321,33 @@ pub struct TaskHead {
     /// The last timeline stamp handed out; the next one is strictly later.
     #[serde(with = "nanos")]
     pub last_timeline: Timestamp,
+    /// The tiny-harness task extension data, when the task has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ext: Option<TaskExtensionData>,
+    /// An open help request: only this participant's reply resumes the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending_help: Option<PendingHelp>,
+    /// Children spawned so far (the next child is `<id>.<children + 1>`).
+    #[serde(default)]
+    pub children: u32,
+    /// A task for a participant: completes on this assignee's first accepted message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub awaiting_assignee: Option<String>,
 }
+
+/// A help request waiting for its answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct PendingHelp {
+    pub participant_id: String,
+    pub question: String,
+    #[serde(default)]
+    pub options: Vec<String>,
+}
+
+/// Longest help question, in bytes.
+pub const MAX_QUESTION_BYTES: usize = 4096;
+/// Longest summary of a child's state recorded on its parent.
+pub const MAX_CHILD_SUMMARY_CHARS: usize = 500;
 
 /// The aggregate: `None` until created. `version` counts applied events.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -172,7 +356,355 @@ pub struct TaskAggregate {
     pub head: Option<TaskHead>,
 }
 
+fn require_admin(
+    data: &TaskExtensionData,
+    by: Option<&str>,
+    field: &str,
+) -> Result<(), DomainError> {
+    if data.participants.is_empty() {
+        return Ok(());
+    }
+    let role = by.and_then(|b| data.participant(b)).map(|p| p.role);
+    if role == Some(Role::Admin) {
+        return Ok(());
+    }
+    Err(DomainError::NotPermitted {
+        field: field.into(),
+        reason: format!(
+            "only an admin may change participants and roles ({} is {})",
+            by.unwrap_or("an unnamed sender"),
+            role.map(|r| format!("{r:?}").to_lowercase())
+                .unwrap_or_else(|| "not a participant".into())
+        ),
+    })
+}
+
 impl TaskHead {
+    fn with_step(&mut self, id: &str, f: impl FnOnce(&mut ext::Step)) {
+        if let Some(step) = self
+            .ext
+            .as_mut()
+            .and_then(|d| d.plan.as_mut())
+            .and_then(|p| p.steps.iter_mut().find(|s| s.id == id))
+        {
+            f(step);
+        }
+    }
+
+    fn ext_or_refuse(&self, field: &str) -> Result<&TaskExtensionData, DomainError> {
+        self.ext.as_ref().ok_or_else(|| {
+            DomainError::invalid(
+                field,
+                "this task has no task extension data; send an application/vnd.tiny-harness.task+json envelope first",
+            )
+        })
+    }
+
+    fn step_index(&self, step: &str) -> Result<(&Plan, usize), DomainError> {
+        let plan = self
+            .ext
+            .as_ref()
+            .and_then(|d| d.plan.as_ref())
+            .ok_or_else(|| DomainError::invalid("plan", "the task has no plan"))?;
+        let i = plan.index_of(step).ok_or_else(|| {
+            DomainError::invalid("step", format!("the plan has no step {step:?}"))
+        })?;
+        Ok((plan, i))
+    }
+
+    /// Sub-tasks not yet completed, failed, canceled or rejected.
+    pub fn unresolved_children(&self) -> Vec<String> {
+        self.ext
+            .as_ref()
+            .map(|d| {
+                d.sub_tasks
+                    .iter()
+                    .filter(|r| {
+                        !r.state
+                            .as_deref()
+                            .and_then(TaskState::from_name)
+                            .is_some_and(TaskState::is_terminal)
+                    })
+                    .map(|r| r.task_id.clone())
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// A plan event: a first plan, or a replacement keeping done outputs where ids match.
+    fn plan_event(&self, plan: Plan, at: Timestamp) -> TaskEvent {
+        let plan = match self.ext.as_ref().and_then(|d| d.plan.as_ref()) {
+            Some(old) => plan.replacing(old),
+            None => plan,
+        };
+        TaskEvent::PlanCreated {
+            plan,
+            at: self.next_stamp(at),
+        }
+    }
+
+    /// A user message: membership, `/model` and `/effort`, envelopes, help answers and
+    /// participant tasks, then the message itself.
+    fn decide_user_message(
+        &self,
+        message: Message,
+        at: Timestamp,
+    ) -> Result<Vec<TaskEvent>, DomainError> {
+        let at = self.next_stamp(at);
+        let sender = ext::sender_of(&message).map(str::to_string);
+        if let Some(data) = &self.ext {
+            if !data.participants.is_empty() {
+                let member = sender
+                    .as_deref()
+                    .and_then(|s| data.participant(s))
+                    .is_some();
+                if !member {
+                    let reason = match &sender {
+                        Some(s) => {
+                            format!("message not accepted: {s} is not a participant of this task")
+                        }
+                        None => "message not accepted: name the sender in metadata.participant_id"
+                            .to_string(),
+                    };
+                    return Ok(vec![TaskEvent::MessageRefused {
+                        participant_id: sender,
+                        reason,
+                        at,
+                    }]);
+                }
+            }
+            match ext::slash_command(&message) {
+                Some(ext::SlashCommand::Model(name)) => {
+                    if name.is_empty()
+                        || name.len() > ext::MAX_MODEL_NAME_BYTES
+                        || name.contains(char::is_whitespace)
+                    {
+                        return Err(DomainError::invalid(
+                            "model",
+                            format!(
+                                "/model needs one model name of 1 to {} bytes, e.g. /model gpt-5",
+                                ext::MAX_MODEL_NAME_BYTES
+                            ),
+                        ));
+                    }
+                    return Ok(vec![TaskEvent::ModelChanged {
+                        model: name,
+                        by: sender,
+                        at,
+                    }]);
+                }
+                Some(ext::SlashCommand::Effort(level)) => {
+                    let effort = match level.as_str() {
+                        "low" => Effort::Low,
+                        "medium" => Effort::Medium,
+                        "high" => Effort::High,
+                        other => {
+                            return Err(DomainError::invalid(
+                                "reasoning_effort",
+                                format!("/effort takes low, medium or high (got {other:?})"),
+                            ))
+                        }
+                    };
+                    return Ok(vec![TaskEvent::ReasoningEffortChanged {
+                        effort,
+                        by: sender,
+                        at,
+                    }]);
+                }
+                None => {}
+            }
+        }
+        let mut events = Vec::new();
+        if let Some(raw) = ext::envelope_of(&message) {
+            events.extend(self.decide_envelope(raw, sender.as_deref(), at)?);
+        }
+        events.push(TaskEvent::MessageAppended {
+            message: self.own_message(message, at),
+            at,
+        });
+        if let Some(help) = &self.pending_help {
+            if sender.as_deref() == Some(help.participant_id.as_str()) {
+                events.push(TaskEvent::HelpAnswered {
+                    participant_id: help.participant_id.clone(),
+                    at,
+                });
+            }
+        } else if let (Some(assignee), Some(s)) = (&self.awaiting_assignee, &sender) {
+            if assignee == s {
+                if let Some(TaskEvent::MessageAppended { message, .. }) = events.last() {
+                    let mut done = Message::agent_text(format!("{}:done", self.id), message.text());
+                    done.task_id = Some(self.id.to_string());
+                    done.context_id = Some(self.context_id.to_string());
+                    intake::stamp_timeline(&mut done.metadata, at);
+                    events.push(TaskEvent::StatusChanged {
+                        state: TaskState::Completed,
+                        message: Some(done),
+                        at,
+                    });
+                }
+            }
+        }
+        Ok(events)
+    }
+
+    /// An envelope on an existing task: validated, permission-checked per field, merged.
+    fn decide_envelope(
+        &self,
+        raw: &serde_json::Value,
+        sender: Option<&str>,
+        at: Timestamp,
+    ) -> Result<Vec<TaskEvent>, DomainError> {
+        let incoming = ext::validate_envelope(raw)?;
+        let given = |k: &str| raw.get(k).is_some();
+        let Some(current) = &self.ext else {
+            let mut data = incoming;
+            data.lifecycle = Some(data.lifecycle());
+            let plan = data.plan.take();
+            let mut events = vec![TaskEvent::ExtensionUpdated {
+                data,
+                by: sender.map(str::to_string),
+                at,
+            }];
+            if let Some(p) = plan {
+                events.push(TaskEvent::PlanCreated { plan: p, at });
+            }
+            return Ok(events);
+        };
+        let mut data = current.clone();
+        data.name = incoming.name;
+        data.goal = incoming.goal;
+        if given("type") {
+            data.kind = incoming.kind;
+        }
+        if given("description") {
+            data.description = incoming.description;
+        }
+        if given("acceptance_criteria") {
+            data.acceptance_criteria = incoming.acceptance_criteria;
+        }
+        if given("participants") && incoming.participants != current.participants {
+            require_admin(current, sender, "participants")?;
+            if current.admins() > 0 && !incoming.participants.iter().any(|p| p.role == Role::Admin)
+            {
+                return Err(DomainError::NotPermitted {
+                    field: "participants".into(),
+                    reason: "the last admin of the task cannot be removed".into(),
+                });
+            }
+            data.participants = incoming.participants;
+        }
+        for (field, mine, theirs) in [
+            (
+                "parent_tasks",
+                &current.parent_tasks,
+                &incoming.parent_tasks,
+            ),
+            ("sub_tasks", &current.sub_tasks, &incoming.sub_tasks),
+        ] {
+            if given(field) && mine != theirs {
+                return Err(DomainError::NotPermitted {
+                    field: field.into(),
+                    reason: "is kept by the server as sub-tasks are spawned".into(),
+                });
+            }
+        }
+        let mut events = Vec::new();
+        if data != *current {
+            events.push(TaskEvent::ExtensionUpdated {
+                data,
+                by: sender.map(str::to_string),
+                at,
+            });
+        }
+        if let Some(plan) = incoming.plan {
+            events.extend(self.decide_plan_envelope(plan, at)?);
+        }
+        Ok(events)
+    }
+
+    /// A plan in an envelope: the same steps with new states are step transitions;
+    /// anything else replaces the plan.
+    fn decide_plan_envelope(
+        &self,
+        plan: Plan,
+        at: Timestamp,
+    ) -> Result<Vec<TaskEvent>, DomainError> {
+        let Some(old) = self.ext.as_ref().and_then(|d| d.plan.as_ref()) else {
+            return Ok(vec![TaskEvent::PlanCreated { plan, at }]);
+        };
+        let same_shape = old.steps.len() == plan.steps.len()
+            && old
+                .steps
+                .iter()
+                .zip(&plan.steps)
+                .all(|(a, b)| a.id == b.id && a.depends_on == b.depends_on);
+        if !same_shape {
+            return Ok(vec![self.plan_event(plan, at)]);
+        }
+        let mut scratch = old.clone();
+        let mut events = Vec::new();
+        for (i, (was, now)) in old.steps.iter().zip(&plan.steps).enumerate() {
+            if was.state == now.state {
+                continue;
+            }
+            let field = format!("plan.steps[{i}].state");
+            match (was.state, now.state) {
+                (StepState::Pending, StepState::Active) => {
+                    let blockers = scratch.blockers(i);
+                    if !blockers.is_empty() {
+                        return Err(DomainError::invalid(
+                            field,
+                            format!("step {} waits for {}", was.id, blockers.join(", ")),
+                        ));
+                    }
+                    events.push(TaskEvent::StepStarted {
+                        step_id: was.id.clone(),
+                        at,
+                    });
+                }
+                (StepState::Pending | StepState::Active, StepState::Done) => {
+                    let blockers = scratch.blockers(i);
+                    if !blockers.is_empty() {
+                        return Err(DomainError::invalid(
+                            field,
+                            format!(
+                                "step {} cannot complete before {} done",
+                                was.id,
+                                blockers.join(", ")
+                            ),
+                        ));
+                    }
+                    let Some(output) = now.output.clone() else {
+                        return Err(DomainError::invalid(
+                            format!("plan.steps[{i}].output"),
+                            "a step completes with an output",
+                        ));
+                    };
+                    events.push(TaskEvent::StepCompleted {
+                        step_id: was.id.clone(),
+                        output,
+                        at,
+                    });
+                }
+                (StepState::Pending | StepState::Active, StepState::Failed) => {
+                    events.push(TaskEvent::StepFailed {
+                        step_id: was.id.clone(),
+                        reason: now.output.clone().unwrap_or_else(|| "failed".into()),
+                        at,
+                    });
+                }
+                (from, to) => {
+                    return Err(DomainError::invalid(
+                        field,
+                        format!("a step does not go from {from:?} to {to:?}").to_lowercase(),
+                    ))
+                }
+            }
+            scratch.steps[i].state = now.state;
+        }
+        Ok(events)
+    }
+
     fn next_stamp(&self, at: Timestamp) -> Timestamp {
         if at > self.last_timeline {
             at
@@ -229,11 +761,7 @@ impl TaskAggregate {
                         ));
                     }
                 }
-                let at = head.next_stamp(c.at);
-                Ok(vec![TaskEvent::MessageAppended {
-                    message: head.own_message(c.message, at),
-                    at,
-                }])
+                head.decide_user_message(c.message, c.at)
             }
             TaskCommand::AppendAgentMessage { message, at } => {
                 refuse_if_terminal(head)?;
@@ -258,6 +786,17 @@ impl TaskAggregate {
                         "status.state",
                         "a task is canceled with CancelTask",
                     ));
+                }
+                if new_state == TaskState::Completed {
+                    if let Some(open) = head.unresolved_children().first() {
+                        return Err(DomainError::NotPermitted {
+                            field: "status.state".into(),
+                            reason: format!(
+                                "task {} cannot complete while sub-task {open} is unresolved",
+                                head.id
+                            ),
+                        });
+                    }
                 }
                 let at = head.next_stamp(at);
                 let message = match message {
@@ -334,6 +873,195 @@ impl TaskAggregate {
                     }
                 }
             }
+            TaskCommand::SetParticipantRole {
+                participant_id,
+                role,
+                by,
+                at,
+            } => {
+                refuse_if_terminal(head)?;
+                let data = head.ext_or_refuse("participants")?;
+                require_admin(data, by.as_deref(), "role")?;
+                let Some(current) = data.participant(&participant_id) else {
+                    return Err(DomainError::invalid(
+                        "participant_id",
+                        format!("{participant_id:?} is not a participant of this task"),
+                    ));
+                };
+                if current.role == Role::Admin && role != Role::Admin && data.admins() == 1 {
+                    return Err(DomainError::NotPermitted {
+                        field: "role".into(),
+                        reason: format!("{participant_id} is the last admin of the task"),
+                    });
+                }
+                if current.role == role {
+                    return Ok(vec![]);
+                }
+                Ok(vec![TaskEvent::ParticipantRoleChanged {
+                    participant_id,
+                    role,
+                    by,
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::CreatePlan { plan, at } => {
+                refuse_if_terminal(head)?;
+                head.ext_or_refuse("plan")?;
+                let plan = plan.normalize("plan")?;
+                Ok(vec![head.plan_event(plan, at)])
+            }
+            TaskCommand::StartStep { step, at } => {
+                refuse_if_terminal(head)?;
+                let (plan, i) = head.step_index(&step)?;
+                let s = &plan.steps[i];
+                if s.state != StepState::Pending {
+                    return Err(DomainError::invalid(
+                        "step",
+                        format!("step {} is {:?}, not pending", s.id, s.state).to_lowercase(),
+                    ));
+                }
+                let blockers = plan.blockers(i);
+                if !blockers.is_empty() {
+                    return Err(DomainError::invalid(
+                        "step",
+                        format!("step {} waits for {}", s.id, blockers.join(", ")),
+                    ));
+                }
+                Ok(vec![TaskEvent::StepStarted {
+                    step_id: s.id.clone(),
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::CompleteStep { step, output, at } => {
+                refuse_if_terminal(head)?;
+                let (plan, i) = head.step_index(&step)?;
+                let s = &plan.steps[i];
+                if matches!(s.state, StepState::Done | StepState::Failed) {
+                    return Err(DomainError::invalid(
+                        "step",
+                        format!("step {} is already {:?}", s.id, s.state).to_lowercase(),
+                    ));
+                }
+                let blockers = plan.blockers(i);
+                if !blockers.is_empty() {
+                    return Err(DomainError::invalid(
+                        "step",
+                        format!(
+                            "step {} cannot complete before {} {} done",
+                            s.id,
+                            blockers.join(", "),
+                            if blockers.len() == 1 { "is" } else { "are" }
+                        ),
+                    ));
+                }
+                Ok(vec![TaskEvent::StepCompleted {
+                    step_id: s.id.clone(),
+                    output,
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::FailStep { step, reason, at } => {
+                refuse_if_terminal(head)?;
+                let (plan, i) = head.step_index(&step)?;
+                let s = &plan.steps[i];
+                if matches!(s.state, StepState::Done | StepState::Failed) {
+                    return Err(DomainError::invalid(
+                        "step",
+                        format!("step {} is already {:?}", s.id, s.state).to_lowercase(),
+                    ));
+                }
+                Ok(vec![TaskEvent::StepFailed {
+                    step_id: s.id.clone(),
+                    reason,
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::SpawnSubTask { step, at } => {
+                refuse_if_terminal(head)?;
+                head.ext_or_refuse("sub_tasks")?;
+                let step_id = match step {
+                    Some(name) => Some(head.step_index(&name).map(|(p, i)| p.steps[i].id.clone())?),
+                    None => None,
+                };
+                Ok(vec![TaskEvent::SubTaskSpawned {
+                    child_id: format!("{}.{}", head.id, head.children + 1),
+                    step_id,
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::RecordChildState {
+                child_id,
+                state: child_state,
+                summary,
+                at,
+            } => {
+                let known = head
+                    .ext
+                    .as_ref()
+                    .is_some_and(|d| d.sub_tasks.iter().any(|r| r.task_id == child_id));
+                if !known {
+                    return Err(DomainError::invalid(
+                        "child_id",
+                        format!("{child_id} is not a sub-task of {}", head.id),
+                    ));
+                }
+                if state.is_terminal() {
+                    // A finished parent keeps its record as it was.
+                    return Ok(vec![]);
+                }
+                Ok(vec![TaskEvent::ChildStateRecorded {
+                    child_id,
+                    state: child_state,
+                    summary: summary.chars().take(MAX_CHILD_SUMMARY_CHARS).collect(),
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::AskParticipant {
+                participant_id,
+                question,
+                options,
+                at,
+            } => {
+                refuse_if_terminal(head)?;
+                let data = head.ext_or_refuse("participant_id")?;
+                if data.participant(&participant_id).is_none() {
+                    return Err(DomainError::invalid(
+                        "participant_id",
+                        format!("{participant_id:?} is not a participant of this task"),
+                    ));
+                }
+                if question.trim().is_empty() || question.len() > MAX_QUESTION_BYTES {
+                    return Err(DomainError::invalid(
+                        "question",
+                        format!("must be 1 to {MAX_QUESTION_BYTES} bytes"),
+                    ));
+                }
+                let at = head.next_stamp(at);
+                let mut text = question.clone();
+                if !options.is_empty() {
+                    text.push_str(&format!("\nOptions: {}", options.join(", ")));
+                }
+                let mut m =
+                    Message::agent_text(format!("{}:help:{}", head.id, head.history_len), text);
+                m.parts.push(Part {
+                    content: crate::wire::PartContent::Data(serde_json::json!({
+                        "channel_id": head.id.to_string(),
+                        "sender": "agent",
+                        "kind": "help_request",
+                        "text": question,
+                    })),
+                    metadata: None,
+                    filename: None,
+                    media_type: Some(ext::CHANNEL_MEDIA_TYPE.into()),
+                });
+                Ok(vec![TaskEvent::HelpRequested {
+                    participant_id,
+                    question,
+                    options,
+                    message: head.own_message(m, at),
+                    at,
+                }])
+            }
             TaskCommand::CancelTask { at } => match state {
                 // A repeated cancel is answered with the canceled task, nothing new happens.
                 TaskState::Canceled => Ok(vec![]),
@@ -355,20 +1083,59 @@ impl TaskAggregate {
             });
         }
         intake::validate_user_message(&c.message, "message")?;
+        let extension = match c.extension {
+            Some(d) => Some(d),
+            None => ext::envelope_of(&c.message)
+                .map(ext::validate_envelope)
+                .transpose()?,
+        };
         let mut message = c.message;
         intake::strip_server_keys(&mut message.metadata);
         intake::stamp_timeline(&mut message.metadata, c.at);
         message.task_id = Some(c.task_id.to_string());
         message.context_id = Some(c.context_id.to_string());
-        Ok(vec![
-            TaskEvent::TaskCreated {
-                task_id: c.task_id,
-                context_id: c.context_id,
-                owner: c.owner,
+        let mut events = vec![TaskEvent::TaskCreated {
+            task_id: c.task_id.clone(),
+            context_id: c.context_id,
+            owner: c.owner,
+            at: c.at,
+        }];
+        if let Some(mut data) = extension {
+            data.lifecycle = Some(data.lifecycle());
+            let plan = data.plan.take();
+            events.push(TaskEvent::ExtensionUpdated {
+                data,
+                by: ext::sender_of(&message).map(str::to_string),
                 at: c.at,
-            },
-            TaskEvent::MessageAppended { message, at: c.at },
-        ])
+            });
+            if let Some(p) = plan {
+                events.push(TaskEvent::PlanCreated { plan: p, at: c.at });
+            }
+        }
+        events.push(TaskEvent::MessageAppended {
+            message: message.clone(),
+            at: c.at,
+        });
+        if let Some(assignee) = c.awaiting_assignee {
+            let goal = events
+                .iter()
+                .find_map(|e| match e {
+                    TaskEvent::ExtensionUpdated { data, .. } => Some(data.goal.clone()),
+                    _ => None,
+                })
+                .unwrap_or_else(|| message.text());
+            let mut ask = Message::agent_text(format!("{}:goal", c.task_id), goal);
+            ask.task_id = Some(c.task_id.to_string());
+            ask.context_id = message.context_id.clone();
+            intake::stamp_timeline(&mut ask.metadata, c.at);
+            events.push(TaskEvent::StatusChanged {
+                state: TaskState::InputRequired,
+                message: Some(ask),
+                at: c.at,
+            });
+            events.push(TaskEvent::ParticipantTaskOpened { assignee, at: c.at });
+        }
+        Ok(events)
     }
 
     /// Folds one event into the state. No rules here: events are facts.
@@ -402,6 +1169,10 @@ impl TaskAggregate {
                 artifacts: Vec::new(),
                 history_len: 0,
                 last_timeline: *at,
+                ext: None,
+                pending_help: None,
+                children: 0,
+                awaiting_assignee: None,
             });
             return;
         }
@@ -468,6 +1239,148 @@ impl TaskAggregate {
                     timestamp: Some(*at),
                 };
                 head.status_version = version;
+                head.pending_help = None;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::ExtensionUpdated { data, at, .. } => {
+                head.ext = Some(data.clone());
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::MessageRefused { reason, at, .. } => {
+                let mut m =
+                    Message::agent_text(format!("{}:refused:{version}", head.id), reason.clone());
+                m.task_id = Some(head.id.to_string());
+                m.context_id = Some(head.context_id.to_string());
+                head.status.message = Some(m);
+                head.status.timestamp = Some(*at);
+                head.status_version = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::ModelChanged { model, at, .. } => {
+                if let Some(d) = head.ext.as_mut() {
+                    d.model = Some(model.clone());
+                }
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::ReasoningEffortChanged { effort, at, .. } => {
+                if let Some(d) = head.ext.as_mut() {
+                    d.reasoning_effort = Some(*effort);
+                }
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::ParticipantRoleChanged {
+                participant_id,
+                role,
+                at,
+                ..
+            } => {
+                if let Some(p) = head
+                    .ext
+                    .as_mut()
+                    .and_then(|d| d.participants.iter_mut().find(|p| &p.id == participant_id))
+                {
+                    p.role = *role;
+                }
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::PlanCreated { plan, at } => {
+                if let Some(d) = head.ext.as_mut() {
+                    d.plan = Some(plan.clone());
+                }
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::StepStarted { step_id, at } => {
+                head.with_step(step_id, |s| s.state = StepState::Active);
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::StepCompleted {
+                step_id,
+                output,
+                at,
+            } => {
+                head.with_step(step_id, |s| {
+                    s.state = StepState::Done;
+                    s.output = Some(output.clone());
+                });
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::StepFailed { step_id, at, .. } => {
+                head.with_step(step_id, |s| s.state = StepState::Failed);
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::SubTaskSpawned {
+                child_id,
+                step_id,
+                at,
+            } => {
+                head.children += 1;
+                let r = TaskRef::local(child_id, Some(TaskState::Submitted.as_str()));
+                if let Some(step) = step_id {
+                    head.with_step(step, |s| s.linked_tasks.push(r.clone()));
+                }
+                if let Some(d) = head.ext.as_mut() {
+                    d.sub_tasks.push(r);
+                }
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::ChildStateRecorded {
+                child_id,
+                state,
+                at,
+                ..
+            } => {
+                if let Some(d) = head.ext.as_mut() {
+                    let name = state.as_str().to_string();
+                    for r in d.sub_tasks.iter_mut().filter(|r| &r.task_id == child_id) {
+                        r.state = Some(name.clone());
+                    }
+                    if let Some(plan) = d.plan.as_mut() {
+                        for step in &mut plan.steps {
+                            for r in step
+                                .linked_tasks
+                                .iter_mut()
+                                .filter(|r| &r.task_id == child_id)
+                            {
+                                r.state = Some(name.clone());
+                            }
+                        }
+                    }
+                }
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::HelpRequested {
+                participant_id,
+                question,
+                options,
+                message,
+                at,
+            } => {
+                head.history_len += 1;
+                head.pending_help = Some(PendingHelp {
+                    participant_id: participant_id.clone(),
+                    question: question.clone(),
+                    options: options.clone(),
+                });
+                head.status = TaskStatus {
+                    state: TaskState::InputRequired,
+                    message: Some(message.clone()),
+                    timestamp: Some(*at),
+                };
+                head.status_version = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::HelpAnswered { at, .. } => {
+                head.pending_help = None;
+                head.status = TaskStatus {
+                    state: TaskState::Working,
+                    message: None,
+                    timestamp: Some(*at),
+                };
+                head.status_version = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::ParticipantTaskOpened { assignee, at } => {
+                head.awaiting_assignee = Some(assignee.clone());
                 head.last_timeline = head.last_timeline.max(*at);
             }
         }

@@ -45,6 +45,8 @@ fn create_cmd(msg: Message) -> TaskCommand {
         owner: owner(),
         message: msg,
         at: at(0),
+        extension: None,
+        awaiting_assignee: None,
     })
 }
 

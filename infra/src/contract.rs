@@ -88,6 +88,8 @@ pub async fn create_task_at<S: Store + ?Sized>(
             owner: owner.clone(),
             message: user_message("m-0", "first"),
             at,
+            extension: None,
+            awaiting_assignee: None,
         }),
     )
     .await
@@ -160,6 +162,8 @@ pub async fn stale_version_conflicts_and_writes_nothing<S: Store>(store: Arc<S>)
             owner: alice(),
             message: user_message("m-x", "again"),
             at: Timestamp::now(),
+            extension: None,
+            awaiting_assignee: None,
         }))
         .expect("decide");
     let err = store
@@ -219,6 +223,8 @@ pub async fn an_idempotency_key_finds_the_first_task<S: Store>(store: Arc<S>) {
                 owner: alice(),
                 message: user_message("m-0", "first"),
                 at: Timestamp::now(),
+                extension: None,
+                awaiting_assignee: None,
             }))
             .expect("decide");
         let mut c = commit_for(task_id.clone(), &before, &events, Timestamp::now());

@@ -288,6 +288,8 @@ impl Service {
             owner: who.clone(),
             message,
             at: Timestamp::now(),
+            extension: None,
+            awaiting_assignee: None,
         }))?;
         let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
         commit.idempotency = idempotency

@@ -39,6 +39,8 @@ async fn seed_task(store: &DynamoStore, owner: &Principal, id: &str, events: u64
             owner: owner.clone(),
             message: user_message("m-0", "seed"),
             at: Timestamp::now(),
+            extension: None,
+            awaiting_assignee: None,
         }))
         .expect("create");
     let mut pending = create;
