@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use crate::wire::{
-    AgentCapabilities, AgentCard, AgentInterface, AgentProvider, AgentSkill,
+    AgentCapabilities, AgentCard, AgentExtension, AgentInterface, AgentProvider, AgentSkill,
     HttpAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList,
 };
 
@@ -59,7 +59,14 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
         capabilities: AgentCapabilities {
             streaming: Some(false),
             push_notifications: Some(false),
-            extensions: Vec::new(),
+            extensions: vec![AgentExtension {
+                uri: crate::ext::EXTENSION_URI.into(),
+                description: Some(
+                    "tiny-harness task extension v1: name, goal, participants and roles, plan, sub-tasks and help requests in Task.metadata".into(),
+                ),
+                required: false,
+                params: None,
+            }],
             extended_agent_card: Some(false),
         },
         security_schemes,
@@ -68,6 +75,7 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
             "text/plain".into(),
             "application/json".into(),
             "application/octet-stream".into(),
+            crate::ext::MEDIA_TYPE.into(),
         ],
         default_output_modes: vec!["text/plain".into(), "application/json".into()],
         skills: vec![AgentSkill {

@@ -23,12 +23,19 @@ pub trait Agent: Send + Sync + 'static {
     fn direct_reply(&self, message: &Message) -> Option<Message>;
     /// Works on `task_id` after `message` was committed to it.
     async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message);
+    /// Every sub-task of `task_id` is resolved: the agent may finish the parent.
+    async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId);
 }
 
 /// One step of a scenario: commands committed together, then an optional pause.
 enum Step {
     Commit(Vec<TaskCommand>),
     Pause(Duration),
+    /// Spawn a sub-task with this goal (for a participant when named) and wait for it.
+    SpawnSubTask {
+        goal: String,
+        for_participant: Option<String>,
+    },
 }
 
 /// The scenarios, keyed by `messageId` prefix (longest first where prefixes overlap).
@@ -48,10 +55,19 @@ pub enum Scenario {
     StreamDirect,
     Stream,
     Resubscribe,
+    /// `th-ask-<participant>`: a help request to that participant.
+    Ask,
+    /// `th-subtask`: a local sub-task with the message as its goal.
+    SubTask,
+    /// `th-participant-task-<participant>`: a task for that participant.
+    ParticipantTask,
     Default,
 }
 
-const PREFIXES: [(&str, Scenario); 14] = [
+const PREFIXES: [(&str, Scenario); 17] = [
+    ("th-ask-", Scenario::Ask),
+    ("th-subtask", Scenario::SubTask),
+    ("th-participant-task-", Scenario::ParticipantTask),
     ("tck-complete-task", Scenario::CompleteTask),
     ("tck-input-required", Scenario::InputRequired),
     ("tck-auth-required", Scenario::AuthRequired),
@@ -200,6 +216,39 @@ impl ScenarioAgent {
                 TaskState::Completed,
                 "Task completed",
             )])],
+            Scenario::Ask => {
+                let who = message.message_id.trim_start_matches("th-ask-");
+                let who = who.split(':').next().unwrap_or(who).to_string();
+                vec![Step::Commit(vec![
+                    working(),
+                    TaskCommand::AskParticipant {
+                        participant_id: who,
+                        question: "Which option should I take?".into(),
+                        options: vec!["a".into(), "b".into()],
+                        at: now(),
+                    },
+                ])]
+            }
+            Scenario::SubTask => vec![
+                Step::Commit(vec![working()]),
+                Step::SpawnSubTask {
+                    goal: message.text(),
+                    for_participant: None,
+                },
+            ],
+            Scenario::ParticipantTask => {
+                let who = message
+                    .message_id
+                    .trim_start_matches("th-participant-task-");
+                let who = who.split(':').next().unwrap_or(who).to_string();
+                vec![
+                    Step::Commit(vec![working()]),
+                    Step::SpawnSubTask {
+                        goal: message.text(),
+                        for_participant: Some(who),
+                    },
+                ]
+            }
             Scenario::MessageResponse | Scenario::Default => {
                 let received = describe(message);
                 complete_with(Part::text(format!("Received: {received}")))
@@ -253,9 +302,49 @@ impl Agent for ScenarioAgent {
             .instrument(span)
             .await
     }
+
+    async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId) {
+        let span = tracing::info_span!("agent", task_id = %task_id, "children resolved");
+        self.finish_parent(service, task_id).instrument(span).await
+    }
 }
 
 impl ScenarioAgent {
+    async fn finish_parent(&self, service: Arc<Service>, task_id: TaskId) {
+        let r = service
+            .execute(Actor::Agent, &task_id, None, |s| {
+                if s.head()
+                    .is_none_or(|h| h.status.state.is_terminal() || h.status.state.is_interrupted())
+                {
+                    return vec![];
+                }
+                vec![
+                    TaskCommand::AddArtifact {
+                        artifact: Artifact {
+                            artifact_id: "result".into(),
+                            name: Some("result".into()),
+                            description: None,
+                            parts: vec![Part::text("All sub-tasks finished")],
+                            metadata: None,
+                            extensions: vec![],
+                        },
+                        append: false,
+                        last_chunk: true,
+                        at: Timestamp::now(),
+                    },
+                    TaskCommand::ChangeStatus {
+                        state: TaskState::Completed,
+                        message: Some(agent_message("All sub-tasks finished")),
+                        at: Timestamp::now(),
+                    },
+                ]
+            })
+            .await;
+        if let Err(e) = r {
+            debug!(error = %e, "parent not finished");
+        }
+    }
+
     async fn run(
         &self,
         service: Arc<Service>,
@@ -266,6 +355,26 @@ impl ScenarioAgent {
         for step in self.steps(scenario, &message) {
             match step {
                 Step::Pause(d) => tokio::time::sleep(d).await,
+                Step::SpawnSubTask {
+                    goal,
+                    for_participant,
+                } => {
+                    let name = if for_participant.is_some() {
+                        "Task for a participant"
+                    } else {
+                        "Sub-task"
+                    };
+                    if let Err(e) = service
+                        .spawn_subtask(&task_id, name, &goal, None, for_participant)
+                        .await
+                    {
+                        warn!(error = %e, "could not spawn a sub-task");
+                        service
+                            .fail_task(&task_id, &format!("could not spawn a sub-task: {e}"))
+                            .await;
+                        return;
+                    }
+                }
                 Step::Commit(commands) => {
                     let result = service
                         .execute(Actor::Agent, &task_id, None, |_| commands.clone())

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::error::{DomainError, ErrorKind};
+use taskledger_domain::ext::{self, Participant, Role, TaskExtensionData, TaskRef};
 use taskledger_domain::ids::{
     ContextId, HistoryLength, IdempotencyKey, MessageId, PageSize, Principal, TaskId,
 };
@@ -16,7 +17,9 @@ use taskledger_domain::ports::{
     StoreError, TaskReadModel, ViewOptions,
 };
 use taskledger_domain::projection::assemble;
-use taskledger_domain::task::{AppendUserMessage, CreateTask, TaskAggregate, TaskCommand};
+use taskledger_domain::task::{
+    AppendUserMessage, CreateTask, TaskAggregate, TaskCommand, TaskEvent,
+};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{
     CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message,
@@ -57,6 +60,8 @@ pub struct TaskChanged {
 }
 
 pub struct Service {
+    /// This service, for work it hands to the agent in the background.
+    me: std::sync::Weak<Service>,
     store: Arc<dyn EventStore>,
     reads: Arc<dyn TaskReadModel>,
     agent: Arc<dyn Agent>,
@@ -81,7 +86,8 @@ impl Service {
         settings: ServiceSettings,
     ) -> Arc<Self> {
         let (changes, _) = broadcast::channel(CHANGE_FEED_CAPACITY);
-        Arc::new(Self {
+        Arc::new_cyclic(|me| Self {
+            me: me.clone(),
             store,
             reads,
             agent,
@@ -107,15 +113,33 @@ impl Service {
         }
     }
 
-    /// Runs commands against a task as one atomic commit, re-deciding after a lost race.
-    /// Returns the new state and how many events were committed (0: nothing to do).
+    /// Runs commands against a task as one atomic commit, re-deciding after a lost race, then
+    /// carries the consequences to related tasks (parents, children).
+    /// Returns the new state and the events committed (none: nothing to do).
     pub async fn execute<F>(
         &self,
         actor: Actor<'_>,
         task_id: &TaskId,
         message_key: Option<MessageKey>,
         build: F,
-    ) -> Result<(TaskAggregate, usize), AppError>
+    ) -> Result<(TaskAggregate, Vec<TaskEvent>), AppError>
+    where
+        F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
+    {
+        let (state, events) = self.commit_once(actor, task_id, message_key, build).await?;
+        if !events.is_empty() {
+            self.follow_up(&state, &events).await;
+        }
+        Ok((state, events))
+    }
+
+    async fn commit_once<F>(
+        &self,
+        actor: Actor<'_>,
+        task_id: &TaskId,
+        message_key: Option<MessageKey>,
+        build: F,
+    ) -> Result<(TaskAggregate, Vec<TaskEvent>), AppError>
     where
         F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
     {
@@ -139,7 +163,7 @@ impl Service {
                 events.extend(decided);
             }
             if events.is_empty() {
-                return Ok((before, 0));
+                return Ok((before, events));
             }
             let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
             commit.message_key = message_key.clone();
@@ -147,7 +171,7 @@ impl Service {
             match self.store.append(commit).await {
                 Ok(()) => {
                     self.announce(task_id, after.version);
-                    return Ok((after, events.len()));
+                    return Ok((after, events));
                 }
                 Err(StoreError::Conflict(_)) if attempt < MAX_COMMAND_ATTEMPTS => {
                     debug!(task_id = %task_id, attempt, "lost a race, deciding again");
@@ -156,6 +180,221 @@ impl Service {
                 Err(e) => return Err(e.into()),
             }
         }
+    }
+
+    /// Consequences for related tasks: a child's state is recorded on its parent (and a parent
+    /// whose children are all resolved goes back to its agent); a canceled parent cancels its
+    /// unfinished children; a spawned sub-task is created.
+    fn follow_up<'a>(
+        &'a self,
+        state: &'a TaskAggregate,
+        events: &'a [TaskEvent],
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            let Some(head) = state.head() else { return };
+            let status_changed = events.iter().any(|e| {
+                matches!(
+                    e,
+                    TaskEvent::StatusChanged { .. }
+                        | TaskEvent::TaskCanceled { .. }
+                        | TaskEvent::HelpRequested { .. }
+                        | TaskEvent::HelpAnswered { .. }
+                )
+            });
+            if status_changed {
+                let parents = head
+                    .ext
+                    .as_ref()
+                    .map(|d| d.parent_tasks.clone())
+                    .unwrap_or_default();
+                for parent in parents.iter().filter(|p| p.agent.is_none()) {
+                    self.record_on_parent(&parent.task_id, head).await;
+                }
+            }
+            if events
+                .iter()
+                .any(|e| matches!(e, TaskEvent::TaskCanceled { .. }))
+            {
+                for child in head.unresolved_children() {
+                    let Ok(child_id) = TaskId::parse(child.clone()) else {
+                        continue;
+                    };
+                    let r = self
+                        .commit_once(Actor::Agent, &child_id, None, |s| {
+                            if s.head().is_some_and(|h| h.status.state.is_terminal()) {
+                                return vec![];
+                            }
+                            vec![TaskCommand::CancelTask {
+                                at: Timestamp::now(),
+                            }]
+                        })
+                        .await;
+                    match r {
+                        Ok((child_state, child_events)) => {
+                            self.follow_up(&child_state, &child_events).await
+                        }
+                        Err(e) => {
+                            warn!(task_id = %child_id, error = %e, "could not cancel a sub-task")
+                        }
+                    }
+                }
+            }
+        })
+    }
+
+    async fn record_on_parent(&self, parent: &str, child: &taskledger_domain::task::TaskHead) {
+        let Ok(parent_id) = TaskId::parse(parent.to_string()) else {
+            return;
+        };
+        let summary = child
+            .status
+            .message
+            .as_ref()
+            .map(Message::text)
+            .unwrap_or_default();
+        let (child_id, state) = (child.id.to_string(), child.status.state);
+        let r = self
+            .commit_once(Actor::Agent, &parent_id, None, |_| {
+                vec![TaskCommand::RecordChildState {
+                    child_id: child_id.clone(),
+                    state,
+                    summary: summary.clone(),
+                    at: Timestamp::now(),
+                }]
+            })
+            .await;
+        match r {
+            Ok((parent_state, events)) if !events.is_empty() => {
+                let resolved = parent_state.head().is_some_and(|h| {
+                    !h.status.state.is_terminal() && h.unresolved_children().is_empty()
+                });
+                if resolved {
+                    if let Some(svc) = self.me.upgrade() {
+                        let agent = self.agent.clone();
+                        tokio::spawn(
+                            async move { agent.on_children_resolved(svc, parent_id).await },
+                        );
+                    }
+                }
+            }
+            Ok(_) => {}
+            Err(e) => {
+                warn!(task_id = %parent_id, error = %e, "could not record a sub-task's state")
+            }
+        }
+    }
+
+    /// Spawns a sub-task `<parent>.<n>` (same context, linked both ways, optionally from a plan
+    /// step). With `for_participant`, it is a task for that participant: they become its
+    /// assignee (the previous assignee a watcher) and it waits for their first message.
+    pub async fn spawn_subtask(
+        &self,
+        parent_id: &TaskId,
+        name: &str,
+        goal: &str,
+        step: Option<String>,
+        for_participant: Option<String>,
+    ) -> Result<TaskId, AppError> {
+        let (state, events) = self
+            .commit_once(Actor::Agent, parent_id, None, |_| {
+                vec![TaskCommand::SpawnSubTask {
+                    step: step.clone(),
+                    at: Timestamp::now(),
+                }]
+            })
+            .await?;
+        let child = events
+            .iter()
+            .find_map(|e| match e {
+                TaskEvent::SubTaskSpawned { child_id, .. } => Some(child_id.clone()),
+                _ => None,
+            })
+            .ok_or_else(|| AppError::protocol(ErrorKind::Internal, "no sub-task was spawned"))?;
+        let head = state
+            .head()
+            .ok_or_else(|| AppError::task_not_found(parent_id.as_str()))?;
+        let parent_ext = head.ext.clone();
+        let mut participants: Vec<Participant> = parent_ext
+            .as_ref()
+            .map(|d| d.participants.clone())
+            .unwrap_or_default();
+        if let Some(target) = &for_participant {
+            for p in &mut participants {
+                if p.role == Role::Assignee && &p.id != target {
+                    p.role = Role::Watcher;
+                }
+            }
+            match participants.iter_mut().find(|p| &p.id == target) {
+                Some(p) => p.role = Role::Assignee,
+                None => {
+                    return Err(AppError::invalid_params(
+                        "participant_id",
+                        format!("{target:?} is not a participant of {parent_id}"),
+                    ))
+                }
+            }
+        }
+        let data = TaskExtensionData {
+            name: name.to_string(),
+            goal: goal.to_string(),
+            kind: None,
+            description: String::new(),
+            acceptance_criteria: vec![],
+            participants,
+            parent_tasks: vec![TaskRef::local(parent_id.as_str(), None)],
+            sub_tasks: vec![],
+            plan: None,
+            lifecycle: None,
+            model: parent_ext.as_ref().and_then(|d| d.model.clone()),
+            reasoning_effort: parent_ext.as_ref().and_then(|d| d.reasoning_effort),
+        };
+        let child_id = TaskId::parse(child).map_err(|e| AppError::invalid_params("id", e))?;
+        let mut goal_message = Message {
+            message_id: format!("{child_id}:goal"),
+            context_id: None,
+            task_id: None,
+            role: taskledger_domain::wire::Role::User,
+            parts: vec![taskledger_domain::wire::Part::text(goal)],
+            metadata: None,
+            extensions: vec![],
+            reference_task_ids: vec![parent_id.to_string()],
+        };
+        if let Some(p) = data.participants.iter().find(|p| p.role == Role::Admin) {
+            goal_message
+                .metadata
+                .get_or_insert_with(Default::default)
+                .insert(
+                    ext::PARTICIPANT_ID_KEY.into(),
+                    serde_json::Value::String(p.id.clone()),
+                );
+        }
+        let before = TaskAggregate::default();
+        let created = before.decide(TaskCommand::CreateTask(CreateTask {
+            task_id: child_id.clone(),
+            context_id: head.context_id.clone(),
+            owner: head.owner.clone(),
+            message: goal_message.clone(),
+            at: Timestamp::now(),
+            extension: Some(data),
+            awaiting_assignee: for_participant.clone(),
+        }))?;
+        let commit = commit_for(child_id.clone(), &before, &created, Timestamp::now());
+        let child_state = commit.snapshot.clone();
+        match self.store.append(commit).await {
+            Ok(()) => {}
+            // Already created by an earlier attempt of this same spawn.
+            Err(StoreError::Conflict(_)) => return Ok(child_id),
+            Err(e) => return Err(e.into()),
+        }
+        self.announce(&child_id, child_state.version);
+        self.follow_up(&child_state, &created).await;
+        if for_participant.is_none() {
+            if let Some(svc) = self.me.upgrade() {
+                let (agent, id) = (self.agent.clone(), child_id.clone());
+                tokio::spawn(async move { agent.on_message(svc, id, goal_message).await });
+            }
+        }
+        Ok(child_id)
     }
 
     fn announce(&self, task_id: &TaskId, version: u64) {
@@ -195,7 +434,10 @@ impl Service {
                     .append_user_message(who, &task_id, &message_id, message.clone())
                     .await?
                 {
-                    Some(state) => (task_id, Some(state.version), Some(state)),
+                    Some((state, events)) => {
+                        let wake = wakes_agent(&events, &message);
+                        (task_id, Some((state.version, wake)), Some(state))
+                    }
                     None => (task_id, None, None),
                 }
             }
@@ -205,17 +447,19 @@ impl Service {
                 }
                 let (task_id, state) = self.create_task(who, message.clone(), idempotency).await?;
                 tracing::Span::current().record("task_id", task_id.as_str());
-                let version = state.as_ref().map(|s| s.version);
+                let version = state.as_ref().map(|s| (s.version, true));
                 (task_id, version, state)
             }
         };
 
-        if let Some(version) = since {
-            let svc = self.clone();
-            let (id, msg) = (task_id.clone(), message);
-            tokio::spawn(async move { svc.agent.clone().on_message(svc, id, msg).await });
-            if !config.return_immediately {
-                self.wait_settled(&task_id, version).await?;
+        if let Some((version, wake)) = since {
+            if wake {
+                let svc = self.clone();
+                let (id, msg) = (task_id.clone(), message);
+                tokio::spawn(async move { svc.agent.clone().on_message(svc, id, msg).await });
+                if !config.return_immediately {
+                    self.wait_settled(&task_id, version).await?;
+                }
             }
         } else if !config.return_immediately {
             // A retry: answer with the task as it settles, like the original request did.
@@ -235,14 +479,14 @@ impl Service {
         Ok(SendMessageResponse::Task(task))
     }
 
-    /// The state after the append, or `None` when it was a retry of a stored message.
+    /// The state after the append and its events, or `None` when it was a retry.
     async fn append_user_message(
         &self,
         who: &Principal,
         task_id: &TaskId,
         message_id: &MessageId,
         message: Message,
-    ) -> Result<Option<TaskAggregate>, AppError> {
+    ) -> Result<Option<(TaskAggregate, Vec<TaskEvent>)>, AppError> {
         let key = MessageKey {
             task_id: task_id.clone(),
             message_id: message_id.clone(),
@@ -257,7 +501,7 @@ impl Service {
             })
             .await;
         match result {
-            Ok((state, _)) => Ok(Some(state)),
+            Ok((state, events)) => Ok(Some((state, events))),
             Err(AppError::Store(StoreError::DuplicateMessage(_))) => {
                 debug!(task_id = %task_id, message_id = %message_id, "retried message, answering as before");
                 Ok(None)
@@ -489,6 +733,22 @@ impl Service {
             warn!(task_id = %task_id, error = %e, "could not mark the task failed");
         }
     }
+}
+
+/// Whether a committed user message is work for the agent: not a refusal, a `/model` or
+/// `/effort` command, an envelope-only task update, a message recorded while the task waits for
+/// someone else's answer, or a message to a task that waits for its assignee.
+fn wakes_agent(events: &[TaskEvent], message: &Message) -> bool {
+    let appended = events
+        .iter()
+        .any(|e| matches!(e, TaskEvent::MessageAppended { .. }));
+    let answered = events
+        .iter()
+        .any(|e| matches!(e, TaskEvent::HelpAnswered { .. }));
+    let finished = events
+        .iter()
+        .any(|e| matches!(e, TaskEvent::StatusChanged { state, .. } if state.is_terminal()));
+    appended && !finished && (answered || !ext::is_envelope_only(message))
 }
 
 /// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.
