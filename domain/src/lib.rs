@@ -16,6 +16,8 @@ pub mod time;
 pub mod wire;
 
 #[cfg(test)]
+mod ext_tests;
+#[cfg(test)]
 mod task_tests;
 
 pub use error::{DomainError, ErrorKind};

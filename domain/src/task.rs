@@ -30,7 +30,7 @@ pub struct CreateTask {
     pub message: Message,
     pub at: Timestamp,
     /// Extension data set by the server (sub-tasks); else read from the message's envelope.
-    pub extension: Option<TaskExtensionData>,
+    pub extension: Option<Box<TaskExtensionData>>,
     /// A task for a participant: waits for this assignee's first accepted message.
     pub awaiting_assignee: Option<String>,
 }
@@ -1084,7 +1084,7 @@ impl TaskAggregate {
         }
         intake::validate_user_message(&c.message, "message")?;
         let extension = match c.extension {
-            Some(d) => Some(d),
+            Some(d) => Some(*d),
             None => ext::envelope_of(&c.message)
                 .map(ext::validate_envelope)
                 .transpose()?,

@@ -375,7 +375,7 @@ impl Service {
             owner: head.owner.clone(),
             message: goal_message.clone(),
             at: Timestamp::now(),
-            extension: Some(data),
+            extension: Some(Box::new(data)),
             awaiting_assignee: for_participant.clone(),
         }))?;
         let commit = commit_for(child_id.clone(), &before, &created, Timestamp::now());
@@ -435,7 +435,7 @@ impl Service {
                     .await?
                 {
                     Some((state, events)) => {
-                        let wake = wakes_agent(&events, &message);
+                        let wake = wakes_agent(&state, &events, &message);
                         (task_id, Some((state.version, wake)), Some(state))
                     }
                     None => (task_id, None, None),
@@ -738,7 +738,13 @@ impl Service {
 /// Whether a committed user message is work for the agent: not a refusal, a `/model` or
 /// `/effort` command, an envelope-only task update, a message recorded while the task waits for
 /// someone else's answer, or a message to a task that waits for its assignee.
-fn wakes_agent(events: &[TaskEvent], message: &Message) -> bool {
+fn wakes_agent(state: &TaskAggregate, events: &[TaskEvent], message: &Message) -> bool {
+    let waiting = state
+        .head()
+        .is_some_and(|h| h.pending_help.is_some() || h.awaiting_assignee.is_some());
+    if waiting {
+        return false;
+    }
     let appended = events
         .iter()
         .any(|e| matches!(e, TaskEvent::MessageAppended { .. }));
