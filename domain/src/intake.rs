@@ -131,16 +131,7 @@ mod tests {
     use serde_json::json;
 
     fn user(text: &str) -> Message {
-        Message {
-            message_id: "m-1".into(),
-            context_id: None,
-            task_id: None,
-            role: Role::User,
-            parts: vec![Part::text(text)],
-            metadata: None,
-            extensions: vec![],
-            reference_task_ids: vec![],
-        }
+        Message::user_text("m-1", text)
     }
 
     #[test]

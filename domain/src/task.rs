@@ -412,6 +412,19 @@ impl TaskHead {
         Ok((plan, i))
     }
 
+    /// A step that is still pending or active.
+    fn open_step(&self, step: &str) -> Result<(&Plan, usize), DomainError> {
+        let (plan, i) = self.step_index(step)?;
+        let s = &plan.steps[i];
+        if matches!(s.state, StepState::Done | StepState::Failed) {
+            return Err(DomainError::invalid(
+                "step",
+                format!("step {} is already {:?}", s.id, s.state).to_lowercase(),
+            ));
+        }
+        Ok((plan, i))
+    }
+
     /// Sub-tasks not yet completed, failed, canceled or rejected.
     pub fn unresolved_children(&self) -> Vec<String> {
         self.ext
@@ -934,14 +947,8 @@ impl TaskAggregate {
             }
             TaskCommand::CompleteStep { step, output, at } => {
                 refuse_if_terminal(head)?;
-                let (plan, i) = head.step_index(&step)?;
+                let (plan, i) = head.open_step(&step)?;
                 let s = &plan.steps[i];
-                if matches!(s.state, StepState::Done | StepState::Failed) {
-                    return Err(DomainError::invalid(
-                        "step",
-                        format!("step {} is already {:?}", s.id, s.state).to_lowercase(),
-                    ));
-                }
                 let blockers = plan.blockers(i);
                 if !blockers.is_empty() {
                     return Err(DomainError::invalid(
@@ -962,14 +969,8 @@ impl TaskAggregate {
             }
             TaskCommand::FailStep { step, reason, at } => {
                 refuse_if_terminal(head)?;
-                let (plan, i) = head.step_index(&step)?;
+                let (plan, i) = head.open_step(&step)?;
                 let s = &plan.steps[i];
-                if matches!(s.state, StepState::Done | StepState::Failed) {
-                    return Err(DomainError::invalid(
-                        "step",
-                        format!("step {} is already {:?}", s.id, s.state).to_lowercase(),
-                    ));
-                }
                 Ok(vec![TaskEvent::StepFailed {
                     step_id: s.id.clone(),
                     reason,

@@ -18,16 +18,7 @@ fn at(s: u32) -> Timestamp {
 }
 
 fn user(id: &str, text: &str) -> Message {
-    Message {
-        message_id: id.into(),
-        context_id: None,
-        task_id: None,
-        role: Role::User,
-        parts: vec![Part::text(text)],
-        metadata: None,
-        extensions: vec![],
-        reference_task_ids: vec![],
-    }
+    Message::user_text(id, text)
 }
 
 fn agent(id: &str, text: &str) -> Message {

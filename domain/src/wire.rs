@@ -261,6 +261,14 @@ fn unspecified_role() -> Role {
 }
 
 impl Message {
+    /// A user message with one text part.
+    pub fn user_text(message_id: impl Into<String>, text: impl Into<String>) -> Self {
+        Self {
+            role: Role::User,
+            ..Self::agent_text(message_id, text)
+        }
+    }
+
     /// An agent message with one text part.
     pub fn agent_text(message_id: impl Into<String>, text: impl Into<String>) -> Self {
         Self {

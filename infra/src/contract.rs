@@ -15,7 +15,7 @@ use taskledger_domain::ports::{
 use taskledger_domain::projection::{assemble, limit_history};
 use taskledger_domain::task::{AppendUserMessage, CreateTask, TaskAggregate, TaskCommand};
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::wire::{Artifact, Message, Part, Role, TaskState};
+use taskledger_domain::wire::{Artifact, Message, Part, TaskState};
 
 /// A store under contract.
 pub trait Store: EventStore + TaskReadModel + 'static {}
@@ -30,16 +30,7 @@ pub fn bob() -> Principal {
 }
 
 pub fn user_message(id: &str, text: &str) -> Message {
-    Message {
-        message_id: id.into(),
-        context_id: None,
-        task_id: None,
-        role: Role::User,
-        parts: vec![Part::text(text)],
-        metadata: None,
-        extensions: vec![],
-        reference_task_ids: vec![],
-    }
+    Message::user_text(id, text)
 }
 
 const ALL: ViewOptions = ViewOptions {
