@@ -9,10 +9,12 @@ pub mod events;
 pub mod ext;
 pub mod ids;
 pub mod intake;
+pub mod llm;
 pub mod ports;
 pub mod projection;
 pub mod task;
 pub mod time;
+pub mod tools;
 pub mod wire;
 
 #[cfg(test)]

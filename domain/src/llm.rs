@@ -1,0 +1,210 @@
+//! The language-model port (one trait for OpenAI-compatible endpoints, Bedrock, and the
+//! scripted model) and token usage with kagent's aggregation rules.
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// The kagent token-usage extension.
+pub const USAGE_EXTENSION_URI: &str = "https://kagent.dev/extensions/usage/v1";
+/// Per-response usage on an agent message's metadata.
+pub const USAGE_KEY: &str = "kagent.dev/a2a/usage";
+/// Marks a data part as a tool call or a tool result.
+pub const PART_TYPE_KEY: &str = "kagent.dev/a2a/part-type";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChatRole {
+    System,
+    User,
+    Assistant,
+    Tool,
+}
+
+/// A tool call the model asked for.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ChatMessage {
+    pub role: ChatRole,
+    #[serde(default)]
+    pub content: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_call_id: Option<String>,
+}
+
+impl ChatMessage {
+    pub fn text(role: ChatRole, content: impl Into<String>) -> Self {
+        Self {
+            role,
+            content: content.into(),
+            tool_calls: vec![],
+            tool_call_id: None,
+        }
+    }
+}
+
+/// A tool the model may call: its name, what it does, and its JSON input schema.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelRequest {
+    /// The task's `model`, or the provider's default when unset.
+    pub model: Option<String>,
+    /// The task's `reasoning_effort` (`low`, `medium`, `high`).
+    pub reasoning_effort: Option<String>,
+    pub messages: Vec<ChatMessage>,
+    pub tools: Vec<ToolSpec>,
+}
+
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ModelResponse {
+    /// The model that answered (as the provider names it).
+    pub model: Option<String>,
+    pub text: Option<String>,
+    pub tool_calls: Vec<ToolCall>,
+    pub usage: Option<Usage>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LlmError {
+    #[error("the model provider did not answer in time")]
+    Timeout,
+    #[error("the model provider kept refusing: {0}")]
+    Unavailable(String),
+    #[error("the model provider rejected the request: {0}")]
+    Rejected(String),
+    #[error("the model's answer could not be read: {0}")]
+    BadResponse(String),
+}
+
+#[async_trait]
+pub trait LanguageModel: Send + Sync {
+    async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, LlmError>;
+}
+
+/// Token counts of one response, or summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Usage {
+    pub input_tokens: u64,
+    /// Generated tokens, reasoning excluded.
+    pub output_tokens: u64,
+    pub reasoning_tokens: u64,
+    /// Provider-cached input, a subset of `input_tokens`.
+    pub cached_input_tokens: u64,
+    /// The provider's total, else input + output + reasoning.
+    pub total_tokens: u64,
+}
+
+impl Usage {
+    /// Builds one response's usage; a missing provider total is derived.
+    pub fn of_response(
+        input: u64,
+        output: u64,
+        reasoning: u64,
+        cached: u64,
+        total: Option<u64>,
+    ) -> Self {
+        Self {
+            input_tokens: input,
+            output_tokens: output,
+            reasoning_tokens: reasoning,
+            cached_input_tokens: cached,
+            total_tokens: total.unwrap_or(input + output + reasoning),
+        }
+    }
+
+    fn add(&mut self, o: &Usage) {
+        self.input_tokens += o.input_tokens;
+        self.output_tokens += o.output_tokens;
+        self.reasoning_tokens += o.reasoning_tokens;
+        self.cached_input_tokens += o.cached_input_tokens;
+        self.total_tokens += o.total_tokens;
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelUsage {
+    pub model: String,
+    #[serde(flatten)]
+    pub usage: Usage,
+}
+
+/// The usage extension payload: task-lifetime totals, and per model ordered by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageTotals {
+    #[serde(flatten)]
+    pub total: Usage,
+    #[serde(default)]
+    pub models: Vec<ModelUsage>,
+}
+
+impl UsageTotals {
+    /// Counts one final response; calls without a model name count only in the totals.
+    pub fn record(&mut self, model: Option<&str>, usage: &Usage) {
+        self.total.add(usage);
+        if let Some(m) = model.filter(|m| !m.is_empty()) {
+            match self.models.binary_search_by(|x| x.model.as_str().cmp(m)) {
+                Ok(i) => self.models[i].usage.add(usage),
+                Err(i) => self.models.insert(
+                    i,
+                    ModelUsage {
+                        model: m.to_string(),
+                        usage: *usage,
+                    },
+                ),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_provider_total_is_derived_per_call() {
+        let u = Usage::of_response(100, 20, 5, 10, None);
+        assert_eq!(u.total_tokens, 125);
+        let u = Usage::of_response(100, 20, 5, 10, Some(130));
+        assert_eq!(u.total_tokens, 130);
+    }
+
+    #[test]
+    fn totals_add_up_per_model_sorted_by_name_and_unnamed_calls_only_in_the_total() {
+        let mut t = UsageTotals::default();
+        t.record(Some("zeta"), &Usage::of_response(10, 1, 0, 0, None));
+        t.record(Some("alpha"), &Usage::of_response(20, 2, 1, 5, None));
+        t.record(Some("zeta"), &Usage::of_response(30, 3, 0, 0, Some(40)));
+        t.record(None, &Usage::of_response(1, 1, 0, 0, None));
+        assert_eq!(t.total.input_tokens, 61);
+        assert_eq!(t.total.total_tokens, 11 + 23 + 40 + 2);
+        assert_eq!(
+            t.models
+                .iter()
+                .map(|m| m.model.as_str())
+                .collect::<Vec<_>>(),
+            ["alpha", "zeta"]
+        );
+        assert_eq!(t.models[1].usage.input_tokens, 40);
+        let v = serde_json::to_value(&t).unwrap();
+        assert_eq!(v["inputTokens"], 61);
+        assert_eq!(v["models"][0]["model"], "alpha");
+        assert_eq!(v["models"][0]["cachedInputTokens"], 5);
+    }
+}

@@ -1,0 +1,357 @@
+//! Intrinsic tools of the task extension: committed definitions (`domain/schemas/intrinsics`),
+//! argument validation against their input schemas, and what each call does to the task.
+//! An unknown tool or bad arguments is a typed error result, and nothing runs.
+
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::ext::{field_path, Plan, Role, Step, StepState};
+use crate::llm::{ToolCall, ToolSpec};
+use crate::task::TaskCommand;
+use crate::time::Timestamp;
+
+const DEFINITIONS: [(&str, &str); 6] = [
+    (
+        "create_plan",
+        include_str!("../schemas/intrinsics/create_plan.json"),
+    ),
+    (
+        "complete_step",
+        include_str!("../schemas/intrinsics/complete_step.json"),
+    ),
+    (
+        "spawn_subtask",
+        include_str!("../schemas/intrinsics/spawn_subtask.json"),
+    ),
+    (
+        "ask_participant",
+        include_str!("../schemas/intrinsics/ask_participant.json"),
+    ),
+    (
+        "create_task_for_participant",
+        include_str!("../schemas/intrinsics/create_task_for_participant.json"),
+    ),
+    (
+        "set_participant_role",
+        include_str!("../schemas/intrinsics/set_participant_role.json"),
+    ),
+];
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Idempotency {
+    Idempotent,
+    NotIdempotent,
+}
+
+/// One committed tool definition.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    pub idempotency: Idempotency,
+    pub input_schema: Value,
+}
+
+struct Compiled {
+    def: ToolDefinition,
+    validator: jsonschema::Validator,
+}
+
+fn registry() -> &'static [Compiled] {
+    static R: OnceLock<Vec<Compiled>> = OnceLock::new();
+    R.get_or_init(|| {
+        DEFINITIONS
+            .iter()
+            .filter_map(|(_, text)| {
+                let def: ToolDefinition = serde_json::from_str(text).ok()?;
+                let validator = jsonschema::validator_for(&def.input_schema).ok()?;
+                Some(Compiled { def, validator })
+            })
+            .collect()
+    })
+}
+
+/// The tools offered to the model.
+pub fn specs() -> Vec<ToolSpec> {
+    registry()
+        .iter()
+        .map(|c| ToolSpec {
+            name: c.def.name.clone(),
+            description: c.def.description.clone(),
+            input_schema: c.def.input_schema.clone(),
+        })
+        .collect()
+}
+
+pub fn definition(name: &str) -> Option<&'static ToolDefinition> {
+    registry()
+        .iter()
+        .find(|c| c.def.name == name)
+        .map(|c| &c.def)
+}
+
+/// A typed error result for the model; nothing ran.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolError {
+    #[error("tool.not_found: there is no tool named {0:?}")]
+    NotFound(String),
+    #[error("tool.invalid_arguments: {field}: {reason}")]
+    InvalidArguments { field: String, reason: String },
+}
+
+/// What a valid call does.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ToolAction {
+    /// Commands on this task, committed together with the call's result.
+    Commands(Vec<TaskCommand>),
+    /// A sub-task (a second aggregate), optionally for a participant.
+    SpawnSubTask {
+        name: String,
+        goal: String,
+        step: Option<String>,
+        for_participant: Option<String>,
+    },
+}
+
+#[derive(Deserialize)]
+struct PlanArgs {
+    steps: Vec<PlanStepArgs>,
+}
+#[derive(Deserialize)]
+struct PlanStepArgs {
+    name: String,
+    description: String,
+    #[serde(default)]
+    depends_on: Vec<String>,
+}
+#[derive(Deserialize)]
+struct CompleteArgs {
+    step: String,
+    output: String,
+}
+#[derive(Deserialize)]
+struct SpawnArgs {
+    name: String,
+    goal: String,
+    #[serde(default)]
+    step: Option<String>,
+    #[serde(default)]
+    participant_id: Option<String>,
+}
+#[derive(Deserialize)]
+struct AskArgs {
+    participant_id: String,
+    question: String,
+    #[serde(default)]
+    options: Vec<String>,
+}
+#[derive(Deserialize)]
+struct RoleArgs {
+    participant_id: String,
+    role: Role,
+}
+
+fn args<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ToolError> {
+    serde_json::from_value(v.clone()).map_err(|e| ToolError::InvalidArguments {
+        field: "arguments".into(),
+        reason: e.to_string(),
+    })
+}
+
+/// Validates a call against its schema and turns it into an action. `by` is the acting
+/// participant (for role changes).
+pub fn plan_call(
+    call: &ToolCall,
+    by: Option<&str>,
+    at: Timestamp,
+) -> Result<ToolAction, ToolError> {
+    let compiled = registry()
+        .iter()
+        .find(|c| c.def.name == call.name)
+        .ok_or_else(|| ToolError::NotFound(call.name.clone()))?;
+    if let Some(e) = compiled.validator.iter_errors(&call.arguments).next() {
+        let path = field_path(&e.instance_path().to_string());
+        return Err(ToolError::InvalidArguments {
+            field: if path.is_empty() {
+                "arguments".into()
+            } else {
+                path
+            },
+            reason: e.to_string(),
+        });
+    }
+    let a = &call.arguments;
+    Ok(match call.name.as_str() {
+        "create_plan" => {
+            let p: PlanArgs = args(a)?;
+            ToolAction::Commands(vec![TaskCommand::CreatePlan {
+                plan: Plan {
+                    steps: p
+                        .steps
+                        .into_iter()
+                        .map(|s| Step {
+                            id: String::new(),
+                            name: s.name,
+                            description: s.description,
+                            depends_on: s.depends_on,
+                            linked_tasks: vec![],
+                            output: None,
+                            state: StepState::Pending,
+                        })
+                        .collect(),
+                },
+                at,
+            }])
+        }
+        "complete_step" => {
+            let c: CompleteArgs = args(a)?;
+            ToolAction::Commands(vec![TaskCommand::CompleteStep {
+                step: c.step,
+                output: c.output,
+                at,
+            }])
+        }
+        "spawn_subtask" => {
+            let s: SpawnArgs = args(a)?;
+            ToolAction::SpawnSubTask {
+                name: s.name,
+                goal: s.goal,
+                step: s.step,
+                for_participant: None,
+            }
+        }
+        "create_task_for_participant" => {
+            let s: SpawnArgs = args(a)?;
+            ToolAction::SpawnSubTask {
+                name: s.name,
+                goal: s.goal,
+                step: s.step,
+                for_participant: s.participant_id,
+            }
+        }
+        "ask_participant" => {
+            let q: AskArgs = args(a)?;
+            ToolAction::Commands(vec![TaskCommand::AskParticipant {
+                participant_id: q.participant_id,
+                question: q.question,
+                options: q.options,
+                at,
+            }])
+        }
+        "set_participant_role" => {
+            let r: RoleArgs = args(a)?;
+            ToolAction::Commands(vec![TaskCommand::SetParticipantRole {
+                participant_id: r.participant_id,
+                role: r.role,
+                by: by.map(str::to_string),
+                at,
+            }])
+        }
+        other => return Err(ToolError::NotFound(other.to_string())),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn call(name: &str, arguments: Value) -> ToolCall {
+        ToolCall {
+            id: "c1".into(),
+            name: name.into(),
+            arguments,
+        }
+    }
+
+    #[test]
+    fn every_committed_definition_loads_and_declares_idempotency() {
+        assert_eq!(specs().len(), DEFINITIONS.len());
+        assert_eq!(
+            definition("create_plan").unwrap().idempotency,
+            Idempotency::Idempotent
+        );
+        assert_eq!(
+            definition("spawn_subtask").unwrap().idempotency,
+            Idempotency::NotIdempotent
+        );
+        for s in specs() {
+            assert_eq!(s.input_schema["additionalProperties"], false, "{}", s.name);
+        }
+    }
+
+    #[test]
+    fn an_unknown_tool_is_a_typed_error() {
+        let e = plan_call(&call("rm_rf", json!({})), None, Timestamp::now()).unwrap_err();
+        assert!(matches!(e, ToolError::NotFound(_)));
+        assert!(e.to_string().starts_with("tool.not_found"));
+    }
+
+    #[test]
+    fn bad_arguments_are_a_typed_error_with_a_path() {
+        let e = plan_call(
+            &call("create_plan", json!({"steps": []})),
+            None,
+            Timestamp::now(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, ToolError::InvalidArguments { ref field, .. } if field == "steps"),
+            "{e}"
+        );
+        let e = plan_call(
+            &call(
+                "create_plan",
+                json!({"steps": [{"name": "a", "description": "d", "extra": 1}]}),
+            ),
+            None,
+            Timestamp::now(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, ToolError::InvalidArguments { ref field, .. } if field == "steps[0]"),
+            "{e}"
+        );
+        let e = plan_call(
+            &call(
+                "set_participant_role",
+                json!({"participant_id": "a", "role": "boss"}),
+            ),
+            None,
+            Timestamp::now(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, ToolError::InvalidArguments { ref field, .. } if field == "role"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn valid_calls_become_task_commands() {
+        let a = plan_call(
+            &call("create_plan", json!({"steps": [{"name": "Gather", "description": ""}, {"name": "Write", "description": "", "depends_on": ["Gather"]}]})),
+            None,
+            Timestamp::now(),
+        )
+        .unwrap();
+        assert!(
+            matches!(a, ToolAction::Commands(ref c) if matches!(&c[0], TaskCommand::CreatePlan { plan, .. } if plan.steps.len() == 2))
+        );
+        let a = plan_call(
+            &call(
+                "create_task_for_participant",
+                json!({"participant_id": "bob", "name": "Review", "goal": "Review it"}),
+            ),
+            None,
+            Timestamp::now(),
+        )
+        .unwrap();
+        assert!(
+            matches!(a, ToolAction::SpawnSubTask { for_participant: Some(ref p), .. } if p == "bob")
+        );
+    }
+}
