@@ -66,6 +66,11 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
                 ),
                 required: false,
                 params: None,
+            }, AgentExtension {
+                uri: crate::llm::USAGE_EXTENSION_URI.into(),
+                description: Some("Task-lifetime token usage".into()),
+                required: false,
+                params: None,
             }],
             extended_agent_card: Some(false),
         },

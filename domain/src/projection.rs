@@ -126,7 +126,8 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
         | TaskEvent::SubTaskSpawned { .. }
         | TaskEvent::ChildStateRecorded { .. }
         | TaskEvent::HelpAnswered { .. }
-        | TaskEvent::ParticipantTaskOpened { .. } => {}
+        | TaskEvent::ParticipantTaskOpened { .. }
+        | TaskEvent::UsageRecorded { .. } => {}
     }
 }
 
@@ -170,6 +171,11 @@ pub fn assemble(
 ) -> Task {
     let artifacts = chunks.map(merge_chunks).filter(|a| !a.is_empty());
     let mut metadata = head.metadata.clone();
+    if let Some(usage) = &head.usage {
+        if let Ok(v) = serde_json::to_value(usage) {
+            metadata.insert(crate::llm::USAGE_EXTENSION_URI.to_string(), v);
+        }
+    }
     if let Some(ext) = &head.ext {
         let mut data = ext.clone();
         // Stored tasks from before `lifecycle` existed: derive it the same way.

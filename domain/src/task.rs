@@ -106,6 +106,12 @@ pub enum TaskCommand {
         summary: String,
         at: Timestamp,
     },
+    /// Records a model call's usage.
+    RecordUsage {
+        model: Option<String>,
+        usage: crate::llm::Usage,
+        at: Timestamp,
+    },
     /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.
     AskParticipant {
         participant_id: String,
@@ -247,6 +253,14 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// A model call's token usage, counted once on its final response.
+    UsageRecorded {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<String>,
+        usage: crate::llm::Usage,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
     /// A task for a participant: it completes on this assignee's first accepted message.
     ParticipantTaskOpened {
         assignee: String,
@@ -278,6 +292,7 @@ impl TaskEvent {
             Self::HelpRequested { .. } => "HelpRequested",
             Self::HelpAnswered { .. } => "HelpAnswered",
             Self::ParticipantTaskOpened { .. } => "ParticipantTaskOpened",
+            Self::UsageRecorded { .. } => "UsageRecorded",
         }
     }
 }
@@ -333,6 +348,9 @@ pub struct TaskHead {
     /// A task for a participant: completes on this assignee's first accepted message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub awaiting_assignee: Option<String>,
+    /// Token usage over the task's whole life (kagent usage extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub usage: Option<crate::llm::UsageTotals>,
 }
 
 /// A help request waiting for its answer.
@@ -1017,6 +1035,11 @@ impl TaskAggregate {
                     at: head.next_stamp(at),
                 }])
             }
+            TaskCommand::RecordUsage { model, usage, at } => Ok(vec![TaskEvent::UsageRecorded {
+                model,
+                usage,
+                at: head.next_stamp(at),
+            }]),
             TaskCommand::AskParticipant {
                 participant_id,
                 question,
@@ -1174,6 +1197,7 @@ impl TaskAggregate {
                 pending_help: None,
                 children: 0,
                 awaiting_assignee: None,
+                usage: None,
             });
             return;
         }
@@ -1378,6 +1402,12 @@ impl TaskAggregate {
                     timestamp: Some(*at),
                 };
                 head.status_version = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::UsageRecorded { model, usage, at } => {
+                head.usage
+                    .get_or_insert_with(Default::default)
+                    .record(model.as_deref(), usage);
                 head.last_timeline = head.last_timeline.max(*at);
             }
             TaskEvent::ParticipantTaskOpened { assignee, at } => {
