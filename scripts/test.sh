@@ -40,7 +40,7 @@ echo "==> cargo test (domain, storage contract on SQLite + DynamoDB, black-box A
 cargo test --workspace --all-targets
 
 echo "==> black-box API tests with the server on DynamoDB"
-TASKLEDGER_TEST_STORE=dynamodb cargo test -p taskledger-tests --test api --test extension
+TASKLEDGER_TEST_STORE=dynamodb cargo test -p taskledger-tests --test api --test extension --test llm_agent
 
 echo "==> template.yaml"
 "$tools/bin/cfn-lint" template.yaml

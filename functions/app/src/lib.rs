@@ -5,6 +5,7 @@ pub mod agent;
 pub mod error;
 pub mod http;
 pub mod identity;
+pub mod llm_agent;
 pub mod service;
 
 pub use error::AppError;

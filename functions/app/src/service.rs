@@ -714,6 +714,34 @@ impl Service {
         })
     }
 
+    /// What the agent sees of a task: its state and its whole history.
+    pub async fn agent_view(
+        &self,
+        task_id: &TaskId,
+    ) -> Result<(TaskAggregate, Vec<Message>), AppError> {
+        let state = self
+            .load(task_id)
+            .await?
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        let owner = state
+            .head()
+            .map(|h| h.owner.clone())
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        let view = self
+            .reads
+            .get(
+                &owner,
+                task_id,
+                ViewOptions {
+                    history: HistoryLength::All,
+                    include_artifacts: false,
+                },
+            )
+            .await?
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        Ok((state, view.history.unwrap_or_default()))
+    }
+
     /// The agent reports a failure it cannot recover from; the task fails with a reason.
     pub async fn fail_task(&self, task_id: &TaskId, reason: &str) {
         let message = Message::agent_text(uuid::Uuid::new_v4().to_string(), reason);

@@ -50,6 +50,17 @@ pub struct Config {
     /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
     /// the data directory, else a fresh one per process.
     pub cursor_key: Option<Vec<u8>>,
+    /// The agent: the built-in scenario agent, or a model behind an OpenAI-compatible endpoint.
+    pub agent: AgentChoice,
+}
+
+#[derive(Debug, Clone)]
+pub enum AgentChoice {
+    Scenario,
+    OpenAi {
+        settings: taskledger_infra::llm::OpenAiSettings,
+        max_turns: u32,
+    },
 }
 
 impl Config {
@@ -61,6 +72,7 @@ impl Config {
             blocking_timeout: Duration::from_secs(60),
             timings: ScenarioTimings::default(),
             cursor_key: None,
+            agent: AgentChoice::Scenario,
         }
     }
 }
@@ -78,6 +90,8 @@ pub enum LocalError {
     Dynamo(#[from] taskledger_infra::dynamo::DynamoError),
     #[error(transparent)]
     Schema(#[from] taskledger_infra::dynamo::schema::SchemaError),
+    #[error("cannot set up the agent: {0}")]
+    Agent(String),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
 }
@@ -150,13 +164,27 @@ fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
     }
 }
 
+fn agent(config: &Config) -> Result<Arc<dyn taskledger_app::agent::Agent>, LocalError> {
+    Ok(match &config.agent {
+        AgentChoice::Scenario => ScenarioAgent::new(config.timings.clone()),
+        AgentChoice::OpenAi {
+            settings,
+            max_turns,
+        } => {
+            let model = taskledger_infra::llm::OpenAiCompatible::new(settings.clone())
+                .map_err(|e| LocalError::Agent(e.to_string()))?;
+            taskledger_app::llm_agent::LlmAgent::new(Arc::new(model), *max_turns)
+        }
+    })
+}
+
 /// Builds the router with its store, service and agent.
 pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
     let (events, reads) = open_store(&config.storage).await?;
     let service = Service::new(
         events,
         reads,
-        ScenarioAgent::new(config.timings.clone()),
+        agent(config)?,
         CursorCodec::new(cursor_key(config)?),
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,

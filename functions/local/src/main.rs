@@ -9,7 +9,7 @@ use taskledger_app::agent::ScenarioTimings;
 use taskledger_app::identity::TokenAuthenticator;
 use taskledger_domain::ids::TaskId;
 use taskledger_infra::dynamo::{self, DynamoStore};
-use taskledger_local::{serve, Config, Storage};
+use taskledger_local::{serve, AgentChoice, Config, Storage};
 use tokio::net::TcpListener;
 
 #[derive(Debug, Parser)]
@@ -53,6 +53,19 @@ struct Args {
     /// Seconds a blocking SendMessage waits for the task to settle.
     #[arg(long, env = "TASKLEDGER_BLOCKING_TIMEOUT_SECS", default_value_t = 60)]
     blocking_timeout_secs: u64,
+    /// Base URL of an OpenAI-compatible Chat Completions endpoint; without it the built-in
+    /// scenario agent answers.
+    #[arg(long, env = "TASKLEDGER_LLM_BASE_URL")]
+    llm_base_url: Option<String>,
+    /// API key for that endpoint.
+    #[arg(long, env = "TASKLEDGER_LLM_API_KEY", hide_env_values = true)]
+    llm_api_key: Option<String>,
+    /// Model used when a task names none (`/model` changes it per task).
+    #[arg(long, env = "TASKLEDGER_LLM_MODEL", default_value = "gpt-4o-mini")]
+    llm_model: String,
+    /// Model turns per execution before the task fails with "turn limit reached".
+    #[arg(long, env = "TASKLEDGER_MAX_TURNS", default_value_t = 50)]
+    max_turns: u32,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     log_format: String,
@@ -173,6 +186,18 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
         cursor_key: None,
+        agent: match &args.llm_base_url {
+            None => AgentChoice::Scenario,
+            Some(url) => {
+                let mut s =
+                    taskledger_infra::llm::OpenAiSettings::new(url.clone(), args.llm_model.clone());
+                s.api_key = args.llm_api_key.clone();
+                AgentChoice::OpenAi {
+                    settings: s,
+                    max_turns: args.max_turns,
+                }
+            }
+        },
     };
     let listener = TcpListener::bind(args.listen)
         .await

@@ -1,0 +1,255 @@
+//! The model loop against an OpenAI-compatible mock LLM (a real HTTP server in the test),
+//! scripted to call tools: a plan, steps completed, a help request answered, a sub-task spawned
+//! and finished; plus the turn limit and a provider that keeps failing.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::Json;
+use serde_json::{json, Value};
+use taskledger_infra::llm::OpenAiSettings;
+use taskledger_local::AgentChoice;
+use taskledger_tests::{test_config, Server};
+
+const KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
+
+#[derive(Clone, Copy)]
+enum Script {
+    Release,
+    Loop,
+    Broken,
+}
+
+struct Mock {
+    script: Script,
+    calls: AtomicUsize,
+}
+
+fn tool(id: &str, name: &str, args: Value) -> Value {
+    json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
+}
+
+fn answer(content: Option<&str>, calls: Vec<Value>) -> Value {
+    let mut message = json!({"role": "assistant", "content": content});
+    if !calls.is_empty() {
+        message["tool_calls"] = json!(calls);
+    }
+    json!({"model": "mock-1", "choices": [{"message": message}],
+           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+}
+
+async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::response::Response {
+    m.calls.fetch_add(1, Ordering::SeqCst);
+    let messages = req["messages"].as_array().cloned().unwrap_or_default();
+    let system = messages
+        .iter()
+        .filter(|x| x["role"] == "system")
+        .map(|x| x["content"].as_str().unwrap_or_default().to_string())
+        .collect::<String>();
+    let made: usize = messages
+        .iter()
+        .map(|x| x["tool_calls"].as_array().map_or(0, Vec::len))
+        .sum();
+    let body = match m.script {
+        Script::Broken => return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response(),
+        Script::Loop => answer(
+            None,
+            vec![tool(
+                &format!("c{made}"),
+                "complete_step",
+                json!({"step": "nope", "output": "x"}),
+            )],
+        ),
+        Script::Release if system.contains("\"name\":\"Notify\"") => {
+            answer(Some("team notified"), vec![])
+        }
+        Script::Release => match made {
+            0 => answer(
+                None,
+                vec![tool(
+                    "c0",
+                    "create_plan",
+                    json!({"steps": [
+                {"name": "Build", "description": "compile"},
+                {"name": "Ship", "description": "publish", "depends_on": ["Build"]}]}),
+                )],
+            ),
+            1 => answer(
+                None,
+                vec![tool(
+                    "c1",
+                    "complete_step",
+                    json!({"step": "Build", "output": "built"}),
+                )],
+            ),
+            2 => answer(
+                None,
+                vec![tool(
+                    "c2",
+                    "ask_participant",
+                    json!({"participant_id": "bob", "question": "Which region?", "options": ["eu", "us"]}),
+                )],
+            ),
+            3 => answer(
+                None,
+                vec![tool(
+                    "c3",
+                    "spawn_subtask",
+                    json!({"name": "Notify", "goal": "tell the team"}),
+                )],
+            ),
+            4 => answer(
+                None,
+                vec![tool(
+                    "c4",
+                    "complete_step",
+                    json!({"step": "ship", "output": "shipped"}),
+                )],
+            ),
+            _ => answer(Some("Released 1.0 to eu"), vec![]),
+        },
+    };
+    Json(body).into_response()
+}
+
+async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
+    let mock = Arc::new(Mock {
+        script,
+        calls: AtomicUsize::new(0),
+    });
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(chat))
+        .with_state(mock.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(l, app).await;
+    });
+    let mut config = test_config();
+    let mut settings = OpenAiSettings::new(format!("http://{addr}/v1"), "mock-1");
+    settings.initial_backoff = Duration::from_millis(5);
+    config.agent = AgentChoice::OpenAi {
+        settings,
+        max_turns,
+    };
+    (Server::start_with(config).await, mock)
+}
+
+fn envelope_message(id: &str, text: &str) -> Value {
+    json!({"messageId": id, "role": "ROLE_USER", "metadata": {"participant_id": "ann"}, "parts": [
+        {"text": text},
+        {"mediaType": "application/vnd.tiny-harness.task+json", "data": {"name": "Release", "goal": "Ship 1.0",
+          "participants": [{"id": "ann", "kind": "human", "role": "admin"}, {"id": "bob", "kind": "human", "role": "assignee"}]}}
+    ]})
+}
+
+async fn wait_state(s: &Server, id: &str, state: &str) -> Value {
+    let mut last = Value::Null;
+    for _ in 0..400 {
+        last = s.call("GetTask", json!({"id": id})).await;
+        if last["result"]["status"]["state"] == state {
+            return last["result"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("{id} never reached {state}: {last}");
+}
+
+#[tokio::test]
+async fn the_loop_plans_asks_spawns_and_finishes() {
+    let (s, mock) = start(Script::Release, 50).await;
+    let v = s
+        .call("SendMessage", json!({"message": envelope_message("m-1", "Ship it"), "configuration": {"returnImmediately": true}}))
+        .await;
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
+    let t = wait_state(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    assert!(t["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap()
+        .starts_with("Which region?"));
+    let plan = &t["metadata"][KEY]["plan"]["steps"];
+    assert_eq!(plan[0]["state"], "done");
+    assert_eq!(plan[0]["output"], "built");
+    // the help request is answered; the loop spawns a sub-task, waits for it, then finishes
+    let reply = json!({"messageId": "m-2", "taskId": id, "role": "ROLE_USER", "metadata": {"participant_id": "bob"}, "parts": [{"text": "eu"}]});
+    s.call(
+        "SendMessage",
+        json!({"message": reply, "configuration": {"returnImmediately": true}}),
+    )
+    .await;
+    let t = wait_state(&s, &id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(t["artifacts"][0]["parts"][0]["text"], "Released 1.0 to eu");
+    let ext = &t["metadata"][KEY];
+    assert_eq!(ext["plan"]["steps"][1]["state"], "done");
+    assert_eq!(ext["sub_tasks"][0]["task_id"], format!("{id}.1"));
+    assert_eq!(ext["sub_tasks"][0]["state"], "TASK_STATE_COMPLETED");
+    let child = s.ok("GetTask", json!({"id": format!("{id}.1")})).await;
+    assert_eq!(child["artifacts"][0]["parts"][0]["text"], "team notified");
+    // tool calls and results are in history, marked with their part type
+    let history = t["history"].as_array().unwrap();
+    let kinds: Vec<&str> = history
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().iter())
+        .filter_map(|p| p["metadata"]["kagent.dev/a2a/part-type"].as_str())
+        .collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "function_call").count(), 5);
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "function_response").count(),
+        5
+    );
+    // usage over the task's life: 6 calls of 15 tokens on the parent
+    let usage = &t["metadata"]["https://kagent.dev/extensions/usage/v1"];
+    assert_eq!(usage["totalTokens"], 90);
+    assert_eq!(usage["models"][0]["model"], "mock-1");
+    assert_eq!(
+        mock.calls.load(Ordering::SeqCst),
+        7,
+        "six parent turns and one child turn"
+    );
+}
+
+#[tokio::test]
+async fn the_turn_limit_fails_the_task() {
+    let (s, _mock) = start(Script::Loop, 3).await;
+    let v = s
+        .call("SendMessage", json!({"message": envelope_message("m-1", "loop"), "configuration": {"returnImmediately": true}}))
+        .await;
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
+    let t = wait_state(&s, &id, "TASK_STATE_FAILED").await;
+    assert_eq!(
+        t["status"]["message"]["parts"][0]["text"],
+        "turn limit reached"
+    );
+    // every bad call got a typed error result, nothing ran
+    let errors = t["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().iter())
+        .filter(|p| p["data"]["response"]["error"].is_string())
+        .count();
+    assert_eq!(errors, 3);
+}
+
+#[tokio::test]
+async fn a_provider_that_keeps_failing_fails_the_task_clearly() {
+    let (s, mock) = start(Script::Broken, 50).await;
+    let v = s
+        .call("SendMessage", json!({"message": envelope_message("m-1", "go"), "configuration": {"returnImmediately": true}}))
+        .await;
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
+    let t = wait_state(&s, &id, "TASK_STATE_FAILED").await;
+    assert!(t["status"]["message"]["parts"][0]["text"]
+        .as_str()
+        .unwrap()
+        .contains("model provider kept failing"));
+    assert_eq!(
+        mock.calls.load(Ordering::SeqCst),
+        4,
+        "retried, then gave up"
+    );
+}
