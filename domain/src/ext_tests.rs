@@ -164,7 +164,43 @@ fn a_message_naming_no_sender_is_refused_when_the_task_has_participants() {
 #[test]
 fn a_participants_message_is_appended() {
     let r = result(created(), user("m-1", "hello", Some("bob"))).unwrap();
-    assert!(matches!(&r[..], [TaskEvent::MessageAppended { .. }]));
+    assert!(matches!(
+        &r[..],
+        [
+            TaskEvent::MessageAppended { .. },
+            TaskEvent::AgentWorkRequested { .. }
+        ]
+    ));
+}
+
+#[test]
+fn an_envelope_only_update_is_not_work_for_the_agent() {
+    let mut env = envelope();
+    env["description"] = json!("more detail");
+    let message = Message {
+        parts: vec![Part {
+            content: PartContent::Data(env),
+            metadata: None,
+            filename: None,
+            media_type: Some(MEDIA_TYPE.into()),
+        }],
+        ..msg("m-1", "x", Some("ann"), None)
+    };
+    let r = result(
+        created(),
+        TaskCommand::AppendUserMessage(AppendUserMessage { message, at: at(5) }),
+    )
+    .unwrap();
+    assert!(
+        matches!(
+            &r[..],
+            [
+                TaskEvent::ExtensionUpdated { .. },
+                TaskEvent::MessageAppended { .. }
+            ]
+        ),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -559,7 +595,7 @@ fn only_the_asked_participant_resumes_the_task() {
     );
     let r = result(events.clone(), user("m-3", "eu", Some("bob"))).unwrap();
     assert!(
-        matches!(&r[..], [TaskEvent::MessageAppended { .. }, TaskEvent::HelpAnswered { participant_id, .. }] if participant_id == "bob")
+        matches!(&r[..], [TaskEvent::MessageAppended { .. }, TaskEvent::HelpAnswered { participant_id, .. }, TaskEvent::AgentWorkRequested { .. }] if participant_id == "bob")
     );
     events.extend(r);
     let s = state_after(&events);

@@ -127,7 +127,8 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
         | TaskEvent::ChildStateRecorded { .. }
         | TaskEvent::HelpAnswered { .. }
         | TaskEvent::ParticipantTaskOpened { .. }
-        | TaskEvent::UsageRecorded { .. } => {}
+        | TaskEvent::UsageRecorded { .. }
+        | TaskEvent::AgentWorkRequested { .. } => {}
     }
 }
 

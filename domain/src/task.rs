@@ -253,6 +253,13 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// There is new work for the agent (new input, an answered help request, resolved
+    /// sub-tasks): the relay turns this event into an agent turn.
+    AgentWorkRequested {
+        reason: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
     /// A model call's token usage, counted once on its final response.
     UsageRecorded {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -293,6 +300,7 @@ impl TaskEvent {
             Self::HelpAnswered { .. } => "HelpAnswered",
             Self::ParticipantTaskOpened { .. } => "ParticipantTaskOpened",
             Self::UsageRecorded { .. } => "UsageRecorded",
+            Self::AgentWorkRequested { .. } => "AgentWorkRequested",
         }
     }
 }
@@ -351,6 +359,9 @@ pub struct TaskHead {
     /// Token usage over the task's whole life (kagent usage extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::llm::UsageTotals>,
+    /// Version of the last `AgentWorkRequested` event (0: none yet).
+    #[serde(default)]
+    pub work_requested: u64,
 }
 
 /// A help request waiting for its answer.
@@ -549,18 +560,28 @@ impl TaskHead {
         if let Some(raw) = ext::envelope_of(&message) {
             events.extend(self.decide_envelope(raw, sender.as_deref(), at)?);
         }
+        // An envelope-only message updates the task; it is not work for the agent.
+        let mut wake = !ext::is_envelope_only(&message);
         events.push(TaskEvent::MessageAppended {
             message: self.own_message(message, at),
             at,
         });
         if let Some(help) = &self.pending_help {
-            if sender.as_deref() == Some(help.participant_id.as_str()) {
+            // Only the asked participant's reply resumes the task.
+            wake = sender.as_deref() == Some(help.participant_id.as_str());
+            if wake {
                 events.push(TaskEvent::HelpAnswered {
                     participant_id: help.participant_id.clone(),
                     at,
                 });
             }
-        } else if let (Some(assignee), Some(s)) = (&self.awaiting_assignee, &sender) {
+        } else if self.awaiting_assignee.is_some() {
+            // A task for a participant is finished by that participant, not by the agent.
+            wake = false;
+        }
+        if let (None, Some(assignee), Some(s)) =
+            (&self.pending_help, &self.awaiting_assignee, &sender)
+        {
             if assignee == s {
                 if let Some(TaskEvent::MessageAppended { message, .. }) = events.last() {
                     let mut done = Message::agent_text(format!("{}:done", self.id), message.text());
@@ -574,6 +595,12 @@ impl TaskHead {
                     });
                 }
             }
+        }
+        if wake {
+            events.push(TaskEvent::AgentWorkRequested {
+                reason: "new input".into(),
+                at,
+            });
         }
         Ok(events)
     }
@@ -1028,12 +1055,22 @@ impl TaskAggregate {
                     // A finished parent keeps its record as it was.
                     return Ok(vec![]);
                 }
-                Ok(vec![TaskEvent::ChildStateRecorded {
+                let at = head.next_stamp(at);
+                let all_resolved = child_state.is_terminal()
+                    && head.unresolved_children().iter().all(|c| *c == child_id);
+                let mut events = vec![TaskEvent::ChildStateRecorded {
                     child_id,
                     state: child_state,
                     summary: summary.chars().take(MAX_CHILD_SUMMARY_CHARS).collect(),
-                    at: head.next_stamp(at),
-                }])
+                    at,
+                }];
+                if all_resolved {
+                    events.push(TaskEvent::AgentWorkRequested {
+                        reason: "sub-tasks resolved".into(),
+                        at,
+                    });
+                }
+                Ok(events)
             }
             TaskCommand::RecordUsage { model, usage, at } => Ok(vec![TaskEvent::UsageRecorded {
                 model,
@@ -1140,6 +1177,12 @@ impl TaskAggregate {
             message: message.clone(),
             at: c.at,
         });
+        if c.awaiting_assignee.is_none() {
+            events.push(TaskEvent::AgentWorkRequested {
+                reason: "task created".into(),
+                at: c.at,
+            });
+        }
         if let Some(assignee) = c.awaiting_assignee {
             let goal = events
                 .iter()
@@ -1198,6 +1241,7 @@ impl TaskAggregate {
                 children: 0,
                 awaiting_assignee: None,
                 usage: None,
+                work_requested: 0,
             });
             return;
         }
@@ -1402,6 +1446,10 @@ impl TaskAggregate {
                     timestamp: Some(*at),
                 };
                 head.status_version = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::AgentWorkRequested { at, .. } => {
+                head.work_requested = version;
                 head.last_timeline = head.last_timeline.max(*at);
             }
             TaskEvent::UsageRecorded { model, usage, at } => {

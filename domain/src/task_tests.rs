@@ -64,7 +64,18 @@ fn created() -> Vec<TaskEvent> {
             message: kept(user("m-1", "hi"), at(0)),
             at: at(0),
         },
+        TaskEvent::AgentWorkRequested {
+            reason: "task created".into(),
+            at: at(0),
+        },
     ]
+}
+
+fn work(at: Timestamp) -> TaskEvent {
+    TaskEvent::AgentWorkRequested {
+        reason: "new input".into(),
+        at,
+    }
 }
 
 fn status(state: TaskState, s: u32) -> TaskEvent {
@@ -142,10 +153,13 @@ fn a_follow_up_message_is_appended_with_a_later_timeline_stamp() {
             message: user("m-2", "more"),
             at: at(2),
         }))
-        .then_expect_events(vec![TaskEvent::MessageAppended {
-            message: kept(user("m-2", "more"), at(2)),
-            at: at(2),
-        }]);
+        .then_expect_events(vec![
+            TaskEvent::MessageAppended {
+                message: kept(user("m-2", "more"), at(2)),
+                at: at(2),
+            },
+            work(at(2)),
+        ]);
 }
 
 #[test]
@@ -157,10 +171,13 @@ fn timeline_stamps_stay_strictly_increasing_when_the_clock_does_not() {
             message: user("m-2", "same instant"),
             at: at(0),
         }))
-        .then_expect_events(vec![TaskEvent::MessageAppended {
-            message: kept(user("m-2", "same instant"), later),
-            at: later,
-        }]);
+        .then_expect_events(vec![
+            TaskEvent::MessageAppended {
+                message: kept(user("m-2", "same instant"), later),
+                at: later,
+            },
+            work(later),
+        ]);
 }
 
 #[test]

@@ -171,6 +171,7 @@ impl Service {
             match self.store.append(commit).await {
                 Ok(()) => {
                     self.announce(task_id, after.version);
+                    self.dispatch_work(task_id, &events);
                     return Ok((after, events));
                 }
                 Err(StoreError::Conflict(_)) if attempt < MAX_COMMAND_ATTEMPTS => {
@@ -264,19 +265,7 @@ impl Service {
             })
             .await;
         match r {
-            Ok((parent_state, events)) if !events.is_empty() => {
-                let resolved = parent_state.head().is_some_and(|h| {
-                    !h.status.state.is_terminal() && h.unresolved_children().is_empty()
-                });
-                if resolved {
-                    if let Some(svc) = self.me.upgrade() {
-                        let agent = self.agent.clone();
-                        tokio::spawn(
-                            async move { agent.on_children_resolved(svc, parent_id).await },
-                        );
-                    }
-                }
-            }
+            // The agent is woken by the commit's AgentWorkRequested, when all are resolved.
             Ok(_) => {}
             Err(e) => {
                 warn!(task_id = %parent_id, error = %e, "could not record a sub-task's state")
@@ -387,14 +376,34 @@ impl Service {
             Err(e) => return Err(e.into()),
         }
         self.announce(&child_id, child_state.version);
+        self.dispatch_work(&child_id, &created);
         self.follow_up(&child_state, &created).await;
-        if for_participant.is_none() {
-            if let Some(svc) = self.me.upgrade() {
-                let (agent, id) = (self.agent.clone(), child_id.clone());
-                tokio::spawn(async move { agent.on_message(svc, id, goal_message).await });
-            }
-        }
         Ok(child_id)
+    }
+
+    /// The in-process relay: a committed `AgentWorkRequested` becomes work for the agent — on
+    /// the new user message it came with, or on the task itself (resolved sub-tasks).
+    fn dispatch_work(&self, task_id: &TaskId, events: &[TaskEvent]) {
+        if !events
+            .iter()
+            .any(|e| matches!(e, TaskEvent::AgentWorkRequested { .. }))
+        {
+            return;
+        }
+        let Some(svc) = self.me.upgrade() else { return };
+        let (agent, id) = (self.agent.clone(), task_id.clone());
+        let input = events.iter().rev().find_map(|e| match e {
+            TaskEvent::MessageAppended { message, .. }
+                if message.role == taskledger_domain::wire::Role::User =>
+            {
+                Some(message.clone())
+            }
+            _ => None,
+        });
+        match input {
+            Some(m) => tokio::spawn(async move { agent.on_message(svc, id, m).await }),
+            None => tokio::spawn(async move { agent.on_children_resolved(svc, id).await }),
+        };
     }
 
     fn announce(&self, task_id: &TaskId, version: u64) {
@@ -435,7 +444,9 @@ impl Service {
                     .await?
                 {
                     Some((state, events)) => {
-                        let wake = wakes_agent(&state, &events, &message);
+                        let wake = events
+                            .iter()
+                            .any(|e| matches!(e, TaskEvent::AgentWorkRequested { .. }));
                         (task_id, Some((state.version, wake)), Some(state))
                     }
                     None => (task_id, None, None),
@@ -453,13 +464,8 @@ impl Service {
         };
 
         if let Some((version, wake)) = since {
-            if wake {
-                let svc = self.clone();
-                let (id, msg) = (task_id.clone(), message);
-                tokio::spawn(async move { svc.agent.clone().on_message(svc, id, msg).await });
-                if !config.return_immediately {
-                    self.wait_settled(&task_id, version).await?;
-                }
+            if wake && !config.return_immediately {
+                self.wait_settled(&task_id, version).await?;
             }
         } else if !config.return_immediately {
             // A retry: answer with the task as it settles, like the original request did.
@@ -548,6 +554,7 @@ impl Service {
         match self.store.append(commit).await {
             Ok(()) => {
                 self.announce(&task_id, state.version);
+                self.dispatch_work(&task_id, &events);
                 Ok((task_id, Some(state)))
             }
             Err(StoreError::IdempotencyKeyUsed {
@@ -761,28 +768,6 @@ impl Service {
             warn!(task_id = %task_id, error = %e, "could not mark the task failed");
         }
     }
-}
-
-/// Whether a committed user message is work for the agent: not a refusal, a `/model` or
-/// `/effort` command, an envelope-only task update, a message recorded while the task waits for
-/// someone else's answer, or a message to a task that waits for its assignee.
-fn wakes_agent(state: &TaskAggregate, events: &[TaskEvent], message: &Message) -> bool {
-    let waiting = state
-        .head()
-        .is_some_and(|h| h.pending_help.is_some() || h.awaiting_assignee.is_some());
-    if waiting {
-        return false;
-    }
-    let appended = events
-        .iter()
-        .any(|e| matches!(e, TaskEvent::MessageAppended { .. }));
-    let answered = events
-        .iter()
-        .any(|e| matches!(e, TaskEvent::HelpAnswered { .. }));
-    let finished = events
-        .iter()
-        .any(|e| matches!(e, TaskEvent::StatusChanged { state, .. } if state.is_terminal()));
-    appended && !finished && (answered || !ext::is_envelope_only(message))
 }
 
 /// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.
