@@ -15,6 +15,7 @@ pub mod projection;
 pub mod task;
 pub mod time;
 pub mod tools;
+pub mod turns;
 pub mod wire;
 
 #[cfg(test)]

@@ -104,6 +104,20 @@ pub trait EventStore: Send + Sync {
     ) -> Result<Option<IdempotencyRecord>, StoreError>;
 }
 
+/// The embedded store's durable feed of agent work (DynamoDB uses its stream instead): every
+/// committed `AgentWorkRequested`, in commit order, with a cursor per consumer.
+#[async_trait]
+pub trait WorkFeed: Send + Sync {
+    /// Entries after `cursor`, at most `limit`, as (position, turn).
+    async fn feed_after(
+        &self,
+        cursor: u64,
+        limit: u32,
+    ) -> Result<Vec<(u64, crate::turns::AgentTurn)>, StoreError>;
+    async fn feed_cursor(&self, consumer: &str) -> Result<u64, StoreError>;
+    async fn save_feed_cursor(&self, consumer: &str, cursor: u64) -> Result<(), StoreError>;
+}
+
 /// What a reader asked for besides the head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ViewOptions {

@@ -128,7 +128,8 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
         | TaskEvent::HelpAnswered { .. }
         | TaskEvent::ParticipantTaskOpened { .. }
         | TaskEvent::UsageRecorded { .. }
-        | TaskEvent::AgentWorkRequested { .. } => {}
+        | TaskEvent::AgentWorkRequested { .. }
+        | TaskEvent::AgentTurnFinished { .. } => {}
     }
 }
 

@@ -106,6 +106,11 @@ pub enum TaskCommand {
         summary: String,
         at: Timestamp,
     },
+    /// The worker finished the turn for the work requested at `work_seq`.
+    FinishAgentTurn {
+        work_seq: u64,
+        at: Timestamp,
+    },
     /// Records a model call's usage.
     RecordUsage {
         model: Option<String>,
@@ -260,6 +265,12 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// The agent finished the work requested at `work_seq` (turns at or before it are done).
+    AgentTurnFinished {
+        work_seq: u64,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
     /// A model call's token usage, counted once on its final response.
     UsageRecorded {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -301,6 +312,7 @@ impl TaskEvent {
             Self::ParticipantTaskOpened { .. } => "ParticipantTaskOpened",
             Self::UsageRecorded { .. } => "UsageRecorded",
             Self::AgentWorkRequested { .. } => "AgentWorkRequested",
+            Self::AgentTurnFinished { .. } => "AgentTurnFinished",
         }
     }
 }
@@ -362,6 +374,9 @@ pub struct TaskHead {
     /// Version of the last `AgentWorkRequested` event (0: none yet).
     #[serde(default)]
     pub work_requested: u64,
+    /// The last `AgentWorkRequested` version whose turn finished.
+    #[serde(default)]
+    pub turn_done: u64,
 }
 
 /// A help request waiting for its answer.
@@ -1072,6 +1087,15 @@ impl TaskAggregate {
                 }
                 Ok(events)
             }
+            TaskCommand::FinishAgentTurn { work_seq, at } => {
+                if work_seq <= head.turn_done {
+                    return Ok(vec![]);
+                }
+                Ok(vec![TaskEvent::AgentTurnFinished {
+                    work_seq,
+                    at: head.next_stamp(at),
+                }])
+            }
             TaskCommand::RecordUsage { model, usage, at } => Ok(vec![TaskEvent::UsageRecorded {
                 model,
                 usage,
@@ -1242,6 +1266,7 @@ impl TaskAggregate {
                 awaiting_assignee: None,
                 usage: None,
                 work_requested: 0,
+                turn_done: 0,
             });
             return;
         }
@@ -1450,6 +1475,10 @@ impl TaskAggregate {
             }
             TaskEvent::AgentWorkRequested { at, .. } => {
                 head.work_requested = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::AgentTurnFinished { work_seq, at } => {
+                head.turn_done = head.turn_done.max(*work_seq);
                 head.last_timeline = head.last_timeline.max(*at);
             }
             TaskEvent::UsageRecorded { model, usage, at } => {

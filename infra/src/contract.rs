@@ -107,15 +107,16 @@ pub async fn append_then_load<S: Store>(store: Arc<S>) {
         .await
         .expect("append");
     let state = state_of(&*store, &id).await;
-    assert_eq!(state.version, 3);
+    // created: TaskCreated, MessageAppended, AgentWorkRequested; a message: two more
+    assert_eq!(state.version, 5);
     let events = store.events(&id, 0).await.expect("events");
     assert_eq!(
         events.iter().map(|e| e.seq).collect::<Vec<_>>(),
-        vec![1, 2, 3]
+        vec![1, 2, 3, 4, 5]
     );
     assert_eq!(events[0].event_type, "TaskCreated");
     assert!(events.iter().all(|e| e.decode().is_ok()));
-    assert_eq!(store.events(&id, 2).await.expect("tail").len(), 1);
+    assert_eq!(store.events(&id, 3).await.expect("tail").len(), 2);
     assert!(store
         .load(&TaskId::parse("nope").expect("id"))
         .await
@@ -137,7 +138,7 @@ pub async fn stale_version_conflicts_and_writes_nothing<S: Store>(store: Arc<S>)
         .await
         .expect_err("stale append must conflict");
     assert_eq!(err, StoreError::Conflict(id.clone()));
-    assert_eq!(store.events(&id, 0).await.expect("events").len(), 3);
+    assert_eq!(store.events(&id, 0).await.expect("events").len(), 5);
     let view = store
         .get(&alice(), &id, ALL)
         .await
@@ -184,7 +185,7 @@ pub async fn a_repeated_message_key_appends_nothing<S: Store>(store: Arc<S>) {
             assert_eq!(r, Err(StoreError::DuplicateMessage(key.message_id.clone())));
         }
     }
-    assert_eq!(state_of(&*store, &id).await.version, 3);
+    assert_eq!(state_of(&*store, &id).await.version, 5);
     // same id, other content: a new message
     let before = state_of(&*store, &id).await;
     let events = before
@@ -199,7 +200,7 @@ pub async fn a_repeated_message_key_appends_nothing<S: Store>(store: Arc<S>) {
         .append(c)
         .await
         .expect("other content is a new message");
-    assert_eq!(state_of(&*store, &id).await.version, 4);
+    assert_eq!(state_of(&*store, &id).await.version, 7);
 }
 
 pub async fn an_idempotency_key_finds_the_first_task<S: Store>(store: Arc<S>) {
@@ -275,7 +276,7 @@ pub async fn many_tasks_concurrently<S: Store>(store: Arc<S>) {
     for t in 0..TASKS {
         let id = TaskId::parse(format!("t-conc-{t:02}")).expect("id");
         let events = store.events(&id, 0).await.expect("events");
-        assert_eq!(events.len(), 2 + MESSAGES);
+        assert_eq!(events.len(), 3 + 2 * MESSAGES);
         assert!(events
             .iter()
             .enumerate()
@@ -300,7 +301,7 @@ pub async fn many_tasks_concurrently<S: Store>(store: Arc<S>) {
     }
     assert!(won >= 1);
     let events = store.events(&id, 0).await.expect("events");
-    assert_eq!(events.len(), 2 + won);
+    assert_eq!(events.len(), 3 + 2 * won);
     assert!(events
         .iter()
         .enumerate()

@@ -12,11 +12,12 @@ use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ids::{HistoryLength, IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{
     Commit, Cursor, EventStore, IdempotencyRecord, ListPage, ListQuery, Loaded, StoreError,
-    TaskReadModel, TaskView, ViewOptions, SNAPSHOT_SCHEMA,
+    TaskReadModel, TaskView, ViewOptions, WorkFeed, SNAPSHOT_SCHEMA,
 };
 use taskledger_domain::projection::{ArtifactChunk, ReadWrite};
 use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::time::Timestamp;
+use taskledger_domain::turns::{AgentTurn, WORK_EVENT};
 use taskledger_domain::wire::Message;
 
 /// Name of the database file under the data directory.
@@ -46,6 +47,10 @@ CREATE TABLE IF NOT EXISTS artifact_chunks (
 CREATE TABLE IF NOT EXISTS message_keys (
     task_id TEXT NOT NULL, message_id TEXT NOT NULL, fingerprint TEXT NOT NULL,
     PRIMARY KEY (task_id, message_id, fingerprint)) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS feed (
+    pos INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, seq INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS feed_cursors (
+    consumer TEXT NOT NULL PRIMARY KEY, pos INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL,
     fingerprint TEXT NOT NULL, task_id TEXT NOT NULL,
@@ -393,6 +398,12 @@ fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError> {
                     db_err(err)
                 }
             })?;
+            if e.event_type == WORK_EVENT {
+                // The outbox of agent work, in the same transaction as the event.
+                tx.prepare_cached("INSERT INTO feed (task_id, seq) VALUES (?1, ?2)")
+                    .and_then(|mut st| st.execute(params![task_id, e.seq as i64]))
+                    .map_err(db_err)?;
+            }
         }
     }
     tx.prepare_cached(
@@ -686,9 +697,97 @@ impl TaskReadModel for SqliteStore {
     }
 }
 
+#[async_trait]
+impl WorkFeed for SqliteStore {
+    async fn feed_after(
+        &self,
+        cursor: u64,
+        limit: u32,
+    ) -> Result<Vec<(u64, AgentTurn)>, StoreError> {
+        self.read_now(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT pos, task_id, seq FROM feed WHERE pos > ?1 ORDER BY pos LIMIT ?2",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![cursor as i64, limit as i64], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })
+                .map_err(db_err)?;
+            rows.map(|r| {
+                let (pos, task_id, seq) = r.map_err(db_err)?;
+                Ok((
+                    pos as u64,
+                    AgentTurn {
+                        task_id,
+                        work_seq: seq as u64,
+                    },
+                ))
+            })
+            .collect()
+        })
+    }
+
+    async fn feed_cursor(&self, consumer: &str) -> Result<u64, StoreError> {
+        self.read_now(|conn| {
+            conn.prepare_cached("SELECT pos FROM feed_cursors WHERE consumer = ?1")
+                .and_then(|mut s| {
+                    s.query_row(params![consumer], |r| r.get::<_, i64>(0))
+                        .optional()
+                })
+                .map(|p| p.unwrap_or(0) as u64)
+                .map_err(db_err)
+        })
+    }
+
+    async fn save_feed_cursor(&self, consumer: &str, cursor: u64) -> Result<(), StoreError> {
+        let consumer = consumer.to_string();
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = inner
+                .writer
+                .lock()
+                .map_err(|_| StoreError::Other("writer lock poisoned".into()))?;
+            conn.execute(
+                "INSERT INTO feed_cursors (consumer, pos) VALUES (?1, ?2) \
+                 ON CONFLICT(consumer) DO UPDATE SET pos = MAX(pos, excluded.pos)",
+                params![consumer, cursor as i64],
+            )
+            .map(|_| ())
+            .map_err(db_err)
+        })
+        .await
+        .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn work_requests_land_in_the_feed_with_their_commit_and_cursors_persist() {
+        let store = SqliteStore::in_memory();
+        let id = crate::contract::create_task(&store, "t-feed", "c").await;
+        let entries = store.feed_after(0, 10).await.unwrap();
+        assert_eq!(entries.len(), 1, "task creation requests work");
+        assert_eq!(entries[0].1.task_id, id.as_str());
+        assert_eq!(entries[0].1.work_seq, 3);
+        assert_eq!(store.feed_cursor("relay").await.unwrap(), 0);
+        store.save_feed_cursor("relay", entries[0].0).await.unwrap();
+        store.save_feed_cursor("relay", 0).await.unwrap();
+        assert_eq!(
+            store.feed_cursor("relay").await.unwrap(),
+            entries[0].0,
+            "never moves back"
+        );
+        assert!(store.feed_after(entries[0].0, 10).await.unwrap().is_empty());
+    }
 
     crate::contract_tests!(async { Some(SqliteStore::in_memory()) });
 
@@ -718,7 +817,7 @@ mod tests {
         };
         let store = SqliteStore::open(&dir).unwrap();
         let loaded = store.load(&id).await.unwrap().expect("task survives");
-        assert_eq!(loaded.snapshot["version"], 2);
+        assert_eq!(loaded.snapshot["version"], 3);
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

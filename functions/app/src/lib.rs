@@ -7,7 +7,8 @@ pub mod http;
 pub mod identity;
 pub mod llm_agent;
 pub mod service;
+pub mod worker;
 
 pub use error::AppError;
 pub use http::{router, AppState, HttpSettings};
-pub use service::{Service, ServiceSettings};
+pub use service::{Dispatch, Service, ServiceSettings};

@@ -42,12 +42,25 @@ const CHANGE_FEED_CAPACITY: usize = 4096;
 pub struct ServiceSettings {
     /// How long a blocking SendMessage waits for the task to settle before answering as it is.
     pub blocking_timeout: Duration,
+    /// How committed agent work reaches the agent.
+    pub dispatch: Dispatch,
+}
+
+/// How committed `AgentWorkRequested` events reach the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Right after the commit, in this process (tests; stores without a durable feed).
+    InProcess,
+    /// Through the durable feed: a relay turns events into turns and a worker runs them, so
+    /// work survives a crash. The service only nudges the relay.
+    Feed,
 }
 
 impl Default for ServiceSettings {
     fn default() -> Self {
         Self {
             blocking_timeout: Duration::from_secs(60),
+            dispatch: Dispatch::InProcess,
         }
     }
 }
@@ -68,6 +81,8 @@ pub struct Service {
     cursors: CursorCodec,
     changes: broadcast::Sender<TaskChanged>,
     settings: ServiceSettings,
+    /// Wakes the relay when new work was committed (feed dispatch).
+    work: tokio::sync::Notify,
 }
 
 /// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
@@ -94,12 +109,31 @@ impl Service {
             cursors,
             changes,
             settings,
+            work: tokio::sync::Notify::new(),
         })
     }
 
     /// Subscribes to committed changes (blocking sends; later, streams).
     pub fn changes(&self) -> broadcast::Receiver<TaskChanged> {
         self.changes.subscribe()
+    }
+
+    /// Resolves when agent work was committed (the relay's wake-up).
+    pub async fn work_committed(&self) {
+        self.work.notified().await
+    }
+
+    pub fn agent(&self) -> Arc<dyn Agent> {
+        self.agent.clone()
+    }
+
+    /// Events of a task after `after` (the worker looks up what requested a turn).
+    pub async fn events(
+        &self,
+        task_id: &TaskId,
+        after: u64,
+    ) -> Result<Vec<taskledger_domain::events::StoredEvent>, AppError> {
+        Ok(self.store.events(task_id, after).await?)
     }
 
     /// Loads the current state of a task (snapshot + tail; full replay if the snapshot is stale).
@@ -388,6 +422,10 @@ impl Service {
             .iter()
             .any(|e| matches!(e, TaskEvent::AgentWorkRequested { .. }))
         {
+            return;
+        }
+        if self.settings.dispatch == Dispatch::Feed {
+            self.work.notify_one();
             return;
         }
         let Some(svc) = self.me.upgrade() else { return };

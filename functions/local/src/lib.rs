@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use taskledger_app::agent::{ScenarioAgent, ScenarioTimings};
 use taskledger_app::identity::TokenAuthenticator;
-use taskledger_app::{router, AppState, HttpSettings, Service, ServiceSettings};
+use taskledger_app::{router, AppState, Dispatch, HttpSettings, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
-use taskledger_domain::ports::{EventStore, TaskReadModel};
+use taskledger_domain::ports::{EventStore, TaskReadModel, WorkFeed};
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::SqliteStore;
 use tokio::net::TcpListener;
@@ -96,19 +96,26 @@ pub enum LocalError {
     Serve(#[from] std::io::Error),
 }
 
+/// The opened store: its ports, and the durable work feed when it has one.
+pub struct Stores {
+    pub events: Arc<dyn EventStore>,
+    pub reads: Arc<dyn TaskReadModel>,
+    pub feed: Option<Arc<dyn WorkFeed>>,
+}
+
 /// Opens the configured store (creating DynamoDB tables first when asked).
-pub async fn open_store(
-    storage: &Storage,
-) -> Result<(Arc<dyn EventStore>, Arc<dyn TaskReadModel>), LocalError> {
+pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
+    let sqlite = |s: SqliteStore| {
+        let s = Arc::new(s);
+        Stores {
+            events: s.clone(),
+            reads: s.clone(),
+            feed: Some(s),
+        }
+    };
     Ok(match storage {
-        Storage::Dir(dir) => {
-            let s = Arc::new(SqliteStore::open(dir)?);
-            (s.clone(), s)
-        }
-        Storage::Memory => {
-            let s = Arc::new(SqliteStore::in_memory());
-            (s.clone(), s)
-        }
+        Storage::Dir(dir) => sqlite(SqliteStore::open(dir)?),
+        Storage::Memory => sqlite(SqliteStore::in_memory()),
         Storage::Dynamo {
             prefix,
             create_tables,
@@ -125,7 +132,11 @@ pub async fn open_store(
             }
             let s = Arc::new(DynamoStore::new(client, prefix));
             s.check().await?;
-            (s.clone(), s)
+            Stores {
+                events: s.clone(),
+                reads: s,
+                feed: None,
+            }
         }
     })
 }
@@ -180,16 +191,29 @@ fn agent(config: &Config) -> Result<Arc<dyn taskledger_app::agent::Agent>, Local
 
 /// Builds the router with its store, service and agent.
 pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
-    let (events, reads) = open_store(&config.storage).await?;
+    let stores = open_store(&config.storage).await?;
+    let dispatch = if stores.feed.is_some() {
+        Dispatch::Feed
+    } else {
+        Dispatch::InProcess
+    };
     let service = Service::new(
-        events,
-        reads,
+        stores.events,
+        stores.reads,
         agent(config)?,
         CursorCodec::new(cursor_key(config)?),
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,
+            dispatch,
         },
     );
+    if let Some(feed) = stores.feed {
+        tokio::spawn(taskledger_app::worker::run_feed_relay(
+            service.clone(),
+            feed,
+            "agent",
+        ));
+    }
     let state = AppState::new(
         service,
         Arc::new(TokenAuthenticator::new(config.tokens.clone())),

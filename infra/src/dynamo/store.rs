@@ -943,7 +943,7 @@ pub(crate) mod tests {
         assert!(matches!(err, StoreError::TooLarge(_)), "{err}");
         assert_eq!(
             store.events(&id, 0).await.unwrap().len(),
-            2,
+            3,
             "nothing written"
         );
     }
@@ -981,9 +981,9 @@ pub(crate) mod tests {
             .await
             .unwrap();
         assert_ne!(view(store.clone(), id.clone()).await, before);
-        assert_eq!(store.rebuild(&id).await.unwrap(), 2);
+        assert_eq!(store.rebuild(&id).await.unwrap(), 3);
         assert_eq!(view(store.clone(), id.clone()).await, before);
-        assert_eq!(store.rebuild(&id).await.unwrap(), 2, "idempotent");
+        assert_eq!(store.rebuild(&id).await.unwrap(), 3, "idempotent");
         assert_eq!(view(store.clone(), id.clone()).await, before);
         let mut all = Vec::new();
         for shard in 0..SHARDS {

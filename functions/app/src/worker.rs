@@ -1,0 +1,163 @@
+//! The agent worker and the embedded relay. A turn (task, sequence of its `AgentWorkRequested`
+//! event) runs the agent on that work; duplicates and superseded turns do nothing, and a
+//! finished turn is recorded (`AgentTurnFinished`) so redelivery never repeats it.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::ports::WorkFeed;
+use taskledger_domain::task::{TaskCommand, TaskEvent};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::turns::AgentTurn;
+use taskledger_domain::wire::Role;
+use tracing::{debug, warn, Instrument};
+
+use crate::error::AppError;
+use crate::service::{Actor, Service};
+
+/// Feed entries the relay reads at once.
+pub const RELAY_BATCH: u32 = 100;
+/// The relay polls at least this often, even without a nudge.
+const RELAY_IDLE: Duration = Duration::from_millis(250);
+/// Events one command may append: the window searched for a turn's input message.
+const INPUT_WINDOW: u64 = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnOutcome {
+    Ran,
+    /// Already finished (a redelivery or a replayed feed).
+    Duplicate,
+    /// A newer work request covers this one; its own turn runs the agent.
+    Superseded,
+    /// The task is gone or finished.
+    Nothing,
+}
+
+async fn finish(svc: &Service, task_id: &TaskId, work_seq: u64) -> Result<(), AppError> {
+    svc.execute(Actor::Agent, task_id, None, |_| {
+        vec![TaskCommand::FinishAgentTurn {
+            work_seq,
+            at: Timestamp::now(),
+        }]
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Runs one turn: the agent works on the input that requested it, then the turn is recorded.
+pub async fn handle_turn(svc: &Arc<Service>, turn: &AgentTurn) -> Result<TurnOutcome, AppError> {
+    let Ok(task_id) = TaskId::parse(turn.task_id.clone()) else {
+        return Ok(TurnOutcome::Nothing);
+    };
+    let Some(state) = svc.load(&task_id).await? else {
+        return Ok(TurnOutcome::Nothing);
+    };
+    let Some(head) = state.head() else {
+        return Ok(TurnOutcome::Nothing);
+    };
+    if head.turn_done >= turn.work_seq {
+        return Ok(TurnOutcome::Duplicate);
+    }
+    if head.work_requested > turn.work_seq {
+        finish(svc, &task_id, turn.work_seq).await?;
+        return Ok(TurnOutcome::Superseded);
+    }
+    if head.status.state.is_terminal() {
+        finish(svc, &task_id, turn.work_seq).await?;
+        return Ok(TurnOutcome::Nothing);
+    }
+    let from = turn.work_seq.saturating_sub(INPUT_WINDOW);
+    let events = svc.events(&task_id, from).await?;
+    // The input is the user message committed right before the request (an answered help
+    // request sits between them); a request after resolved sub-tasks has none.
+    let input = events
+        .iter()
+        .filter(|e| e.seq < turn.work_seq)
+        .rev()
+        .filter_map(|e| e.decode().ok())
+        .find(|e| !matches!(e, TaskEvent::HelpAnswered { .. }))
+        .and_then(|e| match e {
+            TaskEvent::MessageAppended { message, .. } if message.role == Role::User => {
+                Some(message)
+            }
+            _ => None,
+        });
+    let span = tracing::info_span!("turn", task_id = %task_id, work_seq = turn.work_seq);
+    async {
+        match input {
+            Some(m) => {
+                svc.agent()
+                    .on_message(svc.clone(), task_id.clone(), m)
+                    .await
+            }
+            None => {
+                svc.agent()
+                    .on_children_resolved(svc.clone(), task_id.clone())
+                    .await
+            }
+        }
+    }
+    .instrument(span)
+    .await;
+    finish(svc, &task_id, turn.work_seq).await?;
+    Ok(TurnOutcome::Ran)
+}
+
+/// The embedded relay: tails the store's work feed and runs each turn on the worker, one turn
+/// at a time per task. The consumer's cursor advances past an entry only once its turn (and
+/// every earlier one) is done, so work committed before a crash runs after the restart.
+pub async fn run_feed_relay(svc: Arc<Service>, feed: Arc<dyn WorkFeed>, consumer: &'static str) {
+    let locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = Arc::default();
+    let mut read = match feed.feed_cursor(consumer).await {
+        Ok(c) => c,
+        Err(e) => {
+            warn!(error = %e, "relay cannot read its cursor");
+            0
+        }
+    };
+    // Positions in flight, and the highest dispatched: the cursor may pass only finished ones.
+    let progress: Arc<Mutex<(BTreeSet<u64>, u64)>> = Arc::new(Mutex::new((BTreeSet::new(), read)));
+    loop {
+        let entries = match feed.feed_after(read, RELAY_BATCH).await {
+            Ok(e) => e,
+            Err(e) => {
+                warn!(error = %e, "relay cannot read the feed");
+                Vec::new()
+            }
+        };
+        for (pos, turn) in entries {
+            read = pos;
+            if let Ok(mut p) = progress.lock() {
+                p.0.insert(pos);
+                p.1 = p.1.max(pos);
+            }
+            let lock = locks
+                .lock()
+                .map(|mut l| l.entry(turn.task_id.clone()).or_default().clone())
+                .unwrap_or_default();
+            let (svc, progress, feed) = (svc.clone(), progress.clone(), feed.clone());
+            tokio::spawn(async move {
+                let _one_at_a_time = lock.lock().await;
+                match handle_turn(&svc, &turn).await {
+                    Ok(outcome) => debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
+                    Err(e) => warn!(task_id = %turn.task_id, error = %e, "turn failed"),
+                }
+                let safe = progress.lock().ok().map(|mut p| {
+                    p.0.remove(&pos);
+                    p.0.first().map_or(p.1, |first| first.saturating_sub(1))
+                });
+                if let Some(c) = safe {
+                    if let Err(e) = feed.save_feed_cursor(consumer, c).await {
+                        warn!(error = %e, "relay cannot save its cursor");
+                    }
+                }
+            });
+        }
+        tokio::select! {
+            _ = svc.work_committed() => {}
+            _ = tokio::time::sleep(RELAY_IDLE) => {}
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! The durable work path on the embedded store: committed work requests land in the feed, the
+//! relay runs each turn once, duplicates and replays do nothing, and work committed while no
+//! relay ran is done when one starts (a restart).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use taskledger_app::agent::ScenarioAgent;
+use taskledger_app::worker::{handle_turn, TurnOutcome};
+use taskledger_app::{Dispatch, Service, ServiceSettings};
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::ids::{Principal, TaskId};
+use taskledger_domain::ports::{EventStore, WorkFeed};
+use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse, TaskState};
+use taskledger_infra::SqliteStore;
+use taskledger_local::{Config, Storage};
+use taskledger_tests::{fast_timings, Server};
+
+fn service(store: Arc<SqliteStore>) -> Arc<Service> {
+    Service::new(
+        store.clone(),
+        store,
+        ScenarioAgent::new(fast_timings()),
+        CursorCodec::new(b"k".to_vec()),
+        ServiceSettings {
+            blocking_timeout: Duration::from_secs(5),
+            dispatch: Dispatch::Feed,
+        },
+    )
+}
+
+fn send(text: &str) -> SendMessageRequest {
+    serde_json::from_value(json!({
+        "message": {"messageId": "m-1", "role": "ROLE_USER", "parts": [{"text": text}]},
+        "configuration": {"returnImmediately": true}
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_turn_runs_once_and_redelivery_or_replay_does_nothing() {
+    let store = Arc::new(SqliteStore::in_memory());
+    let svc = service(store.clone());
+    let who = Principal::new("acme", "alice").unwrap();
+    let SendMessageResponse::Task(task) =
+        svc.send_message(&who, send("hello"), None).await.unwrap()
+    else {
+        panic!("a task")
+    };
+    assert_eq!(
+        task.status.state,
+        TaskState::Submitted,
+        "no relay runs: nothing happened yet"
+    );
+    let id = TaskId::parse(task.id.clone()).unwrap();
+    let feed = store.feed_after(0, 10).await.unwrap();
+    assert_eq!(feed.len(), 1);
+    let turn = feed[0].1.clone();
+    assert_eq!(handle_turn(&svc, &turn).await.unwrap(), TurnOutcome::Ran);
+    let state = svc.load(&id).await.unwrap().unwrap();
+    assert_eq!(state.head().unwrap().status.state, TaskState::Completed);
+    let events = store.events(&id, 0).await.unwrap().len();
+    // duplicate delivery, and the whole feed replayed: nothing repeats
+    assert_eq!(
+        handle_turn(&svc, &turn).await.unwrap(),
+        TurnOutcome::Duplicate
+    );
+    for (_, t) in store.feed_after(0, 10).await.unwrap() {
+        assert_eq!(handle_turn(&svc, &t).await.unwrap(), TurnOutcome::Duplicate);
+    }
+    assert_eq!(store.events(&id, 0).await.unwrap().len(), events);
+}
+
+#[tokio::test]
+async fn an_older_turn_is_superseded_by_newer_work() {
+    let store = Arc::new(SqliteStore::in_memory());
+    let svc = service(store.clone());
+    let who = Principal::new("acme", "alice").unwrap();
+    let mut req = send("first");
+    req.message.message_id = "tck-input-required-1".into();
+    let SendMessageResponse::Task(task) = svc.send_message(&who, req, None).await.unwrap() else {
+        panic!("a task")
+    };
+    let mut follow = send("second");
+    follow.message.message_id = "tck-input-required-2".into();
+    follow.message.task_id = Some(task.id.clone());
+    svc.send_message(&who, follow, None).await.unwrap();
+    let feed = store.feed_after(0, 10).await.unwrap();
+    assert_eq!(feed.len(), 2);
+    assert_eq!(
+        handle_turn(&svc, &feed[0].1).await.unwrap(),
+        TurnOutcome::Superseded
+    );
+    assert_eq!(
+        handle_turn(&svc, &feed[1].1).await.unwrap(),
+        TurnOutcome::Ran
+    );
+    let id = TaskId::parse(task.id).unwrap();
+    let state = svc.load(&id).await.unwrap().unwrap();
+    assert_eq!(state.head().unwrap().status.state, TaskState::InputRequired);
+}
+
+#[tokio::test]
+async fn work_committed_before_a_restart_is_done_after_it() {
+    let dir = std::env::temp_dir().join(format!("taskledger-relay-{}", uuid::Uuid::new_v4()));
+    let id = {
+        // a process that commits work and dies before any relay ran it
+        let store = Arc::new(SqliteStore::open(&dir).unwrap());
+        let svc = service(store);
+        let who = taskledger_domain::ids::Principal::anonymous();
+        match svc
+            .send_message(&who, send("do it after the restart"), None)
+            .await
+            .unwrap()
+        {
+            SendMessageResponse::Task(t) => t.id,
+            SendMessageResponse::Message(_) => panic!("a task"),
+        }
+    };
+    let mut config = Config::in_memory();
+    config.storage = Storage::Dir(dir.clone());
+    config.timings = fast_timings();
+    let s = Server::start_with(config).await;
+    let mut state = String::new();
+    for _ in 0..100 {
+        let t = s.ok("GetTask", json!({"id": id})).await;
+        state = t["status"]["state"].as_str().unwrap().to_string();
+        if state == "TASK_STATE_COMPLETED" {
+            assert_eq!(
+                t["artifacts"][0]["parts"][0]["text"],
+                "Received: do it after the restart"
+            );
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(state, "TASK_STATE_COMPLETED");
+    let _ = std::fs::remove_dir_all(&dir);
+}
