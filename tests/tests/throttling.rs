@@ -130,7 +130,8 @@ async fn throttled_calls_are_retried_and_succeed() {
     let events = direct.events(&id, 0).await.unwrap();
     assert_eq!(
         events.iter().map(|e| e.seq).collect::<Vec<_>>(),
-        vec![1, 2, 3]
+        vec![1, 2, 3, 4, 5],
+        "created (3 events) and the message (2), each once"
     );
 }
 
