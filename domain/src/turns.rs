@@ -24,6 +24,40 @@ impl AgentTurn {
     }
 }
 
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum QueueError {
+    #[error("the queue refused {failed} of the turns: {reason}")]
+    Refused { failed: usize, reason: String },
+    #[error("the queue is unavailable: {0}")]
+    Unavailable(String),
+}
+
+/// Where turns go: a FIFO queue, one message group per task, de-duplicated by turn identity.
+#[async_trait::async_trait]
+pub trait TurnQueue: Send + Sync {
+    async fn enqueue(&self, turns: &[AgentTurn]) -> Result<(), QueueError>;
+}
+
+/// One committed item as a change stream shows it: the task, the event's sequence and type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamedEvent {
+    pub task_id: String,
+    pub seq: u64,
+    pub event_type: String,
+}
+
+/// The turns a batch of streamed items calls for (the stream relay); replays give the same.
+pub fn turns_from_stream(items: &[StreamedEvent]) -> Vec<AgentTurn> {
+    items
+        .iter()
+        .filter(|e| e.event_type == WORK_EVENT)
+        .map(|e| AgentTurn {
+            task_id: e.task_id.clone(),
+            work_seq: e.seq,
+        })
+        .collect()
+}
+
 /// The turns a task's committed events call for, in order.
 pub fn turns_from(task_id: &str, events: &[StoredEvent]) -> Vec<AgentTurn> {
     events

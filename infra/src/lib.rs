@@ -5,5 +5,6 @@ pub mod contract;
 pub mod dynamo;
 pub mod llm;
 pub mod sqlite;
+pub mod sqs;
 
 pub use sqlite::SqliteStore;

@@ -93,8 +93,8 @@ async fn main() -> Result<(), Error> {
         CursorCodec::new(cursor_key.into_bytes()),
         ServiceSettings {
             blocking_timeout: Duration::from_secs(blocking),
-            // The stream relay and agent worker functions are still to come (issue 5).
-            dispatch: taskledger_app::Dispatch::InProcess,
+            // Agent work reaches the worker through the table's stream, the relay and the queue.
+            dispatch: taskledger_app::Dispatch::Feed,
         },
     );
     let auth = Arc::new(GatewayAuthenticator {

@@ -1,0 +1,94 @@
+//! The agent worker Lambda (SQS trigger on the FIFO turn queue): runs each turn; a turn that
+//! fails is reported as a batch item failure (retried, then dead-lettered), the others are done.
+//! Duplicates and stale turns do nothing (see `taskledger_app::worker`).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
+use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use taskledger_app::agent::{Agent, ScenarioAgent, ScenarioTimings};
+use taskledger_app::llm_agent::{LlmAgent, DEFAULT_MAX_TURNS};
+use taskledger_app::worker::handle_turn;
+use taskledger_app::{Dispatch, Service, ServiceSettings};
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::turns::AgentTurn;
+use taskledger_infra::dynamo::{self, DynamoStore};
+use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
+
+async fn handle(
+    svc: &Arc<Service>,
+    event: LambdaEvent<SqsEvent>,
+) -> Result<SqsBatchResponse, Error> {
+    let mut response = SqsBatchResponse::default();
+    for record in event.payload.records {
+        let id = record.message_id.clone().unwrap_or_default();
+        let turn: Option<AgentTurn> = record
+            .body
+            .as_deref()
+            .and_then(|b| serde_json::from_str(b).ok());
+        let Some(turn) = turn else {
+            // Not a turn: nothing to retry.
+            tracing::warn!(message_id = %id, "unreadable turn message dropped");
+            continue;
+        };
+        match handle_turn(svc, &turn).await {
+            Ok(outcome) => tracing::info!(task_id = %turn.task_id, ?outcome, "turn handled"),
+            Err(e) => {
+                tracing::error!(task_id = %turn.task_id, error = %e, "turn failed");
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                response.batch_item_failures.push(failure);
+            }
+        }
+    }
+    Ok(response)
+}
+
+fn agent() -> Result<Arc<dyn Agent>, Error> {
+    Ok(match std::env::var("TASKLEDGER_LLM_BASE_URL") {
+        Ok(url) => {
+            let model =
+                std::env::var("TASKLEDGER_LLM_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
+            let mut s = OpenAiSettings::new(url, model);
+            s.api_key = std::env::var("TASKLEDGER_LLM_API_KEY").ok();
+            let turns = std::env::var("TASKLEDGER_MAX_TURNS")
+                .ok()
+                .and_then(|t| t.parse().ok())
+                .unwrap_or(DEFAULT_MAX_TURNS);
+            LlmAgent::new(Arc::new(OpenAiCompatible::new(s)?), turns)
+        }
+        Err(_) => ScenarioAgent::new(ScenarioTimings::default()),
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .without_time()
+        .init();
+    let prefix = std::env::var("TASKLEDGER_TABLE_PREFIX").unwrap_or_else(|_| "taskledger-".into());
+    let store = Arc::new(DynamoStore::new(dynamo::client_from_env().await, &prefix));
+    store.check().await?;
+    let svc = Service::new(
+        store.clone(),
+        store,
+        agent()?,
+        CursorCodec::new(
+            std::env::var("TASKLEDGER_CURSOR_KEY")
+                .unwrap_or_default()
+                .into_bytes(),
+        ),
+        ServiceSettings {
+            blocking_timeout: Duration::from_secs(1),
+            // New work (a sub-task, a follow-up) reaches the queue through the stream relay.
+            dispatch: Dispatch::Feed,
+        },
+    );
+    run(service_fn(|event| handle(&svc, event))).await
+}
