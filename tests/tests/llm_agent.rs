@@ -253,3 +253,121 @@ async fn a_provider_that_keeps_failing_fails_the_task_clearly() {
         "retried, then gave up"
     );
 }
+
+/// Fault injection: the worker died after committing the model's tool call and before running
+/// it. The redelivered turn runs the pending call once, does not ask the model for it again, and
+/// a further redelivery repeats nothing.
+#[tokio::test]
+async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
+    use taskledger_app::llm_agent::LlmAgent;
+    use taskledger_app::service::Actor;
+    use taskledger_app::worker::{handle_turn, TurnOutcome};
+    use taskledger_app::{Dispatch, Service, ServiceSettings};
+    use taskledger_domain::cursor::CursorCodec;
+    use taskledger_domain::ids::{Principal, TaskId};
+    use taskledger_domain::ports::{EventStore, WorkFeed};
+    use taskledger_domain::task::TaskCommand;
+    use taskledger_domain::time::Timestamp;
+    use taskledger_domain::wire::{
+        Message, Part, PartContent, SendMessageRequest, SendMessageResponse,
+    };
+    use taskledger_infra::llm::OpenAiCompatible;
+    use taskledger_infra::SqliteStore;
+
+    let mock = Arc::new(Mock {
+        script: Script::Release,
+        calls: AtomicUsize::new(0),
+    });
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = l.local_addr().unwrap();
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", axum::routing::post(chat))
+        .with_state(mock.clone());
+    tokio::spawn(async move {
+        let _ = axum::serve(l, app).await;
+    });
+    let model =
+        OpenAiCompatible::new(OpenAiSettings::new(format!("http://{addr}/v1"), "mock-1")).unwrap();
+    let store = Arc::new(SqliteStore::in_memory());
+    let svc = Service::new(
+        store.clone(),
+        store.clone(),
+        LlmAgent::new(Arc::new(model), 50),
+        CursorCodec::new(b"k".to_vec()),
+        ServiceSettings {
+            blocking_timeout: Duration::from_secs(1),
+            dispatch: Dispatch::Feed,
+        },
+    );
+    let req: SendMessageRequest = serde_json::from_value(json!({
+        "message": envelope_message("m-1", "Ship it"), "configuration": {"returnImmediately": true}
+    }))
+    .unwrap();
+    let SendMessageResponse::Task(task) = svc
+        .send_message(&Principal::anonymous(), req, None)
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    let id = TaskId::parse(task.id).unwrap();
+    // what a step commits before running its tools: the model's call
+    let mut call = Message::agent_text("call-msg", "");
+    call.parts = vec![Part {
+        content: PartContent::Data(
+            json!({"id": "c0", "name": "create_plan", "args": {"steps": [
+            {"name": "Build", "description": "compile"},
+            {"name": "Ship", "description": "publish", "depends_on": ["Build"]}]}}),
+        ),
+        metadata: Some(
+            json!({"kagent.dev/a2a/part-type": "function_call"})
+                .as_object()
+                .unwrap()
+                .clone(),
+        ),
+        filename: None,
+        media_type: Some("application/json".into()),
+    }];
+    svc.execute(Actor::Agent, &id, None, |_| {
+        vec![TaskCommand::AppendAgentMessage {
+            message: call.clone(),
+            at: Timestamp::now(),
+        }]
+    })
+    .await
+    .unwrap();
+    let turn = store.feed_after(0, 10).await.unwrap()[0].1.clone();
+    assert_eq!(handle_turn(&svc, &turn).await.unwrap(), TurnOutcome::Ran);
+    let plans = |events: &[taskledger_domain::events::StoredEvent]| {
+        events
+            .iter()
+            .filter(|e| e.event_type == "PlanCreated")
+            .count()
+    };
+    let events = store.events(&id, 0).await.unwrap();
+    assert_eq!(plans(&events), 1, "the pending create_plan ran once");
+    // the model was first asked after the plan existed (its script's second answer)
+    let state = svc.load(&id).await.unwrap().unwrap();
+    let plan = state
+        .head()
+        .unwrap()
+        .ext
+        .as_ref()
+        .unwrap()
+        .plan
+        .clone()
+        .unwrap();
+    assert_eq!(plan.steps[0].output.as_deref(), Some("built"));
+    let before = events.len();
+    let asked = mock.calls.load(Ordering::SeqCst);
+    assert_eq!(
+        handle_turn(&svc, &turn).await.unwrap(),
+        TurnOutcome::Duplicate
+    );
+    assert_eq!(store.events(&id, 0).await.unwrap().len(), before);
+    assert_eq!(
+        mock.calls.load(Ordering::SeqCst),
+        asked,
+        "a redelivery asks the model nothing"
+    );
+}

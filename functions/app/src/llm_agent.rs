@@ -248,6 +248,48 @@ impl LlmAgent {
         }
     }
 
+    /// Tool calls the model made whose results are not in history: they never ran, because a
+    /// tool's effect and its result are committed together. After a crash they run now, once.
+    fn pending_calls(history: &[Message]) -> Vec<ToolCall> {
+        let kind = |p: &Part| {
+            p.metadata
+                .as_ref()
+                .and_then(|m| m.get(PART_TYPE_KEY))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        let Some(last_call) = history.iter().rposition(|m| {
+            m.parts
+                .iter()
+                .any(|p| kind(p).as_deref() == Some("function_call"))
+        }) else {
+            return vec![];
+        };
+        let answered: Vec<String> = history[last_call..]
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter(|p| kind(p).as_deref() == Some("function_response"))
+            .filter_map(|p| match &p.content {
+                PartContent::Data(d) => d["id"].as_str().map(str::to_string),
+                _ => None,
+            })
+            .collect();
+        history[last_call]
+            .parts
+            .iter()
+            .filter(|p| kind(p).as_deref() == Some("function_call"))
+            .filter_map(|p| match &p.content {
+                PartContent::Data(d) => Some(ToolCall {
+                    id: d["id"].as_str().unwrap_or_default().to_string(),
+                    name: d["name"].as_str().unwrap_or_default().to_string(),
+                    arguments: d["args"].clone(),
+                }),
+                _ => None,
+            })
+            .filter(|c| !answered.contains(&c.id))
+            .collect()
+    }
+
     async fn step(
         &self,
         svc: &Arc<Service>,
@@ -259,6 +301,19 @@ impl LlmAgent {
         };
         if head.status.state.is_terminal() || head.pending_help.is_some() {
             return Ok(Some(Outcome::Stopped));
+        }
+        let pending = Self::pending_calls(&history);
+        if !pending.is_empty() {
+            debug!(
+                calls = pending.len(),
+                "resuming tool calls that had not run"
+            );
+            let mut waiting = false;
+            for call in &pending {
+                let (asked, spawned) = self.run_tool(svc, task_id, call).await;
+                waiting |= asked || spawned;
+            }
+            return Ok(waiting.then_some(Outcome::Waiting));
         }
         if !head.unresolved_children().is_empty() {
             return Ok(Some(Outcome::Waiting));
@@ -411,5 +466,45 @@ impl Agent for LlmAgent {
     async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId) {
         let span = tracing::info_span!("agent", task_id = %task_id, kind = "llm");
         self.run(service, task_id).instrument(span).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call_message(ids: &[&str]) -> Message {
+        let mut m = Message::agent_text("m", "");
+        m.parts = ids
+            .iter()
+            .map(|id| {
+                LlmAgent::call_part(&ToolCall {
+                    id: id.to_string(),
+                    name: "create_plan".into(),
+                    arguments: json!({}),
+                })
+            })
+            .collect();
+        m
+    }
+
+    #[test]
+    fn calls_without_results_are_pending() {
+        let calls = call_message(&["a", "b"]);
+        let done = LlmAgent::response_message(
+            &ToolCall {
+                id: "a".into(),
+                name: "create_plan".into(),
+                arguments: json!({}),
+            },
+            Ok("ok".into()),
+        );
+        let pending = LlmAgent::pending_calls(&[calls.clone(), done]);
+        assert_eq!(
+            pending.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+            ["b"]
+        );
+        assert_eq!(LlmAgent::pending_calls(&[calls]).len(), 2);
+        assert!(LlmAgent::pending_calls(&[]).is_empty());
     }
 }

@@ -35,6 +35,8 @@ use crate::error::AppError;
 pub const MAX_COMMAND_ATTEMPTS: u32 = 12;
 /// Longest pause between two attempts (full jitter below it).
 const MAX_BACKOFF_MS: u64 = 200;
+/// How often a blocking SendMessage looks at the task when no change was announced in-process.
+const SETTLE_POLL: Duration = Duration::from_millis(250);
 /// Capacity of the in-process change feed that wakes blocking requests.
 const CHANGE_FEED_CAPACITY: usize = 4096;
 
@@ -626,9 +628,13 @@ impl Service {
             if state.settled_since(since) {
                 return Ok(());
             }
+            // Changes made by another process (the worker Lambda) announce nothing here: look again
+            // at least every SETTLE_POLL.
+            let next_look = (tokio::time::Instant::now() + SETTLE_POLL).min(deadline);
             loop {
-                match tokio::time::timeout_at(deadline, changes.recv()).await {
-                    Err(_) => return Ok(()),
+                match tokio::time::timeout_at(next_look, changes.recv()).await {
+                    Err(_) if next_look >= deadline => return Ok(()),
+                    Err(_) => break,
                     Ok(Ok(c)) if &c.task_id == task_id => break,
                     Ok(Ok(_)) => continue,
                     Ok(Err(broadcast::error::RecvError::Lagged(_))) => break,
