@@ -62,12 +62,13 @@ async fn a_turn_runs_once_and_redelivery_or_replay_does_nothing() {
     assert_eq!(state.head().unwrap().status.state, TaskState::Completed);
     let events = store.events(&id, 0).await.unwrap().len();
     // duplicate delivery, and the whole feed replayed: nothing repeats
+    // the task is finished: a redelivery finds it final and does nothing
     assert_eq!(
         handle_turn(&svc, &turn).await.unwrap(),
-        TurnOutcome::Duplicate
+        TurnOutcome::Nothing
     );
     for (_, t) in store.feed_after(0, 10).await.unwrap() {
-        assert_eq!(handle_turn(&svc, &t).await.unwrap(), TurnOutcome::Duplicate);
+        assert_eq!(handle_turn(&svc, &t).await.unwrap(), TurnOutcome::Nothing);
     }
     assert_eq!(store.events(&id, 0).await.unwrap().len(), events);
 }

@@ -120,9 +120,10 @@ async fn committed_work_runs_once_through_the_queue() {
     // the worker runs it; a second delivery of the same message does nothing
     assert_eq!(handle_turn(&svc, &turn).await.unwrap(), TurnOutcome::Ran);
     let done = store.events(&id, 0).await.unwrap().len();
+    // the task is finished: a redelivery finds it final and does nothing
     assert_eq!(
         handle_turn(&svc, &turn).await.unwrap(),
-        TurnOutcome::Duplicate
+        TurnOutcome::Nothing
     );
     assert_eq!(store.events(&id, 0).await.unwrap().len(), done);
     let state = svc.load(&id).await.unwrap().unwrap();

@@ -60,12 +60,11 @@ pub async fn handle_turn(svc: &Arc<Service>, turn: &AgentTurn) -> Result<TurnOut
     if head.turn_done >= turn.work_seq {
         return Ok(TurnOutcome::Duplicate);
     }
+    // Neither case needs a record: a redelivery finds the same newer request or final state.
     if head.work_requested > turn.work_seq {
-        finish(svc, &task_id, turn.work_seq).await?;
         return Ok(TurnOutcome::Superseded);
     }
     if head.status.state.is_terminal() {
-        finish(svc, &task_id, turn.work_seq).await?;
         return Ok(TurnOutcome::Nothing);
     }
     let from = turn.work_seq.saturating_sub(INPUT_WINDOW);
@@ -101,7 +100,16 @@ pub async fn handle_turn(svc: &Arc<Service>, turn: &AgentTurn) -> Result<TurnOut
     }
     .instrument(span)
     .await;
-    finish(svc, &task_id, turn.work_seq).await?;
+    // A task the turn finished needs no record (a redelivery finds it terminal); one that waits
+    // (input required, sub-tasks) does, or a redelivery would run the agent on it again.
+    let terminal = svc
+        .load(&task_id)
+        .await?
+        .and_then(|s| s.head().map(|h| h.status.state.is_terminal()))
+        .unwrap_or(true);
+    if !terminal {
+        finish(svc, &task_id, turn.work_seq).await?;
+    }
     Ok(TurnOutcome::Ran)
 }
 
