@@ -233,6 +233,34 @@ async fn main() {
     .await;
     report("ListTasks(pageSize 50)", &lat, el);
 
+    // Commit → agent → COMPLETED through the durable path (feed, relay, worker), one at a time.
+    let mut to_done = Vec::new();
+    for i in 0..200 {
+        let t = Instant::now();
+        let v = rpc(&client, &url, "SendMessage", send_params(9_000_000 + i)).await;
+        let id = v["result"]["task"]["id"].as_str().expect("id").to_string();
+        loop {
+            let t2 = rpc(
+                &client,
+                &url,
+                "GetTask",
+                json!({"id": id, "historyLength": 0}),
+            )
+            .await;
+            if t2["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+                break;
+            }
+            tokio::time::sleep(Duration::from_micros(200)).await;
+        }
+        to_done.push(t.elapsed());
+    }
+    to_done.sort();
+    println!(
+        "SendMessage -> COMPLETED (agent via the durable feed): p50 {:.2} ms  p99 {:.2} ms",
+        percentile(&to_done, 0.5).as_secs_f64() * 1e3,
+        percentile(&to_done, 0.99).as_secs_f64() * 1e3
+    );
+
     let total = rpc(&client, &url, "ListTasks", json!({"pageSize": 1})).await["result"]
         ["totalSize"]
         .as_i64()
