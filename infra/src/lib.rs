@@ -3,6 +3,7 @@
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
 pub mod dynamo;
+pub mod lambda;
 pub mod llm;
 pub mod sqlite;
 pub mod sqs;

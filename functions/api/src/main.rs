@@ -11,7 +11,6 @@ use taskledger_app::identity::{AuthError, Authenticator};
 use taskledger_app::{router, AppState, HttpSettings, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
-use taskledger_infra::dynamo::{self, DynamoStore};
 
 /// Claim (or Lambda-authorizer context key) naming the tenant; the subject is `sub`.
 const TENANT_CLAIM_DEFAULT: &str = "tenant";
@@ -67,19 +66,9 @@ impl Authenticator for GatewayAuthenticator {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .without_time()
-        .init();
+    taskledger_infra::lambda::init_logging();
 
-    // Clients are built once per sandbox; the table is checked so a misnamed one fails loudly.
-    let prefix = std::env::var("TASKLEDGER_TABLE_PREFIX").unwrap_or_else(|_| "taskledger-".into());
-    let store = Arc::new(DynamoStore::new(dynamo::client_from_env().await, &prefix));
-    store.check().await?;
+    let store = taskledger_infra::lambda::store_from_env().await?;
     let cursor_key = std::env::var("TASKLEDGER_CURSOR_KEY")
         .map_err(|_| "TASKLEDGER_CURSOR_KEY must be set (signs ListTasks page tokens)")?;
     let blocking = std::env::var("TASKLEDGER_BLOCKING_TIMEOUT_SECS")

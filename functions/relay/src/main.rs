@@ -54,14 +54,7 @@ async fn handle(
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .without_time()
-        .init();
+    taskledger_infra::lambda::init_logging();
     let url = std::env::var("TASKLEDGER_TURNS_QUEUE_URL")
         .map_err(|_| "TASKLEDGER_TURNS_QUEUE_URL must name the agent-turn queue")?;
     let queue = SqsTurnQueue::new(sqs::client_from_env().await, url);

@@ -13,7 +13,6 @@ use taskledger_app::worker::handle_turn;
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::turns::AgentTurn;
-use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
 
 async fn handle(
@@ -64,17 +63,8 @@ fn agent() -> Result<Arc<dyn Agent>, Error> {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .without_time()
-        .init();
-    let prefix = std::env::var("TASKLEDGER_TABLE_PREFIX").unwrap_or_else(|_| "taskledger-".into());
-    let store = Arc::new(DynamoStore::new(dynamo::client_from_env().await, &prefix));
-    store.check().await?;
+    taskledger_infra::lambda::init_logging();
+    let store = taskledger_infra::lambda::store_from_env().await?;
     let svc = Service::new(
         store.clone(),
         store,
