@@ -129,7 +129,9 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
         | TaskEvent::ParticipantTaskOpened { .. }
         | TaskEvent::UsageRecorded { .. }
         | TaskEvent::AgentWorkRequested { .. }
-        | TaskEvent::AgentTurnFinished { .. } => {}
+        | TaskEvent::AgentTurnFinished { .. }
+        | TaskEvent::SkillLoaded { .. }
+        | TaskEvent::SkillUnloaded { .. } => {}
     }
 }
 

@@ -111,6 +111,15 @@ pub enum TaskCommand {
         work_seq: u64,
         at: Timestamp,
     },
+    /// A skill's instructions join (or leave) the agent's context for this task.
+    LoadSkill {
+        name: String,
+        at: Timestamp,
+    },
+    UnloadSkill {
+        name: String,
+        at: Timestamp,
+    },
     /// Records a model call's usage.
     RecordUsage {
         model: Option<String>,
@@ -265,6 +274,16 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    SkillLoaded {
+        name: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    SkillUnloaded {
+        name: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
     /// The agent finished the work requested at `work_seq` (turns at or before it are done).
     AgentTurnFinished {
         work_seq: u64,
@@ -313,6 +332,8 @@ impl TaskEvent {
             Self::UsageRecorded { .. } => "UsageRecorded",
             Self::AgentWorkRequested { .. } => "AgentWorkRequested",
             Self::AgentTurnFinished { .. } => "AgentTurnFinished",
+            Self::SkillLoaded { .. } => "SkillLoaded",
+            Self::SkillUnloaded { .. } => "SkillUnloaded",
         }
     }
 }
@@ -377,6 +398,9 @@ pub struct TaskHead {
     /// The last `AgentWorkRequested` version whose turn finished.
     #[serde(default)]
     pub turn_done: u64,
+    /// Skills whose instructions are in the agent's context.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub loaded_skills: Vec<String>,
 }
 
 /// A help request waiting for its answer.
@@ -1087,6 +1111,27 @@ impl TaskAggregate {
                 }
                 Ok(events)
             }
+            TaskCommand::LoadSkill { name, at } => {
+                if head.loaded_skills.contains(&name) {
+                    return Ok(vec![]);
+                }
+                Ok(vec![TaskEvent::SkillLoaded {
+                    name,
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::UnloadSkill { name, at } => {
+                if !head.loaded_skills.contains(&name) {
+                    return Err(DomainError::invalid(
+                        "name",
+                        format!("skill {name} is not loaded"),
+                    ));
+                }
+                Ok(vec![TaskEvent::SkillUnloaded {
+                    name,
+                    at: head.next_stamp(at),
+                }])
+            }
             TaskCommand::FinishAgentTurn { work_seq, at } => {
                 if work_seq <= head.turn_done {
                     return Ok(vec![]);
@@ -1267,6 +1312,7 @@ impl TaskAggregate {
                 usage: None,
                 work_requested: 0,
                 turn_done: 0,
+                loaded_skills: Vec::new(),
             });
             return;
         }
@@ -1475,6 +1521,16 @@ impl TaskAggregate {
             }
             TaskEvent::AgentWorkRequested { at, .. } => {
                 head.work_requested = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::SkillLoaded { name, at } => {
+                if !head.loaded_skills.contains(name) {
+                    head.loaded_skills.push(name.clone());
+                }
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::SkillUnloaded { name, at } => {
+                head.loaded_skills.retain(|n| n != name);
                 head.last_timeline = head.last_timeline.max(*at);
             }
             TaskEvent::AgentTurnFinished { work_seq, at } => {

@@ -12,7 +12,27 @@ use crate::llm::{ToolCall, ToolSpec};
 use crate::task::TaskCommand;
 use crate::time::Timestamp;
 
-const DEFINITIONS: [(&str, &str); 6] = [
+const DEFINITIONS: [(&str, &str); 11] = [
+    (
+        "list_skills",
+        include_str!("../schemas/intrinsics/list_skills.json"),
+    ),
+    (
+        "load_skill",
+        include_str!("../schemas/intrinsics/load_skill.json"),
+    ),
+    (
+        "unload_skill",
+        include_str!("../schemas/intrinsics/unload_skill.json"),
+    ),
+    (
+        "list_skill_resources",
+        include_str!("../schemas/intrinsics/list_skill_resources.json"),
+    ),
+    (
+        "load_skill_resource",
+        include_str!("../schemas/intrinsics/load_skill_resource.json"),
+    ),
     (
         "create_plan",
         include_str!("../schemas/intrinsics/create_plan.json"),
@@ -102,9 +122,24 @@ pub enum ToolError {
     InvalidArguments { field: String, reason: String },
 }
 
+/// A skill tool: answered from the skill catalog (load and unload are also recorded).
+#[derive(Debug, Clone, PartialEq)]
+pub enum SkillOp {
+    List,
+    Load(String),
+    Unload(String),
+    ListResources(String),
+    LoadResource {
+        name: String,
+        kind: crate::skills::ResourceKind,
+        resource: String,
+    },
+}
+
 /// What a valid call does.
 #[derive(Debug, Clone, PartialEq)]
 pub enum ToolAction {
+    Skill(SkillOp),
     /// Commands on this task, committed together with the call's result.
     Commands(Vec<TaskCommand>),
     /// A sub-task (a second aggregate), optionally for a participant.
@@ -147,6 +182,16 @@ struct AskArgs {
     question: String,
     #[serde(default)]
     options: Vec<String>,
+}
+#[derive(Deserialize)]
+struct SkillArgs {
+    name: String,
+}
+#[derive(Deserialize)]
+struct ResourceArgs {
+    name: String,
+    kind: crate::skills::ResourceKind,
+    resource: String,
 }
 #[derive(Deserialize)]
 struct RoleArgs {
@@ -249,6 +294,20 @@ pub fn plan_call(
                 by: by.map(str::to_string),
                 at,
             }])
+        }
+        "list_skills" => ToolAction::Skill(SkillOp::List),
+        "load_skill" => ToolAction::Skill(SkillOp::Load(args::<SkillArgs>(a)?.name)),
+        "unload_skill" => ToolAction::Skill(SkillOp::Unload(args::<SkillArgs>(a)?.name)),
+        "list_skill_resources" => {
+            ToolAction::Skill(SkillOp::ListResources(args::<SkillArgs>(a)?.name))
+        }
+        "load_skill_resource" => {
+            let r: ResourceArgs = args(a)?;
+            ToolAction::Skill(SkillOp::LoadResource {
+                name: r.name,
+                kind: r.kind,
+                resource: r.resource,
+            })
         }
         other => return Err(ToolError::NotFound(other.to_string())),
     })

@@ -17,8 +17,24 @@ use taskledger_tests::{test_config, Server};
 
 const KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
 
+/// A skills folder: one valid skill with a reference, and one with broken front matter.
+fn skills_dir() -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("taskledger-llm-skills-{}", uuid::Uuid::new_v4()));
+    std::fs::create_dir_all(dir.join("notes/references")).unwrap();
+    std::fs::write(dir.join("notes/SKILL.md"), "---\nname: notes\ndescription: Writes release notes\n---\nAlways list breaking changes first.").unwrap();
+    std::fs::write(
+        dir.join("notes/references/template.md"),
+        "## Breaking changes",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.join("broken")).unwrap();
+    std::fs::write(dir.join("broken/SKILL.md"), "no front matter").unwrap();
+    dir
+}
+
 #[derive(Clone, Copy)]
 enum Script {
+    Skills,
     Release,
     Loop,
     Broken,
@@ -56,6 +72,48 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
         .sum();
     let body = match m.script {
         Script::Broken => return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response(),
+        Script::Skills => match made {
+            0 => {
+                assert!(
+                    system.contains("- notes: Writes release notes"),
+                    "level 1: names and descriptions"
+                );
+                assert!(
+                    !system.contains("broken"),
+                    "an invalid skill is not offered"
+                );
+                answer(None, vec![tool("s0", "list_skills", json!({}))])
+            }
+            1 => answer(
+                None,
+                vec![tool("s1", "load_skill", json!({"name": "notes"}))],
+            ),
+            2 => {
+                assert!(
+                    system.contains("Always list breaking changes first."),
+                    "level 2: the body once loaded"
+                );
+                answer(
+                    None,
+                    vec![tool(
+                        "s2",
+                        "load_skill_resource",
+                        json!({"name": "notes", "kind": "references", "resource": "template.md"}),
+                    )],
+                )
+            }
+            3 => answer(
+                None,
+                vec![tool("s3", "unload_skill", json!({"name": "notes"}))],
+            ),
+            _ => {
+                assert!(
+                    !system.contains("Always list breaking changes first."),
+                    "unloaded"
+                );
+                answer(Some("notes written"), vec![])
+            }
+        },
         Script::Loop => answer(
             None,
             vec![tool(
@@ -135,6 +193,7 @@ async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
     config.agent = AgentChoice::OpenAi {
         settings,
         max_turns,
+        skills_dir: Some(skills_dir()),
     };
     (Server::start_with(config).await, mock)
 }
@@ -210,6 +269,31 @@ async fn the_loop_plans_asks_spawns_and_finishes() {
         7,
         "six parent turns and one child turn"
     );
+}
+
+#[tokio::test]
+async fn skills_are_listed_loaded_read_and_unloaded() {
+    let (s, _mock) = start(Script::Skills, 50).await;
+    let v = s
+        .call("SendMessage", json!({"message": envelope_message("m-1", "write notes"), "configuration": {"returnImmediately": true}}))
+        .await;
+    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
+    let t = wait_state(&s, &id, "TASK_STATE_COMPLETED").await;
+    let results: Vec<Value> = t["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().clone())
+        .filter(|p| p["metadata"]["kagent.dev/a2a/part-type"] == "function_response")
+        .map(|p| p["data"]["response"].clone())
+        .collect();
+    assert_eq!(results.len(), 4);
+    assert_eq!(results[0]["result"], "notes: Writes release notes");
+    assert_eq!(
+        results[2]["result"], "## Breaking changes",
+        "level 3: a resource on demand"
+    );
+    assert_eq!(t["artifacts"][0]["parts"][0]["text"], "notes written");
 }
 
 #[tokio::test]

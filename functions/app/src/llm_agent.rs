@@ -14,9 +14,10 @@ use taskledger_domain::ids::TaskId;
 use taskledger_domain::llm::{
     ChatMessage, ChatRole, LanguageModel, ModelRequest, ToolCall, PART_TYPE_KEY, USAGE_KEY,
 };
+use taskledger_domain::skills::SkillCatalog;
 use taskledger_domain::task::{TaskAggregate, TaskCommand};
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::tools::{self, ToolAction};
+use taskledger_domain::tools::{self, SkillOp, ToolAction};
 use taskledger_domain::wire::{Artifact, Message, Metadata, Part, PartContent, Role, TaskState};
 use tracing::{debug, warn, Instrument};
 
@@ -34,6 +35,7 @@ When the work is done, answer with the final result as plain text.";
 pub struct LlmAgent {
     model: Arc<dyn LanguageModel>,
     max_turns: u32,
+    skills: Arc<SkillCatalog>,
 }
 
 /// Why a loop stopped.
@@ -46,7 +48,103 @@ enum Outcome {
 
 impl LlmAgent {
     pub fn new(model: Arc<dyn LanguageModel>, max_turns: u32) -> Arc<Self> {
-        Arc::new(Self { model, max_turns })
+        Self::with_skills(model, max_turns, SkillCatalog::default())
+    }
+
+    /// With skills the model can list, load (their instructions join its context) and read.
+    pub fn with_skills(
+        model: Arc<dyn LanguageModel>,
+        max_turns: u32,
+        skills: SkillCatalog,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            model,
+            max_turns,
+            skills: Arc::new(skills),
+        })
+    }
+
+    /// Answers a skill tool from the catalog; load and unload are recorded on the task.
+    async fn run_skill(&self, svc: &Arc<Service>, task_id: &TaskId, call: &ToolCall, op: SkillOp) {
+        let loaded_now: Vec<String> = svc
+            .load(task_id)
+            .await
+            .ok()
+            .flatten()
+            .and_then(|s| s.head().map(|h| h.loaded_skills.clone()))
+            .unwrap_or_default();
+        let loaded = |name: &str| loaded_now.iter().any(|n| n == name);
+        let at = Timestamp::now();
+        let (result, cmds) = match op {
+            SkillOp::List if self.skills.skills.is_empty() => {
+                (Ok("no skills are installed".to_string()), vec![])
+            }
+            SkillOp::List => (
+                Ok(self
+                    .skills
+                    .skills
+                    .iter()
+                    .map(|s| format!("{}: {}", s.name, s.description))
+                    .collect::<Vec<_>>()
+                    .join("\n")),
+                vec![],
+            ),
+            SkillOp::Load(name) => match self.skills.get(&name) {
+                Some(_) => (
+                    Ok(format!("skill {name} loaded")),
+                    vec![TaskCommand::LoadSkill { name, at }],
+                ),
+                None => (
+                    Err(format!("skill.not_found: there is no skill named {name:?}")),
+                    vec![],
+                ),
+            },
+            SkillOp::Unload(name) => (
+                Ok(format!("skill {name} unloaded")),
+                vec![TaskCommand::UnloadSkill { name, at }],
+            ),
+            SkillOp::ListResources(name) => match self.skills.get(&name) {
+                Some(s) if loaded(&name) => (
+                    Ok(s.resources
+                        .iter()
+                        .map(|r| format!("{}/{}", r.kind.dir(), r.name))
+                        .collect::<Vec<_>>()
+                        .join("\n")),
+                    vec![],
+                ),
+                Some(_) => (Err(format!("skill.not_loaded: load {name} first")), vec![]),
+                None => (
+                    Err(format!("skill.not_found: there is no skill named {name:?}")),
+                    vec![],
+                ),
+            },
+            SkillOp::LoadResource {
+                name,
+                kind,
+                resource,
+            } => match self.skills.get(&name) {
+                Some(s) if loaded(&name) => match s
+                    .resources
+                    .iter()
+                    .find(|r| r.kind == kind && r.name == resource)
+                {
+                    Some(r) => (Ok(r.content.clone()), vec![]),
+                    None => (
+                        Err(format!(
+                            "skill.resource_not_found: {name} has no {}/{resource}",
+                            kind.dir()
+                        )),
+                        vec![],
+                    ),
+                },
+                Some(_) => (Err(format!("skill.not_loaded: load {name} first")), vec![]),
+                None => (
+                    Err(format!("skill.not_found: there is no skill named {name:?}")),
+                    vec![],
+                ),
+            },
+        };
+        self.commit_result(svc, task_id, call, result, cmds).await;
     }
 
     fn extension_view(data: &TaskExtensionData) -> String {
@@ -64,13 +162,39 @@ impl LlmAgent {
     }
 
     /// History as chat messages; tool calls and results become assistant / tool messages.
-    fn chat(state: &TaskAggregate, history: &[Message]) -> Vec<ChatMessage> {
+    /// Skills: names and descriptions always, bodies of loaded skills in the system prompt.
+    fn chat(&self, state: &TaskAggregate, history: &[Message]) -> Vec<ChatMessage> {
         let mut out = vec![ChatMessage::text(ChatRole::System, SYSTEM_PROMPT)];
         if let Some(data) = state.head().and_then(|h| h.ext.as_ref()) {
             out.push(ChatMessage::text(
                 ChatRole::System,
                 Self::extension_view(data),
             ));
+        }
+        if !self.skills.skills.is_empty() {
+            let list = self
+                .skills
+                .skills
+                .iter()
+                .map(|s| format!("- {}: {}", s.name, s.description))
+                .collect::<Vec<_>>()
+                .join("\n");
+            out.push(ChatMessage::text(
+                ChatRole::System,
+                format!("Skills you can load:\n{list}"),
+            ));
+        }
+        for name in state
+            .head()
+            .map(|h| h.loaded_skills.clone())
+            .unwrap_or_default()
+        {
+            if let Some(skill) = self.skills.get(&name) {
+                out.push(ChatMessage::text(
+                    ChatRole::System,
+                    format!("Skill {} (loaded):\n{}", skill.name, skill.body),
+                ));
+            }
         }
         for m in history {
             let mut text = String::new();
@@ -165,6 +289,10 @@ impl LlmAgent {
             }
         };
         match action {
+            ToolAction::Skill(op) => {
+                self.run_skill(svc, task_id, call, op).await;
+                (false, false)
+            }
             ToolAction::Commands(cmds) => {
                 let asks = cmds
                     .iter()
@@ -325,7 +453,7 @@ impl LlmAgent {
                 .as_ref()
                 .and_then(|d| d.reasoning_effort)
                 .map(|e| format!("{e:?}").to_lowercase()),
-            messages: Self::chat(&state, &history),
+            messages: self.chat(&state, &history),
             tools: if ext.is_some() {
                 tools::specs()
             } else {

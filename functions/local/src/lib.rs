@@ -60,6 +60,8 @@ pub enum AgentChoice {
     OpenAi {
         settings: taskledger_infra::llm::OpenAiSettings,
         max_turns: u32,
+        /// Folder of skills (one sub-folder with a SKILL.md per skill).
+        skills_dir: Option<PathBuf>,
     },
 }
 
@@ -181,10 +183,18 @@ fn agent(config: &Config) -> Result<Arc<dyn taskledger_app::agent::Agent>, Local
         AgentChoice::OpenAi {
             settings,
             max_turns,
+            skills_dir,
         } => {
             let model = taskledger_infra::llm::OpenAiCompatible::new(settings.clone())
                 .map_err(|e| LocalError::Agent(e.to_string()))?;
-            taskledger_app::llm_agent::LlmAgent::new(Arc::new(model), *max_turns)
+            let skills = skills_dir
+                .as_deref()
+                .map(taskledger_infra::skills::load_catalog)
+                .unwrap_or_default();
+            for p in &skills.problems {
+                tracing::warn!(problem = %p, "skill skipped");
+            }
+            taskledger_app::llm_agent::LlmAgent::with_skills(Arc::new(model), *max_turns, skills)
         }
     })
 }

@@ -63,6 +63,9 @@ struct Args {
     /// Model used when a task names none (`/model` changes it per task).
     #[arg(long, env = "TASKLEDGER_LLM_MODEL", default_value = "gpt-4o-mini")]
     llm_model: String,
+    /// Folder of skills the model may load (one sub-folder with a SKILL.md per skill).
+    #[arg(long, env = "TASKLEDGER_SKILLS_DIR")]
+    skills_dir: Option<PathBuf>,
     /// Model turns per execution before the task fails with "turn limit reached".
     #[arg(long, env = "TASKLEDGER_MAX_TURNS", default_value_t = 50)]
     max_turns: u32,
@@ -195,6 +198,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 AgentChoice::OpenAi {
                     settings: s,
                     max_turns: args.max_turns,
+                    skills_dir: args.skills_dir.clone(),
                 }
             }
         },

@@ -55,7 +55,14 @@ fn agent() -> Result<Arc<dyn Agent>, Error> {
                 .ok()
                 .and_then(|t| t.parse().ok())
                 .unwrap_or(DEFAULT_MAX_TURNS);
-            LlmAgent::new(Arc::new(OpenAiCompatible::new(s)?), turns)
+            // Skills are packaged with the function; the folder is named by the environment.
+            let skills = std::env::var("TASKLEDGER_SKILLS_DIR")
+                .map(|d| taskledger_infra::skills::load_catalog(std::path::Path::new(&d)))
+                .unwrap_or_default();
+            for p in &skills.problems {
+                tracing::warn!(problem = %p, "skill skipped");
+            }
+            LlmAgent::with_skills(Arc::new(OpenAiCompatible::new(s)?), turns, skills)
         }
         Err(_) => ScenarioAgent::new(ScenarioTimings::default()),
     })
