@@ -63,6 +63,23 @@ pub enum AgentChoice {
         /// Folder of skills (one sub-folder with a SKILL.md per skill).
         skills_dir: Option<PathBuf>,
     },
+    /// A Bedrock model through the Converse API (credentials and region from the environment).
+    Bedrock {
+        model: String,
+        max_turns: u32,
+        skills_dir: Option<PathBuf>,
+    },
+}
+
+fn skills(dir: &Option<PathBuf>) -> taskledger_domain::skills::SkillCatalog {
+    let skills = dir
+        .as_deref()
+        .map(taskledger_infra::skills::load_catalog)
+        .unwrap_or_default();
+    for p in &skills.problems {
+        tracing::warn!(problem = %p, "skill skipped");
+    }
+    skills
 }
 
 impl Config {
@@ -177,7 +194,7 @@ fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
     }
 }
 
-fn agent(config: &Config) -> Result<Arc<dyn taskledger_app::agent::Agent>, LocalError> {
+async fn agent(config: &Config) -> Result<Arc<dyn taskledger_app::agent::Agent>, LocalError> {
     Ok(match &config.agent {
         AgentChoice::Scenario => ScenarioAgent::new(config.timings.clone()),
         AgentChoice::OpenAi {
@@ -187,14 +204,24 @@ fn agent(config: &Config) -> Result<Arc<dyn taskledger_app::agent::Agent>, Local
         } => {
             let model = taskledger_infra::llm::OpenAiCompatible::new(settings.clone())
                 .map_err(|e| LocalError::Agent(e.to_string()))?;
-            let skills = skills_dir
-                .as_deref()
-                .map(taskledger_infra::skills::load_catalog)
-                .unwrap_or_default();
-            for p in &skills.problems {
-                tracing::warn!(problem = %p, "skill skipped");
-            }
-            taskledger_app::llm_agent::LlmAgent::with_skills(Arc::new(model), *max_turns, skills)
+            taskledger_app::llm_agent::LlmAgent::with_skills(
+                Arc::new(model),
+                *max_turns,
+                skills(skills_dir),
+            )
+        }
+        AgentChoice::Bedrock {
+            model,
+            max_turns,
+            skills_dir,
+        } => {
+            let client = taskledger_infra::llm::Bedrock::client(None).await;
+            let model = taskledger_infra::llm::Bedrock::new(client, model.clone());
+            taskledger_app::llm_agent::LlmAgent::with_skills(
+                Arc::new(model),
+                *max_turns,
+                skills(skills_dir),
+            )
         }
     })
 }
@@ -210,7 +237,7 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
     let service = Service::new(
         stores.events,
         stores.reads,
-        agent(config)?,
+        agent(config).await?,
         CursorCodec::new(cursor_key(config)?),
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,

@@ -63,6 +63,10 @@ struct Args {
     /// Model used when a task names none (`/model` changes it per task).
     #[arg(long, env = "TASKLEDGER_LLM_MODEL", default_value = "gpt-4o-mini")]
     llm_model: String,
+    /// A Bedrock model id (Converse API) to use as the agent instead of an OpenAI-compatible
+    /// endpoint; AWS credentials and region come from the environment.
+    #[arg(long, env = "TASKLEDGER_BEDROCK_MODEL")]
+    bedrock_model: Option<String>,
     /// Folder of skills the model may load (one sub-folder with a SKILL.md per skill).
     #[arg(long, env = "TASKLEDGER_SKILLS_DIR")]
     skills_dir: Option<PathBuf>,
@@ -189,9 +193,17 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
         cursor_key: None,
-        agent: match &args.llm_base_url {
-            None => AgentChoice::Scenario,
-            Some(url) => {
+        agent: match (
+            &args.llm_base_url.clone().filter(|u| !u.is_empty()),
+            &args.bedrock_model.clone().filter(|m| !m.is_empty()),
+        ) {
+            (None, Some(model)) => AgentChoice::Bedrock {
+                model: model.clone(),
+                max_turns: args.max_turns,
+                skills_dir: args.skills_dir.clone(),
+            },
+            (None, None) => AgentChoice::Scenario,
+            (Some(url), _) => {
                 let mut s =
                     taskledger_infra::llm::OpenAiSettings::new(url.clone(), args.llm_model.clone());
                 s.api_key = args.llm_api_key.clone();

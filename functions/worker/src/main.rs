@@ -13,7 +13,7 @@ use taskledger_app::worker::handle_turn;
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::turns::AgentTurn;
-use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
+use taskledger_infra::llm::{Bedrock, OpenAiCompatible, OpenAiSettings};
 
 async fn handle(
     svc: &Arc<Service>,
@@ -44,28 +44,43 @@ async fn handle(
     Ok(response)
 }
 
-fn agent() -> Result<Arc<dyn Agent>, Error> {
-    Ok(match std::env::var("TASKLEDGER_LLM_BASE_URL") {
-        Ok(url) => {
-            let model =
-                std::env::var("TASKLEDGER_LLM_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
-            let mut s = OpenAiSettings::new(url, model);
-            s.api_key = std::env::var("TASKLEDGER_LLM_API_KEY").ok();
-            let turns = std::env::var("TASKLEDGER_MAX_TURNS")
-                .ok()
-                .and_then(|t| t.parse().ok())
-                .unwrap_or(DEFAULT_MAX_TURNS);
-            // Skills are packaged with the function; the folder is named by the environment.
-            let skills = std::env::var("TASKLEDGER_SKILLS_DIR")
-                .map(|d| taskledger_infra::skills::load_catalog(std::path::Path::new(&d)))
-                .unwrap_or_default();
-            for p in &skills.problems {
-                tracing::warn!(problem = %p, "skill skipped");
-            }
-            LlmAgent::with_skills(Arc::new(OpenAiCompatible::new(s)?), turns, skills)
+async fn agent() -> Result<Arc<dyn Agent>, Error> {
+    let skills = || {
+        // Skills are packaged with the function; the folder is named by the environment.
+        let skills = std::env::var("TASKLEDGER_SKILLS_DIR")
+            .map(|d| taskledger_infra::skills::load_catalog(std::path::Path::new(&d)))
+            .unwrap_or_default();
+        for p in &skills.problems {
+            tracing::warn!(problem = %p, "skill skipped");
         }
-        Err(_) => ScenarioAgent::new(ScenarioTimings::default()),
-    })
+        skills
+    };
+    let turns = std::env::var("TASKLEDGER_MAX_TURNS")
+        .ok()
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(DEFAULT_MAX_TURNS);
+    if let Some(model) = std::env::var("TASKLEDGER_BEDROCK_MODEL")
+        .ok()
+        .filter(|m| !m.is_empty())
+    {
+        let bedrock = Bedrock::new(Bedrock::client(None).await, model);
+        return Ok(LlmAgent::with_skills(Arc::new(bedrock), turns, skills()));
+    }
+    Ok(
+        match std::env::var("TASKLEDGER_LLM_BASE_URL")
+            .ok()
+            .filter(|u| !u.is_empty())
+        {
+            Some(url) => {
+                let model =
+                    std::env::var("TASKLEDGER_LLM_MODEL").unwrap_or_else(|_| "gpt-4o-mini".into());
+                let mut s = OpenAiSettings::new(url, model);
+                s.api_key = std::env::var("TASKLEDGER_LLM_API_KEY").ok();
+                LlmAgent::with_skills(Arc::new(OpenAiCompatible::new(s)?), turns, skills())
+            }
+            None => ScenarioAgent::new(ScenarioTimings::default()),
+        },
+    )
 }
 
 #[tokio::main]
@@ -75,7 +90,7 @@ async fn main() -> Result<(), Error> {
     let svc = Service::new(
         store.clone(),
         store,
-        agent()?,
+        agent().await?,
         CursorCodec::new(
             std::env::var("TASKLEDGER_CURSOR_KEY")
                 .unwrap_or_default()
