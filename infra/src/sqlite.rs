@@ -758,6 +758,12 @@ impl WorkFeed for SqliteStore {
                  ON CONFLICT(consumer) DO UPDATE SET pos = MAX(pos, excluded.pos)",
                 params![consumer, cursor as i64],
             )
+            .map_err(db_err)?;
+            // Entries every consumer has passed are done: the feed stays small.
+            conn.execute(
+                "DELETE FROM feed WHERE pos <= (SELECT MIN(pos) FROM feed_cursors)",
+                [],
+            )
             .map(|_| ())
             .map_err(db_err)
         })
@@ -787,6 +793,10 @@ mod tests {
             "never moves back"
         );
         assert!(store.feed_after(entries[0].0, 10).await.unwrap().is_empty());
+        assert!(
+            store.feed_after(0, 10).await.unwrap().is_empty(),
+            "passed entries are pruned"
+        );
     }
 
     crate::contract_tests!(async { Some(SqliteStore::in_memory()) });
