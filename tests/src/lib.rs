@@ -143,6 +143,45 @@ impl Server {
         v["result"]["task"].clone()
     }
 
+    /// Sends `message` with `returnImmediately` and returns the new task's id.
+    pub async fn start_task(&self, message: Value) -> String {
+        let v = self
+            .call(
+                "SendMessage",
+                json!({"message": message, "configuration": {"returnImmediately": true}}),
+            )
+            .await;
+        v["result"]["task"]["id"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no task: {v}"))
+            .to_string()
+    }
+
+    /// Polls until the task exists and is in `state` (work happens in the background).
+    pub async fn wait_state(&self, id: &str, state: &str) -> Value {
+        let mut last = Value::Null;
+        for _ in 0..400 {
+            last = self.call("GetTask", json!({"id": id})).await;
+            if last["result"]["status"]["state"] == state {
+                return last["result"].clone();
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        panic!("{id} never reached {state}: {last}");
+    }
+
+    /// The agent card, as any client fetches it.
+    pub async fn card(&self) -> Value {
+        self.client
+            .get(format!("{}/.well-known/agent-card.json", self.base))
+            .send()
+            .await
+            .expect("card request")
+            .json()
+            .await
+            .expect("card JSON")
+    }
+
     pub async fn total_tasks(&self) -> i64 {
         self.ok("ListTasks", json!({"pageSize": 1})).await["totalSize"]
             .as_i64()

@@ -812,15 +812,7 @@ async fn another_principals_task_is_not_found() {
     assert_eq!(bob.total_tasks().await, 0);
     assert_eq!(alice.total_tasks().await, 1);
     // the card says a bearer token is needed
-    let card: Value = server
-        .client
-        .get(format!("{}/.well-known/agent-card.json", server.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = server.card().await;
     assert_eq!(
         card["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
         "Bearer"

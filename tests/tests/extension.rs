@@ -1,7 +1,5 @@
 //! Black-box tests of the tiny-harness task extension through the A2A API.
 
-use std::time::Duration;
-
 use serde_json::{json, Value};
 use taskledger_tests::{error_code, Server};
 
@@ -56,31 +54,10 @@ async fn get(s: &Server, id: &str) -> Value {
     s.ok("GetTask", json!({"id": id})).await
 }
 
-/// Polls until the task exists and is in `state` (sub-tasks appear in the background).
-async fn wait_for(s: &Server, id: &str, state: &str) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..200 {
-        last = s.call("GetTask", json!({"id": id})).await;
-        if last["result"]["status"]["state"] == state {
-            return last["result"].clone();
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{id} never reached {state}: {last}");
-}
-
 #[tokio::test]
 async fn a_task_created_with_an_envelope_carries_it_in_metadata() {
     let s = Server::start().await;
-    let card: Value = s
-        .client
-        .get(format!("{}/.well-known/agent-card.json", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = s.card().await;
     assert_eq!(
         card["capabilities"]["extensions"][0]["uri"],
         "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1"
@@ -295,7 +272,7 @@ async fn a_parent_completes_only_after_its_participant_task() {
     .await;
     let parent = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let child = format!("{parent}.1");
-    let c = wait_for(&s, &child, "TASK_STATE_INPUT_REQUIRED").await;
+    let c = s.wait_state(&child, "TASK_STATE_INPUT_REQUIRED").await;
     assert_eq!(
         c["status"]["message"]["parts"][0]["text"],
         "Review the draft"
@@ -329,9 +306,9 @@ async fn a_parent_completes_only_after_its_participant_task() {
         true,
     )
     .await;
-    let c = wait_for(&s, &child, "TASK_STATE_COMPLETED").await;
+    let c = s.wait_state(&child, "TASK_STATE_COMPLETED").await;
     assert_eq!(c["status"]["message"]["parts"][0]["text"], "approved");
-    let p = wait_for(&s, &parent, "TASK_STATE_COMPLETED").await;
+    let p = s.wait_state(&parent, "TASK_STATE_COMPLETED").await;
     assert_eq!(
         p["metadata"][KEY]["sub_tasks"][0]["state"],
         "TASK_STATE_COMPLETED"
@@ -354,12 +331,14 @@ async fn a_local_sub_task_runs_and_then_its_parent_finishes() {
     )
     .await;
     let parent = v["result"]["task"]["id"].as_str().unwrap().to_string();
-    let c = wait_for(&s, &format!("{parent}.1"), "TASK_STATE_COMPLETED").await;
+    let c = s
+        .wait_state(&format!("{parent}.1"), "TASK_STATE_COMPLETED")
+        .await;
     assert!(c["artifacts"][0]["parts"][0]["text"]
         .as_str()
         .unwrap()
         .contains("Collect the numbers"));
-    wait_for(&s, &parent, "TASK_STATE_COMPLETED").await;
+    s.wait_state(&parent, "TASK_STATE_COMPLETED").await;
 }
 
 #[tokio::test]
@@ -379,10 +358,10 @@ async fn canceling_a_parent_cancels_its_unfinished_children() {
     .await;
     let parent = v["result"]["task"]["id"].as_str().unwrap().to_string();
     let child = format!("{parent}.1");
-    wait_for(&s, &child, "TASK_STATE_INPUT_REQUIRED").await;
+    s.wait_state(&child, "TASK_STATE_INPUT_REQUIRED").await;
     let t = s.ok("CancelTask", json!({"id": parent})).await;
     assert_eq!(t["status"]["state"], "TASK_STATE_CANCELED");
-    wait_for(&s, &child, "TASK_STATE_CANCELED").await;
+    s.wait_state(&child, "TASK_STATE_CANCELED").await;
 }
 
 #[tokio::test]

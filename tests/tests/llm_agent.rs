@@ -206,26 +206,11 @@ fn envelope_message(id: &str, text: &str) -> Value {
     ]})
 }
 
-async fn wait_state(s: &Server, id: &str, state: &str) -> Value {
-    let mut last = Value::Null;
-    for _ in 0..400 {
-        last = s.call("GetTask", json!({"id": id})).await;
-        if last["result"]["status"]["state"] == state {
-            return last["result"].clone();
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("{id} never reached {state}: {last}");
-}
-
 #[tokio::test]
 async fn the_loop_plans_asks_spawns_and_finishes() {
     let (s, mock) = start(Script::Release, 50).await;
-    let v = s
-        .call("SendMessage", json!({"message": envelope_message("m-1", "Ship it"), "configuration": {"returnImmediately": true}}))
-        .await;
-    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
-    let t = wait_state(&s, &id, "TASK_STATE_INPUT_REQUIRED").await;
+    let id = s.start_task(envelope_message("m-1", "Ship it")).await;
+    let t = s.wait_state(&id, "TASK_STATE_INPUT_REQUIRED").await;
     assert!(t["status"]["message"]["parts"][0]["text"]
         .as_str()
         .unwrap()
@@ -240,7 +225,7 @@ async fn the_loop_plans_asks_spawns_and_finishes() {
         json!({"message": reply, "configuration": {"returnImmediately": true}}),
     )
     .await;
-    let t = wait_state(&s, &id, "TASK_STATE_COMPLETED").await;
+    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
     assert_eq!(t["artifacts"][0]["parts"][0]["text"], "Released 1.0 to eu");
     let ext = &t["metadata"][KEY];
     assert_eq!(ext["plan"]["steps"][1]["state"], "done");
@@ -274,11 +259,8 @@ async fn the_loop_plans_asks_spawns_and_finishes() {
 #[tokio::test]
 async fn skills_are_listed_loaded_read_and_unloaded() {
     let (s, _mock) = start(Script::Skills, 50).await;
-    let v = s
-        .call("SendMessage", json!({"message": envelope_message("m-1", "write notes"), "configuration": {"returnImmediately": true}}))
-        .await;
-    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
-    let t = wait_state(&s, &id, "TASK_STATE_COMPLETED").await;
+    let id = s.start_task(envelope_message("m-1", "write notes")).await;
+    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
     let results: Vec<Value> = t["history"]
         .as_array()
         .unwrap()
@@ -299,11 +281,8 @@ async fn skills_are_listed_loaded_read_and_unloaded() {
 #[tokio::test]
 async fn the_turn_limit_fails_the_task() {
     let (s, _mock) = start(Script::Loop, 3).await;
-    let v = s
-        .call("SendMessage", json!({"message": envelope_message("m-1", "loop"), "configuration": {"returnImmediately": true}}))
-        .await;
-    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
-    let t = wait_state(&s, &id, "TASK_STATE_FAILED").await;
+    let id = s.start_task(envelope_message("m-1", "loop")).await;
+    let t = s.wait_state(&id, "TASK_STATE_FAILED").await;
     assert_eq!(
         t["status"]["message"]["parts"][0]["text"],
         "turn limit reached"
@@ -322,11 +301,8 @@ async fn the_turn_limit_fails_the_task() {
 #[tokio::test]
 async fn a_provider_that_keeps_failing_fails_the_task_clearly() {
     let (s, mock) = start(Script::Broken, 50).await;
-    let v = s
-        .call("SendMessage", json!({"message": envelope_message("m-1", "go"), "configuration": {"returnImmediately": true}}))
-        .await;
-    let id = v["result"]["task"]["id"].as_str().unwrap().to_string();
-    let t = wait_state(&s, &id, "TASK_STATE_FAILED").await;
+    let id = s.start_task(envelope_message("m-1", "go")).await;
+    let t = s.wait_state(&id, "TASK_STATE_FAILED").await;
     assert!(t["status"]["message"]["parts"][0]["text"]
         .as_str()
         .unwrap()
