@@ -22,6 +22,8 @@ pub struct CardSettings {
     pub version: String,
     /// Whether callers must present a bearer token.
     pub bearer_auth: bool,
+    /// Whether webhook deliveries are made (`capabilities.pushNotifications`).
+    pub push_notifications: bool,
 }
 
 pub fn agent_card(s: &CardSettings) -> AgentCard {
@@ -58,7 +60,7 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
         documentation_url: None,
         capabilities: AgentCapabilities {
             streaming: Some(false),
-            push_notifications: Some(false),
+            push_notifications: Some(s.push_notifications),
             extensions: vec![AgentExtension {
                 uri: crate::ext::EXTENSION_URI.into(),
                 description: Some(
@@ -112,6 +114,7 @@ mod tests {
             description: "d".into(),
             version: "1".into(),
             bearer_auth: true,
+            push_notifications: false,
         });
         let v = serde_json::to_value(&card).unwrap();
         for k in [

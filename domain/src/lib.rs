@@ -12,6 +12,7 @@ pub mod intake;
 pub mod llm;
 pub mod ports;
 pub mod projection;
+pub mod push;
 pub mod skills;
 pub mod task;
 pub mod time;

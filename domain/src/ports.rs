@@ -46,6 +46,8 @@ pub struct Commit {
     pub writes: Vec<ReadWrite>,
     pub message_key: Option<MessageKey>,
     pub idempotency: Option<IdempotencyRecord>,
+    /// Updates the events push to webhook subscribers (empty when nobody subscribed).
+    pub pushes: Vec<crate::push::PushUpdate>,
 }
 
 impl Commit {
@@ -116,6 +118,61 @@ pub trait WorkFeed: Send + Sync {
     ) -> Result<Vec<(u64, crate::turns::AgentTurn)>, StoreError>;
     async fn feed_cursor(&self, consumer: &str) -> Result<u64, StoreError>;
     async fn save_feed_cursor(&self, consumer: &str, cursor: u64) -> Result<(), StoreError>;
+}
+
+/// A delivery waiting in the embedded store's push outbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxEntry {
+    pub id: u64,
+    pub delivery: crate::push::PushDelivery,
+    /// Attempts made so far.
+    pub attempts: u32,
+    /// When the first attempt was made (unix milliseconds; 0: none yet).
+    pub first_attempt_ms: i64,
+}
+
+/// A delivery that was given up on, with the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeadLetter {
+    pub id: u64,
+    pub delivery: crate::push::PushDelivery,
+    pub attempts: u32,
+    pub reason: String,
+}
+
+/// The embedded store's push outbox (AWS uses the stream relay and an SQS FIFO queue): the
+/// deliveries a commit makes are written with it. Per (task, config), only the oldest pending
+/// delivery is due, so they go out in event order.
+#[async_trait]
+pub trait PushOutbox: Send + Sync {
+    /// Group heads due at `now_ms`, oldest first, skipping the ids in `busy`.
+    async fn due(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        busy: &[u64],
+    ) -> Result<Vec<OutboxEntry>, StoreError>;
+    /// When the next pending delivery falls due (unix milliseconds), if any is pending.
+    async fn next_due(&self) -> Result<Option<i64>, StoreError>;
+    async fn delivered(&self, id: u64) -> Result<(), StoreError>;
+    async fn retry_at(
+        &self,
+        id: u64,
+        attempts: u32,
+        first_attempt_ms: i64,
+        at_ms: i64,
+        reason: &str,
+    ) -> Result<(), StoreError>;
+    async fn dead_letter(&self, id: u64, attempts: u32, reason: &str) -> Result<(), StoreError>;
+    async fn dead_letters(&self, limit: u32) -> Result<Vec<DeadLetter>, StoreError>;
+    /// Puts every dead letter back in the outbox, due now; returns how many.
+    async fn redrive(&self) -> Result<u64, StoreError>;
+}
+
+/// Sends one delivery to its webhook (the SSRF-guarded HTTP sender in `infra`).
+#[async_trait]
+pub trait WebhookSend: Send + Sync {
+    async fn send(&self, delivery: &crate::push::PushDelivery) -> crate::push::AttemptResult;
 }
 
 /// What a reader asked for besides the head.
@@ -218,6 +275,7 @@ pub fn commit_for(
     events: &[crate::task::TaskEvent],
     recorded_at: Timestamp,
 ) -> Commit {
+    let pushes = crate::push::updates(before, events);
     let mut after = before.clone();
     let writes = crate::projection::project(&mut after, events);
     let stored = events
@@ -233,5 +291,6 @@ pub fn commit_for(
         writes,
         message_key: None,
         idempotency: None,
+        pushes,
     }
 }

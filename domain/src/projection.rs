@@ -131,7 +131,9 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
         | TaskEvent::AgentWorkRequested { .. }
         | TaskEvent::AgentTurnFinished { .. }
         | TaskEvent::SkillLoaded { .. }
-        | TaskEvent::SkillUnloaded { .. } => {}
+        | TaskEvent::SkillUnloaded { .. }
+        | TaskEvent::PushConfigSet { .. }
+        | TaskEvent::PushConfigDeleted { .. } => {}
     }
 }
 

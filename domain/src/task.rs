@@ -126,6 +126,16 @@ pub enum TaskCommand {
         usage: crate::llm::Usage,
         at: Timestamp,
     },
+    /// Registers (or replaces, same id) a webhook subscription; allowed in any state.
+    SetPushConfig {
+        config: crate::push::PushConfigSpec,
+        at: Timestamp,
+    },
+    /// Removes a subscription; removing one that does not exist changes nothing.
+    DeletePushConfig {
+        id: String,
+        at: Timestamp,
+    },
     /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.
     AskParticipant {
         participant_id: String,
@@ -304,6 +314,18 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// A webhook subscription was registered (or replaced, same id); it receives the updates
+    /// of events after this one.
+    PushConfigSet {
+        config: crate::push::PushConfigSpec,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    PushConfigDeleted {
+        id: String,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
 }
 
 impl TaskEvent {
@@ -334,6 +356,8 @@ impl TaskEvent {
             Self::AgentTurnFinished { .. } => "AgentTurnFinished",
             Self::SkillLoaded { .. } => "SkillLoaded",
             Self::SkillUnloaded { .. } => "SkillUnloaded",
+            Self::PushConfigSet { .. } => "PushConfigSet",
+            Self::PushConfigDeleted { .. } => "PushConfigDeleted",
         }
     }
 }
@@ -401,6 +425,9 @@ pub struct TaskHead {
     /// Skills whose instructions are in the agent's context.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loaded_skills: Vec<String>,
+    /// Webhook subscriptions (push notification configs), in registration order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub push: Vec<crate::push::Subscription>,
 }
 
 /// A help request waiting for its answer.
@@ -1146,6 +1173,32 @@ impl TaskAggregate {
                 usage,
                 at: head.next_stamp(at),
             }]),
+            TaskCommand::SetPushConfig { config, at } => {
+                let replaces = head.push.iter().any(|p| p.id == config.id);
+                if !replaces && head.push.len() >= crate::push::MAX_PUSH_CONFIGS_PER_TASK {
+                    return Err(DomainError::invalid(
+                        "id",
+                        format!(
+                            "task {} already has {} push notification configs, the limit; delete one first",
+                            head.id,
+                            head.push.len()
+                        ),
+                    ));
+                }
+                Ok(vec![TaskEvent::PushConfigSet {
+                    config,
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::DeletePushConfig { id, at } => {
+                if !head.push.iter().any(|p| p.id == id) {
+                    return Ok(vec![]);
+                }
+                Ok(vec![TaskEvent::PushConfigDeleted {
+                    id,
+                    at: head.next_stamp(at),
+                }])
+            }
             TaskCommand::AskParticipant {
                 participant_id,
                 question,
@@ -1313,6 +1366,7 @@ impl TaskAggregate {
                 work_requested: 0,
                 turn_done: 0,
                 loaded_skills: Vec::new(),
+                push: Vec::new(),
             });
             return;
         }
@@ -1531,6 +1585,18 @@ impl TaskAggregate {
             }
             TaskEvent::SkillUnloaded { name, at } => {
                 head.loaded_skills.retain(|n| n != name);
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::PushConfigSet { config, at } => {
+                let sub = config.clone().subscribe(version);
+                match head.push.iter_mut().find(|p| p.id == sub.id) {
+                    Some(p) => *p = sub,
+                    None => head.push.push(sub),
+                }
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::PushConfigDeleted { id, at } => {
+                head.push.retain(|p| &p.id != id);
                 head.last_timeline = head.last_timeline.max(*at);
             }
             TaskEvent::AgentTurnFinished { work_seq, at } => {

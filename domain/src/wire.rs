@@ -522,6 +522,40 @@ pub struct ListTasksResponse {
     pub total_size: i32,
 }
 
+/// `lf.a2a.v1.GetTaskPushNotificationConfigRequest` and
+/// `lf.a2a.v1.DeleteTaskPushNotificationConfigRequest` (same fields).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TaskPushNotificationConfigRef {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    pub id: String,
+}
+
+/// `lf.a2a.v1.ListTaskPushNotificationConfigsRequest`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    #[serde(alias = "task_id")]
+    pub task_id: String,
+    #[serde(alias = "page_size", default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<i32>,
+    #[serde(alias = "page_token", default, skip_serializing_if = "Option::is_none")]
+    pub page_token: Option<String>,
+}
+
+/// `lf.a2a.v1.ListTaskPushNotificationConfigsResponse`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTaskPushNotificationConfigsResponse {
+    pub configs: Vec<TaskPushNotificationConfig>,
+    pub next_page_token: String,
+}
+
 /// `lf.a2a.v1.CancelTaskRequest`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]

@@ -24,3 +24,50 @@ pub async fn store_from_env() -> Result<Arc<DynamoStore>, DynamoError> {
     store.check().await?;
     Ok(store)
 }
+
+/// Push notification settings shared by the API, relay and push worker Lambdas.
+pub struct PushEnv {
+    /// `TASKLEDGER_PUSH_ENABLED` (default true): config operations and deliveries.
+    pub enabled: bool,
+    /// `TASKLEDGER_PUSH_ALLOWLIST`: networks the sender may reach despite the SSRF guard.
+    pub policy: taskledger_domain::push::AddressPolicy,
+    /// `TASKLEDGER_PUSH_SIGNING_KEY`: a P-256 private key (PEM) that signs deliveries.
+    pub signer: Option<Arc<crate::webhook::PushSigner>>,
+    /// `TASKLEDGER_PUSH_RETRY_HORIZON_SECS`: how long a delivery is retried.
+    pub retry: taskledger_domain::push::RetryPolicy,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum PushEnvError {
+    #[error("TASKLEDGER_PUSH_ALLOWLIST: {0}")]
+    Allowlist(String),
+    #[error("TASKLEDGER_PUSH_SIGNING_KEY: {0}")]
+    Key(#[from] crate::webhook::WebhookError),
+    #[error("TASKLEDGER_PUSH_RETRY_HORIZON_SECS must be a number of seconds")]
+    Horizon,
+}
+
+pub fn push_from_env() -> Result<PushEnv, PushEnvError> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let enabled = var("TASKLEDGER_PUSH_ENABLED").is_none_or(|v| v != "false");
+    let policy = match var("TASKLEDGER_PUSH_ALLOWLIST") {
+        Some(list) => taskledger_domain::push::AddressPolicy::parse_allowlist(&list)
+            .map_err(PushEnvError::Allowlist)?,
+        None => taskledger_domain::push::AddressPolicy::strict(),
+    };
+    let signer = match var("TASKLEDGER_PUSH_SIGNING_KEY") {
+        Some(pem) => Some(Arc::new(crate::webhook::PushSigner::from_pem(&pem)?)),
+        None => None,
+    };
+    let mut retry = taskledger_domain::push::RetryPolicy::default();
+    if let Some(h) = var("TASKLEDGER_PUSH_RETRY_HORIZON_SECS") {
+        retry.horizon =
+            std::time::Duration::from_secs(h.parse().map_err(|_| PushEnvError::Horizon)?);
+    }
+    Ok(PushEnv {
+        enabled,
+        policy,
+        signer,
+        retry,
+    })
+}

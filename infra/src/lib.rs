@@ -8,5 +8,6 @@ pub mod llm;
 pub mod skills;
 pub mod sqlite;
 pub mod sqs;
+pub mod webhook;
 
 pub use sqlite::SqliteStore;

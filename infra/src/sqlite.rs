@@ -11,10 +11,12 @@ use rusqlite::{params, Connection, OpenFlags, OptionalExtension, TransactionBeha
 use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ids::{HistoryLength, IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{
-    Commit, Cursor, EventStore, IdempotencyRecord, ListPage, ListQuery, Loaded, StoreError,
-    TaskReadModel, TaskView, ViewOptions, WorkFeed, SNAPSHOT_SCHEMA,
+    Commit, Cursor, DeadLetter, EventStore, IdempotencyRecord, ListPage, ListQuery, Loaded,
+    OutboxEntry, PushOutbox, StoreError, TaskReadModel, TaskView, ViewOptions, WorkFeed,
+    SNAPSHOT_SCHEMA,
 };
 use taskledger_domain::projection::{ArtifactChunk, ReadWrite};
+use taskledger_domain::push;
 use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::turns::{AgentTurn, WORK_EVENT};
@@ -51,6 +53,13 @@ CREATE TABLE IF NOT EXISTS feed (
     pos INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, seq INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS feed_cursors (
     consumer TEXT NOT NULL PRIMARY KEY, pos INTEGER NOT NULL) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS push_outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, grp TEXT NOT NULL, task_id TEXT NOT NULL,
+    config_id TEXT NOT NULL, seq INTEGER NOT NULL, delivery TEXT NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0, first_ms INTEGER NOT NULL DEFAULT 0,
+    due_ms INTEGER NOT NULL, dead INTEGER NOT NULL DEFAULT 0, reason TEXT);
+CREATE INDEX IF NOT EXISTS push_outbox_by_group ON push_outbox (grp, dead, id);
+CREATE INDEX IF NOT EXISTS push_outbox_by_due ON push_outbox (dead, due_ms);
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL,
     fingerprint TEXT NOT NULL, task_id TEXT NOT NULL,
@@ -287,6 +296,58 @@ fn parse<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreError> {
     serde_json::from_str(s).map_err(|e| StoreError::Corrupt(e.to_string()))
 }
 
+/// The deliveries a commit makes, in the same transaction; a deleted config's pending
+/// deliveries go with it.
+fn write_push_outbox(
+    tx: &Connection,
+    c: &Commit,
+    head: &taskledger_domain::task::TaskHead,
+) -> Result<(), StoreError> {
+    for e in &c.events {
+        if e.event_type == "PushConfigDeleted" {
+            if let Some(id) = e
+                .payload
+                .pointer("/PushConfigDeleted/id")
+                .and_then(|v| v.as_str())
+            {
+                tx.prepare_cached(
+                    "DELETE FROM push_outbox WHERE task_id = ?1 AND config_id = ?2 AND dead = 0",
+                )
+                .and_then(|mut st| st.execute(params![c.task_id.as_str(), id]))
+                .map_err(db_err)?;
+            }
+        }
+    }
+    if c.pushes.is_empty() {
+        return Ok(());
+    }
+    let now = now_ms();
+    let mut ins = tx
+        .prepare_cached(
+            "INSERT INTO push_outbox (grp, task_id, config_id, seq, delivery, due_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )
+        .map_err(db_err)?;
+    for p in &c.pushes {
+        for d in push::deliveries(c.task_id.as_str(), &head.push, p.seq, &p.body) {
+            ins.execute(params![
+                d.group(),
+                d.task_id,
+                d.config.id,
+                d.seq as i64,
+                json(&d)?,
+                now
+            ])
+            .map_err(db_err)?;
+        }
+    }
+    Ok(())
+}
+
+fn now_ms() -> i64 {
+    Timestamp::now().unix_nanos() / 1_000_000
+}
+
 fn row_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String, i64)> {
     Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
 }
@@ -406,6 +467,7 @@ fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError> {
             }
         }
     }
+    write_push_outbox(tx, c, head)?;
     tx.prepare_cached(
         "INSERT OR REPLACE INTO heads (task_id, tenant, owner, context_id, state, status_nanos, version, \
          snapshot_schema, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -769,6 +831,178 @@ impl WorkFeed for SqliteStore {
         })
         .await
         .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+    }
+}
+
+impl SqliteStore {
+    /// Runs `f` on the writer connection, off the async runtime.
+    async fn write<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let inner = self.inner.clone();
+        tokio::task::spawn_blocking(move || {
+            let conn = inner
+                .writer
+                .lock()
+                .map_err(|_| StoreError::Other("writer lock poisoned".into()))?;
+            f(&conn)
+        })
+        .await
+        .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+    }
+}
+
+#[async_trait]
+impl PushOutbox for SqliteStore {
+    async fn due(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        busy: &[u64],
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let busy: std::collections::HashSet<u64> = busy.iter().copied().collect();
+        self.read_now(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT o.id, o.delivery, o.attempts, o.first_ms FROM push_outbox o \
+                     WHERE o.dead = 0 AND o.due_ms <= ?1 \
+                     AND o.id = (SELECT MIN(id) FROM push_outbox WHERE grp = o.grp AND dead = 0) \
+                     ORDER BY o.due_ms, o.id LIMIT ?2",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![now_ms, i64::from(limit) + busy.len() as i64], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, i64>(3)?,
+                    ))
+                })
+                .map_err(db_err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (id, delivery, attempts, first_ms) = row.map_err(db_err)?;
+                if busy.contains(&(id as u64)) {
+                    continue;
+                }
+                out.push(OutboxEntry {
+                    id: id as u64,
+                    delivery: parse(&delivery)?,
+                    attempts: attempts as u32,
+                    first_attempt_ms: first_ms,
+                });
+                if out.len() >= limit as usize {
+                    break;
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        self.read_now(|conn| {
+            conn.prepare_cached("SELECT MIN(due_ms) FROM push_outbox WHERE dead = 0")
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, Option<i64>>(0)))
+                .map_err(db_err)
+        })
+    }
+
+    async fn delivered(&self, id: u64) -> Result<(), StoreError> {
+        self.write(move |conn| {
+            conn.prepare_cached("DELETE FROM push_outbox WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id as i64]))
+                .map(|_| ())
+                .map_err(db_err)
+        })
+        .await
+    }
+
+    async fn retry_at(
+        &self,
+        id: u64,
+        attempts: u32,
+        first_attempt_ms: i64,
+        at_ms: i64,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let reason = reason.to_string();
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "UPDATE push_outbox SET attempts = ?2, first_ms = ?3, due_ms = ?4, reason = ?5 \
+                 WHERE id = ?1",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    id as i64,
+                    attempts,
+                    first_attempt_ms,
+                    at_ms,
+                    reason
+                ])
+            })
+            .map(|_| ())
+            .map_err(db_err)
+        })
+        .await
+    }
+
+    async fn dead_letter(&self, id: u64, attempts: u32, reason: &str) -> Result<(), StoreError> {
+        let reason = reason.to_string();
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "UPDATE push_outbox SET dead = 1, attempts = ?2, reason = ?3 WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![id as i64, attempts, reason]))
+            .map(|_| ())
+            .map_err(db_err)
+        })
+        .await
+    }
+
+    async fn dead_letters(&self, limit: u32) -> Result<Vec<DeadLetter>, StoreError> {
+        self.read_now(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id, delivery, attempts, COALESCE(reason, '') FROM push_outbox \
+                     WHERE dead = 1 ORDER BY id LIMIT ?1",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![limit], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })
+                .map_err(db_err)?;
+            rows.map(|row| {
+                let (id, delivery, attempts, reason) = row.map_err(db_err)?;
+                Ok(DeadLetter {
+                    id: id as u64,
+                    delivery: parse(&delivery)?,
+                    attempts: attempts as u32,
+                    reason,
+                })
+            })
+            .collect()
+        })
+    }
+
+    async fn redrive(&self) -> Result<u64, StoreError> {
+        self.write(|conn| {
+            conn.execute(
+                "UPDATE push_outbox SET dead = 0, attempts = 0, first_ms = 0, due_ms = ?1, \
+                 reason = NULL WHERE dead = 1",
+                params![now_ms()],
+            )
+            .map(|n| n as u64)
+            .map_err(db_err)
+        })
+        .await
     }
 }
 

@@ -1,6 +1,8 @@
 //! Harness for the black-box tests: starts the local server on a free port and talks to it
 //! over real HTTP, like any client would.
 
+pub mod receiver;
+
 use std::time::Duration;
 
 use reqwest::StatusCode;

@@ -357,6 +357,7 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
         ServiceSettings {
             blocking_timeout: Duration::from_secs(1),
             dispatch: Dispatch::Feed,
+            ..Default::default()
         },
     );
     let req: SendMessageRequest = serde_json::from_value(json!({

@@ -26,6 +26,7 @@ fn service(store: Arc<SqliteStore>) -> Arc<Service> {
         ServiceSettings {
             blocking_timeout: Duration::from_secs(5),
             dispatch: Dispatch::Feed,
+            ..Default::default()
         },
     )
 }

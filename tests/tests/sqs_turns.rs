@@ -79,6 +79,7 @@ async fn committed_work_runs_once_through_the_queue() {
         ServiceSettings {
             blocking_timeout: Duration::from_secs(1),
             dispatch: Dispatch::Feed,
+            ..Default::default()
         },
     );
     let who = Principal::new("acme", "alice").unwrap();

@@ -75,6 +75,7 @@ async fn main() -> Result<(), Error> {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(25);
+    let push = taskledger_infra::lambda::push_from_env()?;
     let service = Service::new(
         store.clone(),
         store,
@@ -84,6 +85,9 @@ async fn main() -> Result<(), Error> {
             blocking_timeout: Duration::from_secs(blocking),
             // Agent work reaches the worker through the table's stream, the relay and the queue.
             dispatch: taskledger_app::Dispatch::Feed,
+            // Deliveries go through the stream relay, the push queue and the push worker.
+            push_enabled: push.enabled,
+            push_policy: push.policy,
         },
     );
     let auth = Arc::new(GatewayAuthenticator {
@@ -98,6 +102,7 @@ async fn main() -> Result<(), Error> {
             name: "taskledger".into(),
             description: "An event-sourced A2A task backend.".into(),
             version: env!("CARGO_PKG_VERSION").into(),
+            jwks: push.signer.as_ref().map(|s| s.jwks()),
         },
     );
     run(router(state)).await

@@ -23,7 +23,8 @@ use taskledger_domain::error::{ErrorKind, ERROR_DOMAIN};
 use taskledger_domain::ids::{IdempotencyKey, Principal};
 use taskledger_domain::intake::json_fingerprint;
 use taskledger_domain::wire::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, SendMessageRequest,
+    CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest, ListTasksRequest,
+    SendMessageRequest, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
 use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
 use tower_http::trace::TraceLayer;
@@ -51,6 +52,8 @@ pub struct HttpSettings {
     pub name: String,
     pub description: String,
     pub version: String,
+    /// The push signing key set served at `/.well-known/jwks.json` (none: not served).
+    pub jwks: Option<Value>,
 }
 
 pub struct AppState {
@@ -79,6 +82,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let jsonrpc_slash = format!("{JSONRPC_PATH}/");
     Router::new()
         .route("/.well-known/agent-card.json", get(card))
+        .route("/.well-known/jwks.json", get(jwks))
         .route(JSONRPC_PATH, post(jsonrpc))
         .route(&jsonrpc_slash, post(jsonrpc))
         .route("/", post(jsonrpc))
@@ -96,6 +100,26 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 // ---------------------------------------------------------------- agent card
+
+/// The public keys push deliveries are signed with (JWK Set, RFC 7517).
+async fn jwks(State(state): State<Arc<AppState>>) -> Response {
+    match &state.settings.jwks {
+        Some(keys) => (
+            [
+                (CONTENT_TYPE, "application/jwk-set+json"),
+                (CACHE_CONTROL, "public, max-age=300"),
+            ],
+            keys.to_string(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            [(CONTENT_TYPE, "application/json")],
+            json!({"error": "push deliveries are not signed on this server"}).to_string(),
+        )
+            .into_response(),
+    }
+}
 
 fn base_url(state: &AppState, headers: &HeaderMap) -> String {
     if let Some(u) = &state.settings.public_url {
@@ -119,6 +143,7 @@ async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Respons
         description: state.settings.description.clone(),
         version: state.settings.version.clone(),
         bearer_auth: state.auth.requires_bearer(),
+        push_notifications: state.service.push_enabled(),
     });
     let body = serde_json::to_vec(&card).unwrap_or_default();
     let digest = Sha256::digest(&body);
@@ -426,8 +451,14 @@ async fn dispatch(
             to_value(&svc.send_message(who, req, idem).await?)
         }
         "GetTask" => to_value(&svc.get_task(who, params::<GetTaskRequest>(raw)?).await?),
-        "ListTasks" => to_value(&svc.list_tasks(who, params::<ListTasksRequest>(raw)?).await?),
-        "CancelTask" => to_value(&svc.cancel_task(who, params::<CancelTaskRequest>(raw)?).await?),
+        "ListTasks" => to_value(
+            &svc.list_tasks(who, params::<ListTasksRequest>(raw)?)
+                .await?,
+        ),
+        "CancelTask" => to_value(
+            &svc.cancel_task(who, params::<CancelTaskRequest>(raw)?)
+                .await?,
+        ),
         "GetExtendedAgentCard" => Err(AppError::protocol(
             ErrorKind::UnsupportedOperation,
             "this agent declares no extended agent card (capabilities.extendedAgentCard is false)",
@@ -436,15 +467,23 @@ async fn dispatch(
             ErrorKind::UnsupportedOperation,
             format!("{method}: streaming is not supported (capabilities.streaming is false)"),
         )),
-        "CreateTaskPushNotificationConfig"
-        | "GetTaskPushNotificationConfig"
-        | "ListTaskPushNotificationConfigs"
-        | "DeleteTaskPushNotificationConfig" => Err(AppError::protocol(
-            ErrorKind::PushNotificationNotSupported,
-            format!(
-                "{method}: push notifications are not supported (capabilities.pushNotifications is false)"
-            ),
-        )),
+        "CreateTaskPushNotificationConfig" => to_value(
+            &svc.create_push_config(who, params::<TaskPushNotificationConfig>(raw)?)
+                .await?,
+        ),
+        "GetTaskPushNotificationConfig" => to_value(
+            &svc.get_push_config(who, params::<TaskPushNotificationConfigRef>(raw)?)
+                .await?,
+        ),
+        "ListTaskPushNotificationConfigs" => to_value(
+            &svc.list_push_configs(who, params::<ListTaskPushNotificationConfigsRequest>(raw)?)
+                .await?,
+        ),
+        "DeleteTaskPushNotificationConfig" => {
+            svc.delete_push_config(who, params::<TaskPushNotificationConfigRef>(raw)?)
+                .await?;
+            Ok(json!({}))
+        }
         other => {
             debug!(method = other, "unknown JSON-RPC method");
             Err(AppError::protocol(

@@ -6,6 +6,7 @@ pub mod error;
 pub mod http;
 pub mod identity;
 pub mod llm_agent;
+pub mod push;
 pub mod service;
 pub mod worker;
 

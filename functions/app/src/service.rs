@@ -17,13 +17,16 @@ use taskledger_domain::ports::{
     StoreError, TaskReadModel, ViewOptions,
 };
 use taskledger_domain::projection::assemble;
+use taskledger_domain::push::{self, AddressPolicy, PushConfigSpec};
 use taskledger_domain::task::{
     AppendUserMessage, CreateTask, TaskAggregate, TaskCommand, TaskEvent,
 };
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{
-    CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message,
-    SendMessageRequest, SendMessageResponse, Task, TaskState,
+    CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, Message,
+    SendMessageRequest, SendMessageResponse, Task, TaskPushNotificationConfig,
+    TaskPushNotificationConfigRef, TaskState,
 };
 use tokio::sync::broadcast;
 use tracing::{debug, warn};
@@ -46,6 +49,11 @@ pub struct ServiceSettings {
     pub blocking_timeout: Duration,
     /// How committed agent work reaches the agent.
     pub dispatch: Dispatch,
+    /// Whether webhook deliveries are made (a push worker runs): push config operations and
+    /// `capabilities.pushNotifications` depend on it.
+    pub push_enabled: bool,
+    /// Which webhook addresses configs may name (literal addresses are checked at creation).
+    pub push_policy: AddressPolicy,
 }
 
 /// How committed `AgentWorkRequested` events reach the agent.
@@ -63,6 +71,8 @@ impl Default for ServiceSettings {
         Self {
             blocking_timeout: Duration::from_secs(60),
             dispatch: Dispatch::InProcess,
+            push_enabled: false,
+            push_policy: AddressPolicy::strict(),
         }
     }
 }
@@ -85,6 +95,8 @@ pub struct Service {
     settings: ServiceSettings,
     /// Wakes the relay when new work was committed (feed dispatch).
     work: tokio::sync::Notify,
+    /// Wakes the push worker when a commit made deliveries.
+    pushes: tokio::sync::Notify,
 }
 
 /// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
@@ -112,7 +124,17 @@ impl Service {
             changes,
             settings,
             work: tokio::sync::Notify::new(),
+            pushes: tokio::sync::Notify::new(),
         })
+    }
+
+    /// Resolves when a commit made webhook deliveries (the push worker's wake-up).
+    pub async fn pushes_committed(&self) {
+        self.pushes.notified().await
+    }
+
+    pub fn push_enabled(&self) -> bool {
+        self.settings.push_enabled
     }
 
     /// Subscribes to committed changes (blocking sends; later, streams).
@@ -204,9 +226,11 @@ impl Service {
             let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
             commit.message_key = message_key.clone();
             let after = commit.snapshot.clone();
+            let pushes = !commit.pushes.is_empty();
             match self.store.append(commit).await {
                 Ok(()) => {
                     self.announce(task_id, after.version);
+                    self.wake_pushes(pushes);
                     self.dispatch_work(task_id, &events);
                     return Ok((after, events));
                 }
@@ -405,6 +429,7 @@ impl Service {
         }))?;
         let commit = commit_for(child_id.clone(), &before, &created, Timestamp::now());
         let child_state = commit.snapshot.clone();
+        self.wake_pushes(!commit.pushes.is_empty());
         match self.store.append(commit).await {
             Ok(()) => {}
             // Already created by an earlier attempt of this same spawn.
@@ -446,6 +471,12 @@ impl Service {
         };
     }
 
+    fn wake_pushes(&self, made: bool) {
+        if made {
+            self.pushes.notify_one();
+        }
+    }
+
     fn announce(&self, task_id: &TaskId, version: u64) {
         // No receiver is fine: nobody is waiting.
         let _ = self.changes.send(TaskChanged {
@@ -465,12 +496,10 @@ impl Service {
         let config = req.configuration.clone().unwrap_or_default();
         let history = HistoryLength::parse(config.history_length)
             .map_err(|e| AppError::invalid_params("configuration.historyLength", e))?;
-        if config.task_push_notification_config.is_some() {
-            return Err(AppError::protocol(
-                ErrorKind::PushNotificationNotSupported,
-                "push notifications are not supported by this agent (capabilities.pushNotifications is false)",
-            ));
-        }
+        let push = match &config.task_push_notification_config {
+            None => None,
+            Some(c) => Some(self.push_spec(c, "configuration.taskPushNotificationConfig")?),
+        };
         let message = req.message;
         let message_id = intake::validate_user_message(&message, "message")?;
 
@@ -480,7 +509,7 @@ impl Service {
                     TaskId::parse(raw.clone()).map_err(|_| AppError::task_not_found(&raw))?;
                 tracing::Span::current().record("task_id", task_id.as_str());
                 match self
-                    .append_user_message(who, &task_id, &message_id, message.clone())
+                    .append_user_message(who, &task_id, &message_id, message.clone(), push)
                     .await?
                 {
                     Some((state, events)) => {
@@ -496,7 +525,9 @@ impl Service {
                 if let Some(reply) = self.agent.direct_reply(&message) {
                     return Ok(SendMessageResponse::Message(reply));
                 }
-                let (task_id, state) = self.create_task(who, message.clone(), idempotency).await?;
+                let (task_id, state) = self
+                    .create_task(who, message.clone(), idempotency, push)
+                    .await?;
                 tracing::Span::current().record("task_id", task_id.as_str());
                 let version = state.as_ref().map(|s| (s.version, true));
                 (task_id, version, state)
@@ -532,6 +563,7 @@ impl Service {
         task_id: &TaskId,
         message_id: &MessageId,
         message: Message,
+        push: Option<PushConfigSpec>,
     ) -> Result<Option<(TaskAggregate, Vec<TaskEvent>)>, AppError> {
         let key = MessageKey {
             task_id: task_id.clone(),
@@ -540,10 +572,19 @@ impl Service {
         };
         let result = self
             .execute(Actor::Client(who), task_id, Some(key), |_| {
-                vec![TaskCommand::AppendUserMessage(AppendUserMessage {
+                // A config given with the message is registered first: it sees what follows.
+                let mut cmds: Vec<TaskCommand> = push
+                    .iter()
+                    .map(|config| TaskCommand::SetPushConfig {
+                        config: config.clone(),
+                        at: Timestamp::now(),
+                    })
+                    .collect();
+                cmds.push(TaskCommand::AppendUserMessage(AppendUserMessage {
                     message: message.clone(),
                     at: Timestamp::now(),
-                })]
+                }));
+                cmds
             })
             .await;
         match result {
@@ -561,6 +602,7 @@ impl Service {
         who: &Principal,
         message: Message,
         idempotency: Option<(IdempotencyKey, String)>,
+        push: Option<PushConfigSpec>,
     ) -> Result<(TaskId, Option<TaskAggregate>), AppError> {
         let context_id = match message.context_id.clone() {
             Some(c) => {
@@ -572,7 +614,7 @@ impl Service {
         let task_id = TaskId::parse(uuid::Uuid::now_v7().to_string())
             .map_err(|e| AppError::invalid_params("id", e))?;
         let before = TaskAggregate::default();
-        let events = before.decide(TaskCommand::CreateTask(CreateTask {
+        let mut events = before.decide(TaskCommand::CreateTask(CreateTask {
             task_id: task_id.clone(),
             context_id,
             owner: who.clone(),
@@ -581,6 +623,16 @@ impl Service {
             extension: None,
             awaiting_assignee: None,
         }))?;
+        if let Some(config) = push {
+            let mut scratch = before.clone();
+            for e in &events {
+                scratch.apply_event(e);
+            }
+            events.extend(scratch.decide(TaskCommand::SetPushConfig {
+                config,
+                at: Timestamp::now(),
+            })?);
+        }
         let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
         commit.idempotency = idempotency
             .as_ref()
@@ -591,9 +643,11 @@ impl Service {
                 task_id: task_id.clone(),
             });
         let state = commit.snapshot.clone();
+        let pushes = !commit.pushes.is_empty();
         match self.store.append(commit).await {
             Ok(()) => {
                 self.announce(&task_id, state.version);
+                self.wake_pushes(pushes);
                 self.dispatch_work(&task_id, &events);
                 Ok((task_id, Some(state)))
             }
@@ -765,6 +819,168 @@ impl Service {
         })
     }
 
+    // ------------------------------------------------------------ push notification configs
+
+    /// A config from the wire, validated; a missing id is generated.
+    fn push_spec(
+        &self,
+        wire: &TaskPushNotificationConfig,
+        field: &str,
+    ) -> Result<PushConfigSpec, AppError> {
+        if !self.settings.push_enabled {
+            return Err(push_not_supported());
+        }
+        Ok(PushConfigSpec::parse(
+            wire,
+            &uuid::Uuid::new_v4().to_string(),
+            &self.settings.push_policy,
+            field,
+        )?)
+    }
+
+    /// The caller's task, or TaskNotFound.
+    async fn own_task(&self, who: &Principal, raw_id: &str) -> Result<TaskAggregate, AppError> {
+        let task_id =
+            TaskId::parse(raw_id.to_string()).map_err(|_| AppError::task_not_found(raw_id))?;
+        tracing::Span::current().record("task_id", task_id.as_str());
+        self.load(&task_id)
+            .await?
+            .filter(|s| visible_to(s, Actor::Client(who)))
+            .ok_or_else(|| AppError::task_not_found(raw_id))
+    }
+
+    pub async fn create_push_config(
+        &self,
+        who: &Principal,
+        req: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, AppError> {
+        let raw_id = req.task_id.clone().unwrap_or_default();
+        if raw_id.is_empty() {
+            return Err(AppError::invalid_params("taskId", "is required"));
+        }
+        let spec = self.push_spec(&req, "")?;
+        let task_id =
+            TaskId::parse(raw_id.clone()).map_err(|_| AppError::task_not_found(&raw_id))?;
+        tracing::Span::current().record("task_id", task_id.as_str());
+        let (state, _) = self
+            .execute(Actor::Client(who), &task_id, None, |_| {
+                vec![TaskCommand::SetPushConfig {
+                    config: spec.clone(),
+                    at: Timestamp::now(),
+                }]
+            })
+            .await?;
+        state
+            .head()
+            .and_then(|h| h.push.iter().find(|p| p.id == spec.id))
+            .map(|p| p.to_wire(task_id.as_str()))
+            .ok_or_else(|| AppError::protocol(ErrorKind::Internal, "the config was not stored"))
+    }
+
+    pub async fn get_push_config(
+        &self,
+        who: &Principal,
+        req: TaskPushNotificationConfigRef,
+    ) -> Result<TaskPushNotificationConfig, AppError> {
+        if !self.settings.push_enabled {
+            return Err(push_not_supported());
+        }
+        let state = self.own_task(who, &req.task_id).await?;
+        state
+            .head()
+            .and_then(|h| h.push.iter().find(|p| p.id == req.id))
+            .map(|p| p.to_wire(&req.task_id))
+            .ok_or_else(|| {
+                AppError::protocol(
+                    ErrorKind::TaskNotFound,
+                    format!(
+                        "task {} has no push notification config {:?}",
+                        req.task_id, req.id
+                    ),
+                )
+            })
+    }
+
+    pub async fn list_push_configs(
+        &self,
+        who: &Principal,
+        req: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, AppError> {
+        if !self.settings.push_enabled {
+            return Err(push_not_supported());
+        }
+        let page_size = match req.page_size {
+            None | Some(0) => push::DEFAULT_PUSH_CONFIG_PAGE,
+            Some(n) if n > 0 && n as usize <= push::MAX_PUSH_CONFIG_PAGE => n as usize,
+            Some(n) => {
+                return Err(AppError::invalid_params(
+                    "pageSize",
+                    format!(
+                        "must be between 1 and {} (got {n})",
+                        push::MAX_PUSH_CONFIG_PAGE
+                    ),
+                ))
+            }
+        };
+        let state = self.own_task(who, &req.task_id).await?;
+        let scope = format!("push|{who}|{}", req.task_id);
+        let start = match req.page_token.as_deref() {
+            None | Some("") => 0,
+            Some(t) => self
+                .cursors
+                .decode(t, &scope, Timestamp::now().unix_secs())
+                .map_err(|e| AppError::invalid_params("pageToken", e))?
+                .status_nanos
+                .max(0) as usize,
+        };
+        let all = state.head().map(|h| h.push.as_slice()).unwrap_or_default();
+        let page: Vec<_> = all
+            .iter()
+            .skip(start)
+            .take(page_size)
+            .map(|p| p.to_wire(&req.task_id))
+            .collect();
+        let end = start + page.len();
+        let next_page_token = if end < all.len() {
+            self.cursors.encode(
+                &taskledger_domain::ports::Cursor {
+                    status_nanos: end as i64,
+                    task_id: req.task_id.clone(),
+                },
+                &scope,
+                Timestamp::now().unix_secs(),
+            )
+        } else {
+            String::new()
+        };
+        Ok(ListTaskPushNotificationConfigsResponse {
+            configs: page,
+            next_page_token,
+        })
+    }
+
+    /// Deleting a config that does not exist succeeds (idempotent); the task must exist.
+    pub async fn delete_push_config(
+        &self,
+        who: &Principal,
+        req: TaskPushNotificationConfigRef,
+    ) -> Result<(), AppError> {
+        if !self.settings.push_enabled {
+            return Err(push_not_supported());
+        }
+        let task_id = TaskId::parse(req.task_id.clone())
+            .map_err(|_| AppError::task_not_found(&req.task_id))?;
+        tracing::Span::current().record("task_id", task_id.as_str());
+        self.execute(Actor::Client(who), &task_id, None, |_| {
+            vec![TaskCommand::DeletePushConfig {
+                id: req.id.clone(),
+                at: Timestamp::now(),
+            }]
+        })
+        .await?;
+        Ok(())
+    }
+
     /// What the agent sees of a task: its state and its whole history.
     pub async fn agent_view(
         &self,
@@ -812,6 +1028,13 @@ impl Service {
             warn!(task_id = %task_id, error = %e, "could not mark the task failed");
         }
     }
+}
+
+fn push_not_supported() -> AppError {
+    AppError::protocol(
+        ErrorKind::PushNotificationNotSupported,
+        "push notifications are not enabled on this server (capabilities.pushNotifications is false)",
+    )
 }
 
 /// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.

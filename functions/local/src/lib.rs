@@ -14,8 +14,10 @@ use taskledger_app::identity::TokenAuthenticator;
 use taskledger_app::{router, AppState, Dispatch, HttpSettings, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
-use taskledger_domain::ports::{EventStore, TaskReadModel, WorkFeed};
+use taskledger_domain::ports::{EventStore, PushOutbox, TaskReadModel, WorkFeed};
+use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::dynamo::{self, DynamoStore};
+use taskledger_infra::webhook::{PushSigner, WebhookSender};
 use taskledger_infra::SqliteStore;
 use tokio::net::TcpListener;
 
@@ -52,6 +54,28 @@ pub struct Config {
     pub cursor_key: Option<Vec<u8>>,
     /// The agent: the built-in scenario agent, or a model behind an OpenAI-compatible endpoint.
     pub agent: AgentChoice,
+    pub push: PushSettings,
+}
+
+/// Webhook deliveries (push notifications).
+#[derive(Debug, Clone)]
+pub struct PushSettings {
+    /// Which addresses webhooks may resolve to; the local default allows loopback (dev mode).
+    pub policy: AddressPolicy,
+    /// A P-256 private key (PEM) signing each delivery; its public key is served at
+    /// `/.well-known/jwks.json`.
+    pub signing_key_pem: Option<String>,
+    pub retry: RetryPolicy,
+}
+
+impl Default for PushSettings {
+    fn default() -> Self {
+        Self {
+            policy: AddressPolicy::allow_loopback(),
+            signing_key_pem: None,
+            retry: RetryPolicy::default(),
+        }
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -92,6 +116,7 @@ impl Config {
             timings: ScenarioTimings::default(),
             cursor_key: None,
             agent: AgentChoice::Scenario,
+            push: PushSettings::default(),
         }
     }
 }
@@ -111,6 +136,8 @@ pub enum LocalError {
     Schema(#[from] taskledger_infra::dynamo::schema::SchemaError),
     #[error("cannot set up the agent: {0}")]
     Agent(String),
+    #[error(transparent)]
+    Push(#[from] taskledger_infra::webhook::WebhookError),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
 }
@@ -120,6 +147,8 @@ pub struct Stores {
     pub events: Arc<dyn EventStore>,
     pub reads: Arc<dyn TaskReadModel>,
     pub feed: Option<Arc<dyn WorkFeed>>,
+    /// The push outbox, when the store keeps one (the embedded store).
+    pub outbox: Option<Arc<dyn PushOutbox>>,
 }
 
 /// Opens the configured store (creating DynamoDB tables first when asked).
@@ -129,7 +158,8 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
         Stores {
             events: s.clone(),
             reads: s.clone(),
-            feed: Some(s),
+            feed: Some(s.clone()),
+            outbox: Some(s),
         }
     };
     Ok(match storage {
@@ -155,6 +185,7 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
                 events: s.clone(),
                 reads: s,
                 feed: None,
+                outbox: None,
             }
         }
     })
@@ -234,6 +265,10 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
     } else {
         Dispatch::InProcess
     };
+    let signer = match &config.push.signing_key_pem {
+        Some(pem) => Some(Arc::new(PushSigner::from_pem(pem)?)),
+        None => None,
+    };
     let service = Service::new(
         stores.events,
         stores.reads,
@@ -242,8 +277,19 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,
             dispatch,
+            push_enabled: stores.outbox.is_some(),
+            push_policy: config.push.policy.clone(),
         },
     );
+    if let Some(outbox) = stores.outbox {
+        let sender = WebhookSender::new(config.push.policy.clone(), signer.clone())?;
+        tokio::spawn(taskledger_app::push::run_outbox_worker(
+            service.clone(),
+            outbox,
+            Arc::new(sender),
+            config.push.retry,
+        ));
+    }
     if let Some(feed) = stores.feed {
         tokio::spawn(taskledger_app::worker::run_feed_relay(
             service.clone(),
@@ -259,6 +305,7 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
             name: "taskledger".into(),
             description: "An event-sourced A2A task backend (local server).".into(),
             version: env!("CARGO_PKG_VERSION").into(),
+            jwks: signer.as_ref().map(|s| s.jwks()),
         },
     );
     Ok(router(state))

@@ -73,6 +73,25 @@ struct Args {
     /// Model turns per execution before the task fails with "turn limit reached".
     #[arg(long, env = "TASKLEDGER_MAX_TURNS", default_value_t = 50)]
     max_turns: u32,
+    /// Networks webhooks may reach despite the SSRF guard (comma-separated CIDRs). The local
+    /// default allows loopback (development); pass an empty value to refuse it too.
+    #[arg(
+        long,
+        env = "TASKLEDGER_PUSH_ALLOWLIST",
+        default_value = "127.0.0.0/8,::1/128"
+    )]
+    push_allowlist: String,
+    /// File with a P-256 private key (PEM) that signs push deliveries (JWS ES256); its public
+    /// key is served at /.well-known/jwks.json.
+    #[arg(long, env = "TASKLEDGER_PUSH_SIGNING_KEY_FILE")]
+    push_signing_key_file: Option<PathBuf>,
+    /// How long a failing delivery is retried before it is dead-lettered.
+    #[arg(
+        long,
+        env = "TASKLEDGER_PUSH_RETRY_HORIZON_SECS",
+        default_value_t = 86_400
+    )]
+    push_retry_horizon_secs: u64,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     log_format: String,
@@ -89,6 +108,10 @@ enum StoreKind {
 enum Command {
     /// Serve the A2A API (the default).
     Serve,
+    /// List push deliveries that were given up on (dead letters), with the reason.
+    DeadLetters,
+    /// Put every dead-lettered push delivery back in the outbox (sent again by the server).
+    Redrive,
     /// Replay events into the DynamoDB read model: one task, or every task page by page.
     Rebuild {
         /// The task to rebuild.
@@ -169,10 +192,55 @@ async fn rebuild(
     Ok(())
 }
 
-async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
-    if let Some(Command::Rebuild { task, all }) = &args.command {
-        return rebuild(&args, task.clone(), *all).await;
+/// Dead letters of the embedded store's push outbox (on AWS they are in the push DLQ, and the
+/// `taskledger-push` redrive runs there).
+async fn dead_letters(args: &Args, redrive: bool) -> Result<(), Box<dyn std::error::Error>> {
+    use taskledger_domain::ports::PushOutbox;
+    if uses_dynamo(args) {
+        return Err("on DynamoDB, dead letters are in the push DLQ: redrive them with `aws sqs start-message-move-task` or the push worker's TASKLEDGER_REDRIVE mode (see README)".into());
     }
+    let store = taskledger_infra::SqliteStore::open(&args.data_dir)?;
+    if redrive {
+        let n = store.redrive().await?;
+        println!("{n} deliveries back in the outbox; a running server sends them now");
+        return Ok(());
+    }
+    let letters = store.dead_letters(1000).await?;
+    for d in &letters {
+        println!(
+            "{}\t{}\tattempts={}\t{}",
+            d.delivery.delivery_id(),
+            d.delivery.config.url,
+            d.attempts,
+            d.reason
+        );
+    }
+    println!("{} dead letters", letters.len());
+    Ok(())
+}
+
+async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
+    match &args.command {
+        Some(Command::Rebuild { task, all }) => return rebuild(&args, task.clone(), *all).await,
+        Some(Command::DeadLetters) => return dead_letters(&args, false).await,
+        Some(Command::Redrive) => return dead_letters(&args, true).await,
+        Some(Command::Serve) | None => {}
+    }
+    let push = taskledger_local::PushSettings {
+        policy: taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
+            .map_err(|e| format!("--push-allowlist: {e}"))?,
+        signing_key_pem: match &args.push_signing_key_file {
+            Some(path) => Some(
+                std::fs::read_to_string(path)
+                    .map_err(|e| format!("--push-signing-key-file {}: {e}", path.display()))?,
+            ),
+            None => None,
+        },
+        retry: taskledger_domain::push::RetryPolicy {
+            horizon: Duration::from_secs(args.push_retry_horizon_secs),
+            ..Default::default()
+        },
+    };
     let tokens = TokenAuthenticator::parse_table(&args.tokens)
         .map_err(|e| format!("--tokens / TASKLEDGER_TOKENS: {e}"))?;
     let storage = if uses_dynamo(&args) {
@@ -193,6 +261,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
         cursor_key: None,
+        push,
         agent: match (
             &args.llm_base_url.clone().filter(|u| !u.is_empty()),
             &args.bedrock_model.clone().filter(|m| !m.is_empty()),

@@ -100,6 +100,7 @@ async fn main() -> Result<(), Error> {
             blocking_timeout: Duration::from_secs(1),
             // New work (a sub-task, a follow-up) reaches the queue through the stream relay.
             dispatch: Dispatch::Feed,
+            ..Default::default()
         },
     );
     run(service_fn(|event| handle(&svc, event))).await

@@ -33,6 +33,8 @@ pub const MAX_TRANSACTION_ITEMS: usize = 100;
 pub const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
 /// Shards of the `by-shard` index that lets rebuilds walk every task without a Scan.
 pub const SHARDS: u32 = 16;
+/// Attribute of an event item holding the `StreamResponse` JSON the event pushes.
+pub const PUSH_ATTR: &str = "push";
 /// Pages a counting query may walk before giving up on an exact total.
 const MAX_COUNT_PAGES: usize = 1000;
 
@@ -288,17 +290,20 @@ impl DynamoStore {
         }
         items.push((self.head_item(c)?, Slot::Head));
         for e in &c.events {
-            items.push((
-                HashMap::from([
-                    ("pk".into(), s(&pk)),
-                    ("sk".into(), s(format!("E#{}", padded(e.seq)))),
-                    ("type".into(), s(&e.event_type)),
-                    ("ver".into(), s(&e.event_version)),
-                    ("payload".into(), s(json(&e.payload)?)),
-                    ("at".into(), n(e.recorded_at.unix_nanos())),
-                ]),
-                Slot::Event,
-            ));
+            let mut item = HashMap::from([
+                ("pk".into(), s(&pk)),
+                ("sk".into(), s(format!("E#{}", padded(e.seq)))),
+                ("type".into(), s(&e.event_type)),
+                ("ver".into(), s(&e.event_version)),
+                ("payload".into(), s(json(&e.payload)?)),
+                ("at".into(), n(e.recorded_at.unix_nanos())),
+            ]);
+            // The update this event pushes to webhook subscribers: the stream relay turns it
+            // into deliveries (one per subscription registered before the event).
+            if let Some(p) = c.pushes.iter().find(|p| p.seq == e.seq) {
+                item.insert(PUSH_ATTR.into(), s(&p.body));
+            }
+            items.push((item, Slot::Event));
         }
         for w in &c.writes {
             match w {
@@ -570,6 +575,7 @@ impl DynamoStore {
             writes,
             message_key: None,
             idempotency: None,
+            pushes: vec![],
         };
         let mut items = vec![self.head_item(&commit)?];
         for w in &commit.writes {
