@@ -5,6 +5,7 @@ pub mod contract;
 pub mod dynamo;
 pub mod lambda;
 pub mod llm;
+pub mod push_relay;
 pub mod skills;
 pub mod sqlite;
 pub mod sqs;

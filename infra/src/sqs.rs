@@ -122,3 +122,405 @@ pub async fn create_queues(client: &Client, prefix: &str) -> Result<String, Queu
 pub async fn client_from_env() -> Client {
     Client::new(&aws_config::load_from_env().await)
 }
+
+// ------------------------------------------------------------------ push deliveries
+
+/// Name suffixes of the push queues.
+pub const PUSH_QUEUE: &str = "push.fifo";
+pub const PUSH_DLQ: &str = "push-dlq.fifo";
+/// Message attribute of a dead letter naming why it was given up on.
+pub const REASON_ATTRIBUTE: &str = "reason";
+/// Longest visibility timeout SQS accepts (12 hours).
+const MAX_VISIBILITY_SECS: i32 = 43_200;
+/// Visibility while a delivery is being attempted (above the 10 s request timeout).
+pub const PUSH_VISIBILITY_TIMEOUT_SECS: u32 = 60;
+/// Receives before SQS itself moves a delivery to the DLQ: a safety net far above what the
+/// retry horizon allows; the worker dead-letters with a reason long before.
+pub const PUSH_MAX_RECEIVES: u32 = 1000;
+
+#[derive(Debug, thiserror::Error)]
+pub enum PushQueueError {
+    #[error("SQS: {0}")]
+    Sqs(String),
+    #[error("a push message is not a delivery: {0}")]
+    BadMessage(String),
+}
+
+fn sqs_err<E>(e: aws_sdk_sqs::error::SdkError<E>) -> PushQueueError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    PushQueueError::Sqs(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+}
+
+/// The push queue (FIFO; group = task + config so each subscriber gets updates in order;
+/// de-duplicated by delivery id) and its dead-letter queue.
+#[derive(Clone)]
+pub struct SqsPushQueue {
+    client: Client,
+    pub queue_url: String,
+    pub dlq_url: String,
+}
+
+/// A received push message, with what SQS says about its attempts.
+#[derive(Debug, Clone)]
+pub struct ReceivedPush {
+    pub body: String,
+    pub receipt_handle: String,
+    /// `ApproximateReceiveCount`: attempts including this one.
+    pub receive_count: u32,
+    /// `ApproximateFirstReceiveTimestamp` (unix milliseconds).
+    pub first_receive_ms: i64,
+    /// `MessageGroupId`: one (task, config).
+    pub group: String,
+}
+
+/// What processing a received delivery did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PushOutcome {
+    /// Sent; the message can be deleted.
+    Delivered,
+    /// Not sent yet: the message stays invisible for the pause, then comes back (its group
+    /// waits behind it). The message must not be deleted.
+    RetryIn(std::time::Duration),
+    /// Given up on: a copy with the reason is in the DLQ; the message can be deleted.
+    DeadLettered(String),
+}
+
+impl SqsPushQueue {
+    pub fn new(client: Client, queue_url: impl Into<String>, dlq_url: impl Into<String>) -> Self {
+        Self {
+            client,
+            queue_url: queue_url.into(),
+            dlq_url: dlq_url.into(),
+        }
+    }
+
+    pub async fn enqueue(
+        &self,
+        deliveries: &[taskledger_domain::push::PushDelivery],
+    ) -> Result<(), PushQueueError> {
+        for chunk in deliveries.chunks(SQS_BATCH) {
+            let mut req = self.client.send_message_batch().queue_url(&self.queue_url);
+            for (i, d) in chunk.iter().enumerate() {
+                let body = serde_json::to_string(d)
+                    .map_err(|e| PushQueueError::BadMessage(e.to_string()))?;
+                let entry = SendMessageBatchRequestEntry::builder()
+                    .id(i.to_string())
+                    .message_body(body)
+                    .message_group_id(d.group())
+                    .message_deduplication_id(d.dedup_id())
+                    .build()
+                    .map_err(|e| PushQueueError::Sqs(e.to_string()))?;
+                req = req.entries(entry);
+            }
+            let out = req.send().await.map_err(sqs_err)?;
+            if !out.failed().is_empty() {
+                return Err(PushQueueError::Sqs(
+                    out.failed()
+                        .iter()
+                        .map(|f| f.message().unwrap_or(f.code()).to_string())
+                        .collect::<Vec<_>>()
+                        .join("; "),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Attempts one received delivery and does the queue bookkeeping its outcome needs
+    /// (visibility change for a retry, a DLQ copy with the reason for a dead letter). Deleting
+    /// a finished message is the caller's (the Lambda runtime's, on success).
+    pub async fn process(
+        &self,
+        sender: &dyn taskledger_domain::ports::WebhookSend,
+        retry: &taskledger_domain::push::RetryPolicy,
+        msg: &ReceivedPush,
+        jitter: f64,
+    ) -> Result<PushOutcome, PushQueueError> {
+        use taskledger_domain::push::NextStep;
+        let delivery: taskledger_domain::push::PushDelivery = match serde_json::from_str(&msg.body)
+        {
+            Ok(d) => d,
+            Err(e) => {
+                // Unreadable: nothing to retry. Keep it in the DLQ for a human.
+                let reason = format!("unreadable delivery: {e}");
+                self.dead_letter_raw(&msg.body, "unreadable", &reason)
+                    .await?;
+                return Ok(PushOutcome::DeadLettered(reason));
+            }
+        };
+        let result = sender.send(&delivery).await;
+        let now = taskledger_domain::time::Timestamp::now().unix_nanos() / 1_000_000;
+        let elapsed = std::time::Duration::from_millis((now - msg.first_receive_ms).max(0) as u64);
+        match retry.next(&result, msg.receive_count.max(1), elapsed, jitter) {
+            NextStep::Done => Ok(PushOutcome::Delivered),
+            NextStep::RetryIn(pause) => {
+                let secs = (pause.as_millis().div_ceil(1000) as i32).clamp(1, MAX_VISIBILITY_SECS);
+                self.client
+                    .change_message_visibility()
+                    .queue_url(&self.queue_url)
+                    .receipt_handle(&msg.receipt_handle)
+                    .visibility_timeout(secs)
+                    .send()
+                    .await
+                    .map_err(sqs_err)?;
+                Ok(PushOutcome::RetryIn(std::time::Duration::from_secs(
+                    secs as u64,
+                )))
+            }
+            NextStep::DeadLetter(reason) => {
+                self.dead_letter_raw(&msg.body, &delivery.group(), &reason)
+                    .await?;
+                Ok(PushOutcome::DeadLettered(reason))
+            }
+        }
+    }
+
+    /// Processes a received batch in order. Once a delivery of a group is not done, the later
+    /// ones of that group in the batch are not attempted: they wait out the same pause, so each
+    /// subscriber gets its updates in event order. Outcomes match the input positions.
+    pub async fn process_batch(
+        &self,
+        sender: &dyn taskledger_domain::ports::WebhookSend,
+        retry: &taskledger_domain::push::RetryPolicy,
+        msgs: &[ReceivedPush],
+        jitter: impl Fn() -> f64,
+    ) -> Vec<Result<PushOutcome, PushQueueError>> {
+        let mut held: std::collections::HashMap<String, std::time::Duration> =
+            std::collections::HashMap::new();
+        let mut out = Vec::with_capacity(msgs.len());
+        for m in msgs {
+            if let Some(pause) = held.get(&m.group).copied() {
+                let r = self
+                    .client
+                    .change_message_visibility()
+                    .queue_url(&self.queue_url)
+                    .receipt_handle(&m.receipt_handle)
+                    .visibility_timeout(pause.as_secs().clamp(1, MAX_VISIBILITY_SECS as u64) as i32)
+                    .send()
+                    .await
+                    .map_err(sqs_err)
+                    .map(|_| PushOutcome::RetryIn(pause));
+                out.push(r);
+                continue;
+            }
+            let r = self.process(sender, retry, m, jitter()).await;
+            match &r {
+                Ok(PushOutcome::RetryIn(pause)) => {
+                    held.insert(m.group.clone(), *pause);
+                }
+                Err(_) => {
+                    held.insert(m.group.clone(), std::time::Duration::from_secs(1));
+                }
+                Ok(_) => {}
+            }
+            out.push(r);
+        }
+        out
+    }
+
+    async fn dead_letter_raw(
+        &self,
+        body: &str,
+        group: &str,
+        reason: &str,
+    ) -> Result<(), PushQueueError> {
+        self.client
+            .send_message()
+            .queue_url(&self.dlq_url)
+            .message_body(body)
+            .message_group_id(group)
+            .message_deduplication_id(uuid::Uuid::new_v4().simple().to_string())
+            .message_attributes(
+                REASON_ATTRIBUTE,
+                aws_sdk_sqs::types::MessageAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(reason)
+                    .build()
+                    .map_err(|e| PushQueueError::Sqs(e.to_string()))?,
+            )
+            .send()
+            .await
+            .map_err(sqs_err)?;
+        Ok(())
+    }
+
+    /// Receives up to ten deliveries (no long polling: `wait` seconds at most).
+    pub async fn receive(&self, wait: i32) -> Result<Vec<ReceivedPush>, PushQueueError> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(wait)
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+            )
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateFirstReceiveTimestamp,
+            )
+            .message_system_attribute_names(
+                aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId,
+            )
+            .send()
+            .await
+            .map_err(sqs_err)?;
+        Ok(out
+            .messages
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| {
+                let attr = |n: aws_sdk_sqs::types::MessageSystemAttributeName| {
+                    m.attributes().and_then(|a| a.get(&n)).cloned()
+                };
+                ReceivedPush {
+                    receive_count: attr(
+                        aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateReceiveCount,
+                    )
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(1),
+                    first_receive_ms: attr(
+                        aws_sdk_sqs::types::MessageSystemAttributeName::ApproximateFirstReceiveTimestamp,
+                    )
+                    .and_then(|v| v.parse().ok())
+                    .unwrap_or(0),
+                    group: attr(aws_sdk_sqs::types::MessageSystemAttributeName::MessageGroupId)
+                        .unwrap_or_default(),
+                    body: m.body.unwrap_or_default(),
+                    receipt_handle: m.receipt_handle.unwrap_or_default(),
+                }
+            })
+            .collect())
+    }
+
+    pub async fn delete(&self, receipt_handle: &str) -> Result<(), PushQueueError> {
+        self.client
+            .delete_message()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .send()
+            .await
+            .map_err(sqs_err)?;
+        Ok(())
+    }
+
+    /// Dead letters with their reasons (received and left in the DLQ).
+    pub async fn dead_letters(&self) -> Result<Vec<(String, String)>, PushQueueError> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.dlq_url)
+            .max_number_of_messages(10)
+            .visibility_timeout(0)
+            .message_attribute_names(REASON_ATTRIBUTE)
+            .send()
+            .await
+            .map_err(sqs_err)?;
+        Ok(out
+            .messages
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| {
+                let reason = m
+                    .message_attributes()
+                    .and_then(|a| a.get(REASON_ATTRIBUTE))
+                    .and_then(|v| v.string_value())
+                    .unwrap_or_default()
+                    .to_string();
+                (m.body.unwrap_or_default(), reason)
+            })
+            .collect())
+    }
+
+    /// Moves every dead letter back to the push queue (a fresh de-duplication id, so SQS does
+    /// not drop it as a repeat); returns how many.
+    pub async fn redrive(&self) -> Result<u64, PushQueueError> {
+        let mut moved = 0;
+        loop {
+            let out = self
+                .client
+                .receive_message()
+                .queue_url(&self.dlq_url)
+                .max_number_of_messages(10)
+                .send()
+                .await
+                .map_err(sqs_err)?;
+            let msgs = out.messages.unwrap_or_default();
+            if msgs.is_empty() {
+                return Ok(moved);
+            }
+            for m in msgs {
+                let body = m.body().unwrap_or_default();
+                let group = serde_json::from_str::<taskledger_domain::push::PushDelivery>(body)
+                    .map(|d| d.group())
+                    .unwrap_or_else(|_| "unreadable".into());
+                self.client
+                    .send_message()
+                    .queue_url(&self.queue_url)
+                    .message_body(body)
+                    .message_group_id(group)
+                    .message_deduplication_id(uuid::Uuid::new_v4().simple().to_string())
+                    .send()
+                    .await
+                    .map_err(sqs_err)?;
+                self.client
+                    .delete_message()
+                    .queue_url(&self.dlq_url)
+                    .receipt_handle(m.receipt_handle().unwrap_or_default())
+                    .send()
+                    .await
+                    .map_err(sqs_err)?;
+                moved += 1;
+            }
+        }
+    }
+}
+
+/// Creates the FIFO push queue and its DLQ (idempotent); returns the queue.
+pub async fn create_push_queues(
+    client: &Client,
+    prefix: &str,
+) -> Result<SqsPushQueue, PushQueueError> {
+    let dlq = client
+        .create_queue()
+        .queue_name(format!("{prefix}{PUSH_DLQ}"))
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .send()
+        .await
+        .map_err(sqs_err)?;
+    let dlq_url = dlq.queue_url().unwrap_or_default().to_string();
+    let attrs = client
+        .get_queue_attributes()
+        .queue_url(&dlq_url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(sqs_err)?;
+    let dlq_arn = attrs
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn))
+        .cloned()
+        .unwrap_or_default();
+    let q = client
+        .create_queue()
+        .queue_name(format!("{prefix}{PUSH_QUEUE}"))
+        .attributes(QueueAttributeName::FifoQueue, "true")
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            PUSH_VISIBILITY_TIMEOUT_SECS.to_string(),
+        )
+        .attributes(
+            QueueAttributeName::RedrivePolicy,
+            serde_json::json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": PUSH_MAX_RECEIVES})
+                .to_string(),
+        )
+        .send()
+        .await
+        .map_err(sqs_err)?;
+    Ok(SqsPushQueue::new(
+        client.clone(),
+        q.queue_url().unwrap_or_default(),
+        dlq_url,
+    ))
+}
