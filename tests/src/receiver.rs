@@ -1,6 +1,6 @@
 //! A real webhook receiver for push tests and the push bench: an HTTP server on 127.0.0.1 that
 //! records every request, answers as scripted, and de-duplicates accepted deliveries by
-//! (task, sequence) the way a careful subscriber would.
+//! delivery id (task, sequence, config) the way a careful subscriber would.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
@@ -62,8 +62,9 @@ pub enum Script {
 struct Inner {
     script: Script,
     seen: Vec<Received>,
-    /// Accepted (task, sequence) pairs: a repeat is answered 200 and not counted again.
-    accepted: HashSet<(String, u64)>,
+    /// Accepted delivery ids (task, sequence, config): a repeat is answered 200 and not
+    /// counted again.
+    accepted: HashSet<String>,
     unique: Vec<Received>,
 }
 
@@ -88,7 +89,11 @@ async fn hook(State(r): State<Receiver>, headers: HeaderMap, body: Bytes) -> imp
         status,
         at: Instant::now(),
     };
-    if (200..300).contains(&status) && g.accepted.insert((rec.task_id(), rec.seq())) {
+    let key = rec
+        .header("x-taskledger-delivery-id")
+        .map(str::to_string)
+        .unwrap_or_else(|| format!("{}:{}", rec.task_id(), rec.seq()));
+    if (200..300).contains(&status) && g.accepted.insert(key) {
         g.unique.push(rec.clone());
     }
     g.seen.push(rec);
@@ -142,8 +147,13 @@ impl Receiver {
             }
             if Instant::now() > deadline {
                 panic!(
-                    "the receiver did not get what was expected; accepted: {:?}",
-                    u.iter().map(|r| r.body.clone()).collect::<Vec<_>>()
+                    "the receiver did not get what was expected; {} accepted, the last: {:?}",
+                    u.len(),
+                    u.iter()
+                        .rev()
+                        .take(5)
+                        .map(|r| r.body.clone())
+                        .collect::<Vec<_>>()
                 );
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
