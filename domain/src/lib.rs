@@ -2,6 +2,7 @@
 //! validation, projections into the read model, and the ports the adapters implement.
 //! No AWS, no network, no I/O.
 
+pub mod a2ui;
 pub mod card;
 pub mod cursor;
 pub mod error;

@@ -126,6 +126,11 @@ pub enum TaskCommand {
         usage: crate::llm::Usage,
         at: Timestamp,
     },
+    /// `emit_ui`: checked A2UI messages become a new artifact `a2ui:<sequence of its event>`.
+    EmitUi {
+        messages: crate::a2ui::UiMessages,
+        at: Timestamp,
+    },
     /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.
     AskParticipant {
         participant_id: String,
@@ -1191,6 +1196,24 @@ impl TaskAggregate {
                     message: head.own_message(m, at),
                     at,
                 }])
+            }
+            TaskCommand::EmitUi { messages, at } => {
+                refuse_if_terminal(head)?;
+                // The event's own sequence: unique in the task, and fixed once committed.
+                let seq = self.version + 1;
+                self.decide(TaskCommand::AddArtifact {
+                    artifact: Artifact {
+                        artifact_id: format!("{}:{seq}", crate::a2ui::ARTIFACT_NAME),
+                        name: Some(crate::a2ui::ARTIFACT_NAME.into()),
+                        description: None,
+                        parts: messages.parts(),
+                        metadata: None,
+                        extensions: vec![crate::a2ui::EXTENSION_URI.into()],
+                    },
+                    append: false,
+                    last_chunk: true,
+                    at,
+                })
             }
             TaskCommand::CancelTask { at } => match state {
                 // A repeated cancel is answered with the canceled task, nothing new happens.

@@ -38,6 +38,7 @@ enum Script {
     Release,
     Loop,
     Broken,
+    Ui,
 }
 
 struct Mock {
@@ -72,6 +73,44 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
         .sum();
     let body = match m.script {
         Script::Broken => return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response(),
+        Script::Ui => match made {
+            // first a surface without a catalog: refused, nothing emitted
+            0 => answer(
+                None,
+                vec![tool(
+                    "u0",
+                    "emit_ui",
+                    json!({"messages": [{"version": "v0.9", "createSurface": {"surfaceId": "pick"}}]}),
+                )],
+            ),
+            1 => {
+                let last = messages.last().cloned().unwrap_or_default();
+                assert_eq!(last["role"], "tool");
+                assert!(
+                    last["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .contains("messages[0].createSurface.catalogId"),
+                    "the model is told which message and field failed: {last}"
+                );
+                answer(
+                    None,
+                    vec![tool(
+                        "u1",
+                        "emit_ui",
+                        json!({"messages": [
+                            {"version": "v0.9", "createSurface": {"surfaceId": "pick", "catalogId": "https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"}},
+                            {"version": "v0.9", "updateComponents": {"surfaceId": "pick", "components": [
+                                {"id": "root", "component": "Column", "children": ["q", "eu"]},
+                                {"id": "q", "component": "Text", "text": "Which region?"},
+                                {"id": "eu", "component": "Button", "child": "q", "action": {"event": {"name": "eu"}}}]}},
+                            {"version": "v0.9", "updateDataModel": {"surfaceId": "pick", "path": "/region", "value": "eu"}}
+                        ]}),
+                    )],
+                )
+            }
+            _ => answer(Some("form shown"), vec![]),
+        },
         Script::Skills => match made {
             0 => {
                 assert!(
@@ -254,6 +293,64 @@ async fn the_loop_plans_asks_spawns_and_finishes() {
         7,
         "six parent turns and one child turn"
     );
+}
+
+#[tokio::test]
+async fn emit_ui_ends_the_task_with_an_a2ui_artifact() {
+    let (s, mock) = start(Script::Ui, 50).await;
+    let id = s.start_task(envelope_message("m-1", "ask me")).await;
+    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    let artifacts = t["artifacts"].as_array().unwrap();
+    let ui: Vec<&Value> = artifacts.iter().filter(|a| a["name"] == "a2ui").collect();
+    assert_eq!(
+        ui.len(),
+        1,
+        "the refused call emitted nothing: {artifacts:?}"
+    );
+    let a = ui[0];
+    assert!(a["artifactId"].as_str().unwrap().starts_with("a2ui:"));
+    assert_eq!(
+        a["extensions"][0],
+        "https://a2ui.org/a2a-extension/a2ui/v0.9.1"
+    );
+    let parts = a["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 3, "one part per message");
+    assert!(parts
+        .iter()
+        .all(|p| p["mediaType"] == "application/a2ui+json"));
+    assert_eq!(parts[0]["data"]["createSurface"]["surfaceId"], "pick");
+    assert_eq!(
+        parts[1]["data"]["updateComponents"]["components"][0]["id"],
+        "root"
+    );
+    assert_eq!(parts[2]["data"]["updateDataModel"]["value"], "eu");
+    let answer = artifacts.iter().find(|a| a["name"] == "answer").unwrap();
+    assert_eq!(answer["parts"][0]["text"], "form shown");
+    let results: Vec<Value> = t["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().clone())
+        .filter(|p| p["metadata"]["kagent.dev/a2a/part-type"] == "function_response")
+        .map(|p| p["data"]["response"].clone())
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results[0]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("tool.invalid_arguments: messages[0].createSurface.catalogId"));
+    assert_eq!(
+        results[1]["result"],
+        "3 A2UI message(s) emitted in an a2ui artifact"
+    );
+    assert_eq!(mock.calls.load(Ordering::SeqCst), 3);
+    // the card declares the extension and its media type
+    let card = s.card().await;
+    assert!(card["capabilities"]["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["uri"] == "https://a2ui.org/a2a-extension/a2ui/v0.9.1"));
 }
 
 #[tokio::test]

@@ -297,8 +297,16 @@ impl LlmAgent {
                 let asks = cmds
                     .iter()
                     .any(|c| matches!(c, TaskCommand::AskParticipant { .. }));
+                let result = match cmds.first() {
+                    Some(TaskCommand::EmitUi { messages, .. }) => format!(
+                        "{} A2UI message(s) emitted in an {} artifact",
+                        messages.len(),
+                        taskledger_domain::a2ui::ARTIFACT_NAME
+                    ),
+                    _ => format!("{} done", call.name),
+                };
                 let ok = self
-                    .commit_result(svc, task_id, call, Ok(format!("{} done", call.name)), cmds)
+                    .commit_result(svc, task_id, call, Ok(result), cmds)
                     .await;
                 (ok && asks, false)
             }
