@@ -24,6 +24,8 @@ pub mod wire;
 mod ext_tests;
 #[cfg(test)]
 mod task_tests;
+#[cfg(test)]
+mod usage_tests;
 
 pub use error::{DomainError, ErrorKind};
 pub use ids::*;

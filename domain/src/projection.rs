@@ -127,6 +127,7 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
         | TaskEvent::ChildStateRecorded { .. }
         | TaskEvent::HelpAnswered { .. }
         | TaskEvent::ParticipantTaskOpened { .. }
+        | TaskEvent::SubTasksAwaited { .. }
         | TaskEvent::UsageRecorded { .. }
         | TaskEvent::AgentWorkRequested { .. }
         | TaskEvent::AgentTurnFinished { .. }

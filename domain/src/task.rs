@@ -9,7 +9,9 @@ use crate::ext::{self, Effort, Plan, Role, StepState, TaskExtensionData, TaskRef
 use crate::ids::{ArtifactId, ContextId, Principal, TaskId};
 use crate::intake::{self, TASK_CREATED_AT_KEY};
 use crate::time::{nanos, Timestamp};
-use crate::wire::{Artifact, Message, Metadata, Part, TaskState, TaskStatus};
+use crate::wire::{
+    Artifact, Message, Metadata, Part, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
 
 /// Most artifacts one task may hold (the head lists them, so it stays small).
 pub const MAX_ARTIFACTS_PER_TASK: usize = 256;
@@ -124,6 +126,11 @@ pub enum TaskCommand {
     RecordUsage {
         model: Option<String>,
         usage: crate::llm::Usage,
+        at: Timestamp,
+    },
+    /// The agent's execution ends waiting for its sub-tasks: a status update (state unchanged)
+    /// that carries the usage totals, like every update that ends an execution.
+    AwaitSubTasks {
         at: Timestamp,
     },
     /// `emit_ui`: checked A2UI messages become a new artifact `a2ui:<sequence of its event>`.
@@ -309,6 +316,12 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// The agent's execution ended waiting for these sub-tasks (a status update, same state).
+    SubTasksAwaited {
+        children: Vec<String>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
 }
 
 impl TaskEvent {
@@ -334,6 +347,7 @@ impl TaskEvent {
             Self::HelpRequested { .. } => "HelpRequested",
             Self::HelpAnswered { .. } => "HelpAnswered",
             Self::ParticipantTaskOpened { .. } => "ParticipantTaskOpened",
+            Self::SubTasksAwaited { .. } => "SubTasksAwaited",
             Self::UsageRecorded { .. } => "UsageRecorded",
             Self::AgentWorkRequested { .. } => "AgentWorkRequested",
             Self::AgentTurnFinished { .. } => "AgentTurnFinished",
@@ -375,6 +389,10 @@ pub struct TaskHead {
     pub status: TaskStatus,
     /// Version of the event that last changed the status.
     pub status_version: u64,
+    /// `TaskStatusUpdateEvent.metadata` of that status update: the usage totals (kagent usage
+    /// extension) when the update ends an execution and a model call reported usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_metadata: Option<Metadata>,
     pub metadata: Metadata,
     pub artifacts: Vec<ArtifactHead>,
     /// Messages in history so far.
@@ -496,6 +514,31 @@ impl TaskHead {
             ));
         }
         Ok((plan, i))
+    }
+
+    /// The status update that set the current status, as a streaming or push client receives
+    /// it (`TaskStatusUpdateEvent`).
+    pub fn status_update(&self) -> TaskStatusUpdateEvent {
+        TaskStatusUpdateEvent {
+            task_id: self.id.to_string(),
+            context_id: self.context_id.to_string(),
+            status: self.status.clone(),
+            metadata: self.status_metadata.clone(),
+        }
+    }
+
+    /// Metadata of a status update: the task-lifetime usage under the usage extension's URI
+    /// when the update ends an execution (a terminal or interrupted state, or waiting for
+    /// sub-tasks) and some model call reported usage; consumers replace, never sum.
+    fn status_update_metadata(&self, awaiting_children: bool) -> Option<Metadata> {
+        let state = self.status.state;
+        if !(awaiting_children || state.is_terminal() || state.is_interrupted()) {
+            return None;
+        }
+        let usage = serde_json::to_value(self.usage.as_ref()?).ok()?;
+        let mut m = Metadata::new();
+        m.insert(crate::llm::USAGE_EXTENSION_URI.into(), usage);
+        Some(m)
     }
 
     /// Sub-tasks not yet completed, failed, canceled or rejected.
@@ -1197,6 +1240,19 @@ impl TaskAggregate {
                     at,
                 }])
             }
+            TaskCommand::AwaitSubTasks { at } => {
+                refuse_if_terminal(head)?;
+                let children = head.unresolved_children();
+                // Resolved meanwhile (their work request is already committed), or waiting on
+                // a participant's answer instead: no wait to announce.
+                if children.is_empty() || head.pending_help.is_some() {
+                    return Ok(vec![]);
+                }
+                Ok(vec![TaskEvent::SubTasksAwaited {
+                    children,
+                    at: head.next_stamp(at),
+                }])
+            }
             TaskCommand::EmitUi { messages, at } => {
                 refuse_if_terminal(head)?;
                 // The event's own sequence: unique in the task, and fixed once committed.
@@ -1324,6 +1380,7 @@ impl TaskAggregate {
                     timestamp: Some(*at),
                 },
                 status_version: version,
+                status_metadata: None,
                 metadata,
                 artifacts: Vec::new(),
                 history_len: 0,
@@ -1570,6 +1627,15 @@ impl TaskAggregate {
                 head.awaiting_assignee = Some(assignee.clone());
                 head.last_timeline = head.last_timeline.max(*at);
             }
+            TaskEvent::SubTasksAwaited { at, .. } => {
+                head.status.timestamp = Some(*at);
+                head.status_version = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+        }
+        if head.status_version == version {
+            let awaiting = matches!(event, TaskEvent::SubTasksAwaited { .. });
+            head.status_metadata = head.status_update_metadata(awaiting);
         }
     }
 

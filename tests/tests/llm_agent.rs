@@ -162,6 +162,8 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
             )],
         ),
         Script::Release if system.contains("\"name\":\"Notify\"") => {
+            // The sub-task takes a moment, so its parent is seen waiting for it.
+            tokio::time::sleep(Duration::from_millis(150)).await;
             answer(Some("team notified"), vec![])
         }
         Script::Release => match made {
@@ -213,7 +215,8 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
     Json(body).into_response()
 }
 
-async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
+/// The mock OpenAI-compatible server on a free port: its base URL and its call counter.
+async fn mock_llm(script: Script) -> (String, Arc<Mock>) {
     let mock = Arc::new(Mock {
         script,
         calls: AtomicUsize::new(0),
@@ -226,8 +229,13 @@ async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
     tokio::spawn(async move {
         let _ = axum::serve(l, app).await;
     });
+    (format!("http://{addr}/v1"), mock)
+}
+
+async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
+    let (base_url, mock) = mock_llm(script).await;
     let mut config = test_config();
-    let mut settings = OpenAiSettings::new(format!("http://{addr}/v1"), "mock-1");
+    let mut settings = OpenAiSettings::new(base_url, "mock-1");
     settings.initial_backoff = Duration::from_millis(5);
     config.agent = AgentChoice::OpenAi {
         settings,
@@ -431,20 +439,8 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
     use taskledger_infra::llm::OpenAiCompatible;
     use taskledger_infra::SqliteStore;
 
-    let mock = Arc::new(Mock {
-        script: Script::Release,
-        calls: AtomicUsize::new(0),
-    });
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    let app = axum::Router::new()
-        .route("/v1/chat/completions", axum::routing::post(chat))
-        .with_state(mock.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(l, app).await;
-    });
-    let model =
-        OpenAiCompatible::new(OpenAiSettings::new(format!("http://{addr}/v1"), "mock-1")).unwrap();
+    let (base_url, mock) = mock_llm(Script::Release).await;
+    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
     let store = Arc::new(SqliteStore::in_memory());
     let svc = Service::new(
         store.clone(),
@@ -526,5 +522,121 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
         mock.calls.load(Ordering::SeqCst),
         asked,
         "a redelivery asks the model nothing"
+    );
+}
+
+/// Usage extension: every status update that ends an execution (the help request, the wait for
+/// the sub-task, the completion) carries the task-lifetime totals so far, as a streaming or push
+/// client would receive them (`TaskStatusUpdateEvent.metadata`); the last equals Task.metadata.
+#[tokio::test]
+async fn usage_rides_on_each_status_update_that_ends_an_execution() {
+    use taskledger_app::llm_agent::LlmAgent;
+    use taskledger_app::worker::run_feed_relay;
+    use taskledger_app::{Dispatch, Service, ServiceSettings};
+    use taskledger_domain::cursor::CursorCodec;
+    use taskledger_domain::ids::{Principal, TaskId};
+    use taskledger_domain::llm::USAGE_EXTENSION_URI;
+    use taskledger_domain::ports::EventStore;
+    use taskledger_domain::task::TaskAggregate;
+    use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse, TaskState};
+    use taskledger_infra::llm::OpenAiCompatible;
+    use taskledger_infra::SqliteStore;
+
+    let (base_url, _mock) = mock_llm(Script::Release).await;
+    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
+    let store = Arc::new(SqliteStore::in_memory());
+    let svc = Service::new(
+        store.clone(),
+        store.clone(),
+        LlmAgent::new(Arc::new(model), 50),
+        CursorCodec::new(b"k".to_vec()),
+        ServiceSettings {
+            blocking_timeout: Duration::from_secs(1),
+            dispatch: Dispatch::Feed,
+        },
+    );
+    tokio::spawn(run_feed_relay(svc.clone(), store.clone(), "agent"));
+    let send = |message: Value| {
+        let svc = svc.clone();
+        async move {
+            let req: SendMessageRequest = serde_json::from_value(
+                json!({"message": message, "configuration": {"returnImmediately": true}}),
+            )
+            .unwrap();
+            match svc.send_message(&Principal::anonymous(), req, None).await {
+                Ok(SendMessageResponse::Task(t)) => t.id,
+                other => panic!("a task: {other:?}"),
+            }
+        }
+    };
+    let wait = |id: TaskId, state: TaskState| {
+        let svc = svc.clone();
+        async move {
+            for _ in 0..200 {
+                let s = svc.load(&id).await.unwrap().unwrap();
+                if s.head().unwrap().status.state == state {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("{id} never reached {state:?}");
+        }
+    };
+    let id = TaskId::parse(send(envelope_message("m-1", "Ship it")).await).unwrap();
+    wait(id.clone(), TaskState::InputRequired).await;
+    send(
+        json!({"messageId": "m-2", "taskId": id.as_str(), "role": "ROLE_USER",
+        "metadata": {"participant_id": "bob"}, "parts": [{"text": "eu"}]}),
+    )
+    .await;
+    wait(id.clone(), TaskState::Completed).await;
+
+    // every status update, in order, as built from the committed events
+    let mut state = TaskAggregate::default();
+    let mut updates = Vec::new();
+    for stored in store.events(&id, 0).await.unwrap() {
+        state.apply_event(&stored.decode().unwrap());
+        let head = state.head().unwrap();
+        if head.status_version == state.version {
+            let u = head.status_update();
+            let total = u
+                .metadata
+                .as_ref()
+                .map(|m| m[USAGE_EXTENSION_URI]["totalTokens"].clone());
+            updates.push((stored.event_type.clone(), u.status.state, total));
+        }
+    }
+    let ending: Vec<_> = updates
+        .iter()
+        .filter(|(_, _, total)| total.is_some())
+        .map(|(kind, state, total)| (kind.as_str(), *state, total.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        ending,
+        vec![
+            ("HelpRequested", TaskState::InputRequired, json!(45)),
+            ("SubTasksAwaited", TaskState::Working, json!(60)),
+            ("StatusChanged", TaskState::Completed, json!(90)),
+        ],
+        "all status updates: {updates:?}"
+    );
+    assert!(
+        updates
+            .iter()
+            .filter(|(_, s, _)| *s == TaskState::Working)
+            .any(|(_, _, t)| t.is_none()),
+        "an update that starts work carries none: {updates:?}"
+    );
+    let task = svc
+        .get_task(
+            &Principal::anonymous(),
+            serde_json::from_value(json!({"id": id.as_str()})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        task.metadata.unwrap()[USAGE_EXTENSION_URI]["totalTokens"],
+        90,
+        "the final update and the stored task agree"
     );
 }

@@ -569,6 +569,19 @@ impl LlmAgent {
                 Ok(None) => continue,
                 Ok(Some(outcome)) => {
                     debug!(?outcome, "loop ended");
+                    if outcome == Outcome::Waiting {
+                        // The execution ends here: say so with a status update carrying usage.
+                        let r = svc
+                            .execute(Actor::Agent, &task_id, None, |_| {
+                                vec![TaskCommand::AwaitSubTasks {
+                                    at: Timestamp::now(),
+                                }]
+                            })
+                            .await;
+                        if let Err(e) = r {
+                            debug!(error = %e, "the wait for sub-tasks was not recorded");
+                        }
+                    }
                     return;
                 }
                 Err(e) => {
