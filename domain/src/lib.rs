@@ -13,6 +13,7 @@ pub mod intake;
 pub mod llm;
 pub mod ports;
 pub mod projection;
+pub mod scripted;
 pub mod skills;
 pub mod task;
 pub mod time;

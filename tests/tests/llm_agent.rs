@@ -640,3 +640,72 @@ async fn usage_rides_on_each_status_update_that_ends_an_execution() {
         "the final update and the stored task agree"
     );
 }
+
+/// The default agent is the model loop on the scripted model: conformance prefixes and the
+/// tiny-harness scripts run through tool calls and final answers, with usage counted.
+#[tokio::test]
+async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
+    let s = Server::start().await;
+    // a plain message: the scripted model echoes it as its final answer
+    let v = s.send("m-plain", "hello there", json!({}), json!({})).await;
+    let t = &v["result"]["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        t["artifacts"][0]["parts"][0]["text"],
+        "Received: hello there"
+    );
+    assert_eq!(
+        t["status"]["message"]["parts"][0]["text"],
+        "Received: hello there"
+    );
+    let usage = &t["metadata"]["https://kagent.dev/extensions/usage/v1"];
+    assert_eq!(usage["models"][0]["model"], "scripted");
+    assert_eq!(usage["outputTokens"], 3, "Received: hello there");
+    // th-ui: an emit_ui call, its result, then the final answer
+    let id = s
+        .start_task(envelope_message("th-ui-1", "Pick a region"))
+        .await;
+    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    let ui = t["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "a2ui")
+        .cloned()
+        .expect("an a2ui artifact");
+    assert_eq!(
+        ui["parts"][0]["data"]["createSurface"]["surfaceId"],
+        "scripted"
+    );
+    assert_eq!(
+        ui["parts"][1]["data"]["updateComponents"]["components"][1]["text"],
+        "Pick a region"
+    );
+    let kinds: Vec<&str> = t["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().iter())
+        .filter_map(|p| p["metadata"]["kagent.dev/a2a/part-type"].as_str())
+        .collect();
+    assert_eq!(kinds, ["function_call", "function_response"]);
+    assert_eq!(
+        t["status"]["message"]["parts"][0]["text"],
+        "The surface is shown."
+    );
+    // a follow-up on a task waiting for input goes through the model too
+    let w = s.send_task("tck-input-required-s", "first").await;
+    let wid = w["id"].as_str().unwrap();
+    let v = s
+        .send(
+            "tck-complete-task-s",
+            "done",
+            json!({"taskId": wid}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        v["result"]["task"]["status"]["message"]["parts"][0]["text"],
+        "Hello from TCK"
+    );
+}

@@ -1,6 +1,8 @@
-//! The agent that works on tasks after a message is committed. Today: the built-in scenario
-//! agent, which follows the A2A conformance kit's `messageId` prefixes and otherwise answers with
-//! an artifact saying what it received. It acts only through the service's commands.
+//! The agent that works on tasks after a message is committed. The built-in one is the model
+//! loop (`LlmAgent`) on the deterministic `ScriptedModel`, behind a thin rule layer for what the
+//! A2A conformance kit asks of an agent that no model can do through tools (a direct Message
+//! reply, REJECTED / AUTH_REQUIRED / INPUT_REQUIRED on a plain task, timed pauses, chunked
+//! artifacts, file and data parts). It acts only through the service's commands.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,12 +11,14 @@ use async_trait::async_trait;
 use serde_json::json;
 use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::TaskId;
+use taskledger_domain::scripted::ScriptedModel;
 use taskledger_domain::task::TaskCommand;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Part, PartContent, TaskState};
 use tracing::{debug, warn, Instrument};
 
 use crate::error::AppError;
+use crate::llm_agent::{LlmAgent, DEFAULT_MAX_TURNS};
 use crate::service::{Actor, Service};
 
 #[async_trait]
@@ -27,18 +31,15 @@ pub trait Agent: Send + Sync + 'static {
     async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId);
 }
 
-/// One step of a scenario: commands committed together, then an optional pause.
+/// One step of a rule: commands committed together, or a pause.
 enum Step {
     Commit(Vec<TaskCommand>),
     Pause(Duration),
-    /// Spawn a sub-task with this goal (for a participant when named) and wait for it.
-    SpawnSubTask {
-        goal: String,
-        for_participant: Option<String>,
-    },
 }
 
-/// The scenarios, keyed by `messageId` prefix (longest first where prefixes overlap).
+/// The scenarios, keyed by `messageId` prefix (longest first where prefixes overlap). Those
+/// the model can play (completing, text answers, help requests, sub-tasks, UI) go to the model
+/// loop, whose `ScriptedModel` reads the same prefixes; the others are rules here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
     CompleteTask,
@@ -114,14 +115,20 @@ impl Default for ScenarioTimings {
 
 pub struct ScenarioAgent {
     timings: ScenarioTimings,
+    /// Everything the rules do not cover: the model loop on the scripted model.
+    model_loop: Arc<LlmAgent>,
 }
 
 impl ScenarioAgent {
     pub fn new(timings: ScenarioTimings) -> Arc<Self> {
-        Arc::new(Self { timings })
+        Arc::new(Self {
+            timings,
+            model_loop: LlmAgent::new(Arc::new(ScriptedModel), DEFAULT_MAX_TURNS),
+        })
     }
 
-    fn steps(&self, scenario: Scenario, message: &Message) -> Vec<Step> {
+    /// The rule for a scenario no model can play through tools, or `None`: the model loop.
+    fn rule(&self, scenario: Scenario) -> Option<Vec<Step>> {
         let now = Timestamp::now;
         let working = || TaskCommand::ChangeStatus {
             state: TaskState::Working,
@@ -153,11 +160,7 @@ impl ScenarioAgent {
                 finish(TaskState::Completed, "Task completed"),
             ])]
         };
-        match scenario {
-            Scenario::CompleteTask => vec![Step::Commit(vec![
-                working(),
-                finish(TaskState::Completed, "Hello from TCK"),
-            ])],
+        Some(match scenario {
             Scenario::InputRequired => vec![Step::Commit(vec![
                 working(),
                 finish(TaskState::InputRequired, "Please provide more input"),
@@ -183,9 +186,6 @@ impl ScenarioAgent {
                 Step::Pause(self.timings.resubscribe),
                 Step::Commit(vec![finish(TaskState::Completed, "Task completed")]),
             ],
-            Scenario::ArtifactText | Scenario::Stream => {
-                complete_with(Part::text("Generated text content"))
-            }
             Scenario::ArtifactFile => complete_with(Part {
                 content: PartContent::Raw(b"file content".to_vec()),
                 metadata: None,
@@ -216,67 +216,20 @@ impl ScenarioAgent {
                 TaskState::Completed,
                 "Task completed",
             )])],
-            Scenario::Ask => {
-                let who = message.message_id.trim_start_matches("th-ask-");
-                let who = who.split(':').next().unwrap_or(who).to_string();
-                vec![Step::Commit(vec![
-                    working(),
-                    TaskCommand::AskParticipant {
-                        participant_id: who,
-                        question: "Which option should I take?".into(),
-                        options: vec!["a".into(), "b".into()],
-                        at: now(),
-                    },
-                ])]
-            }
-            Scenario::SubTask => vec![
-                Step::Commit(vec![working()]),
-                Step::SpawnSubTask {
-                    goal: message.text(),
-                    for_participant: None,
-                },
-            ],
-            Scenario::ParticipantTask => {
-                let who = message
-                    .message_id
-                    .trim_start_matches("th-participant-task-");
-                let who = who.split(':').next().unwrap_or(who).to_string();
-                vec![
-                    Step::Commit(vec![working()]),
-                    Step::SpawnSubTask {
-                        goal: message.text(),
-                        for_participant: Some(who),
-                    },
-                ]
-            }
-            Scenario::MessageResponse | Scenario::Default => {
-                let received = describe(message);
-                complete_with(Part::text(format!("Received: {received}")))
-            }
-        }
+            Scenario::CompleteTask
+            | Scenario::ArtifactText
+            | Scenario::Stream
+            | Scenario::Ask
+            | Scenario::SubTask
+            | Scenario::ParticipantTask
+            | Scenario::MessageResponse
+            | Scenario::Default => return None,
+        })
     }
 }
 
 fn agent_message(text: &str) -> Message {
     Message::agent_text(uuid::Uuid::new_v4().to_string(), text)
-}
-
-/// A short account of a message's parts.
-fn describe(m: &Message) -> String {
-    m.parts
-        .iter()
-        .map(|p| match &p.content {
-            PartContent::Text(t) => t.clone(),
-            PartContent::Raw(b) => format!(
-                "[file {} of {} bytes]",
-                p.filename.as_deref().unwrap_or("unnamed"),
-                b.len()
-            ),
-            PartContent::Url(u) => format!("[file at {u}]"),
-            PartContent::Data(v) => format!("[data {v}]"),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[async_trait]
@@ -297,84 +250,33 @@ impl Agent for ScenarioAgent {
 
     async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message) {
         let scenario = Scenario::of(&message.message_id);
-        let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
-        self.run(service, task_id, scenario, message)
-            .instrument(span)
-            .await
+        match self.rule(scenario) {
+            Some(steps) => {
+                let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
+                self.run(service, task_id, steps).instrument(span).await
+            }
+            None => {
+                self.model_loop
+                    .clone()
+                    .on_message(service, task_id, message)
+                    .await
+            }
+        }
     }
 
     async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId) {
-        let span = tracing::info_span!("agent", task_id = %task_id, "children resolved");
-        self.finish_parent(service, task_id).instrument(span).await
+        self.model_loop
+            .clone()
+            .on_children_resolved(service, task_id)
+            .await
     }
 }
 
 impl ScenarioAgent {
-    async fn finish_parent(&self, service: Arc<Service>, task_id: TaskId) {
-        let r = service
-            .execute(Actor::Agent, &task_id, None, |s| {
-                if s.head()
-                    .is_none_or(|h| h.status.state.is_terminal() || h.status.state.is_interrupted())
-                {
-                    return vec![];
-                }
-                vec![
-                    TaskCommand::AddArtifact {
-                        artifact: Artifact {
-                            artifact_id: "result".into(),
-                            name: Some("result".into()),
-                            description: None,
-                            parts: vec![Part::text("All sub-tasks finished")],
-                            metadata: None,
-                            extensions: vec![],
-                        },
-                        append: false,
-                        last_chunk: true,
-                        at: Timestamp::now(),
-                    },
-                    TaskCommand::ChangeStatus {
-                        state: TaskState::Completed,
-                        message: Some(agent_message("All sub-tasks finished")),
-                        at: Timestamp::now(),
-                    },
-                ]
-            })
-            .await;
-        if let Err(e) = r {
-            debug!(error = %e, "parent not finished");
-        }
-    }
-
-    async fn run(
-        &self,
-        service: Arc<Service>,
-        task_id: TaskId,
-        scenario: Scenario,
-        message: Message,
-    ) {
-        for step in self.steps(scenario, &message) {
+    async fn run(&self, service: Arc<Service>, task_id: TaskId, steps: Vec<Step>) {
+        for step in steps {
             match step {
                 Step::Pause(d) => tokio::time::sleep(d).await,
-                Step::SpawnSubTask {
-                    goal,
-                    for_participant,
-                } => {
-                    let name = if for_participant.is_some() {
-                        "Task for a participant"
-                    } else {
-                        "Sub-task"
-                    };
-                    if let Err(e) = service
-                        .spawn_subtask(&task_id, name, &goal, None, for_participant)
-                        .await
-                    {
-                        warn!(error = %e, "could not spawn a sub-task");
-                        service
-                            .fail_task(&task_id, &format!("could not spawn a sub-task: {e}"))
-                            .await;
-                        return;
-                    }
-                }
                 Step::Commit(commands) => {
                     let result = service
                         .execute(Actor::Agent, &task_id, None, |_| commands.clone())

@@ -197,7 +197,7 @@ impl LlmAgent {
             }
         }
         for m in history {
-            let mut text = String::new();
+            let mut pieces: Vec<String> = Vec::new();
             let mut calls = Vec::new();
             for p in &m.parts {
                 let kind = p
@@ -216,13 +216,23 @@ impl LlmAgent {
                         content: d["response"].to_string(),
                         tool_calls: vec![],
                         tool_call_id: d["id"].as_str().map(str::to_string),
+                        message_id: None,
                     }),
-                    (PartContent::Text(t), _) => text.push_str(t),
-                    (PartContent::Data(d), _) => text.push_str(&d.to_string()),
-                    (PartContent::Url(u), _) => text.push_str(&format!("[file at {u}]")),
-                    (PartContent::Raw(b), _) => text.push_str(&format!("[{} bytes]", b.len())),
+                    (PartContent::Text(t), _) => pieces.push(t.clone()),
+                    // The task envelope is in the extension view already.
+                    (PartContent::Data(_), _)
+                        if p.media_type.as_deref() == Some(taskledger_domain::ext::MEDIA_TYPE) => {}
+                    (PartContent::Data(d), _) => pieces.push(d.to_string()),
+                    (PartContent::Url(u), _) => pieces.push(format!("[file at {u}]")),
+                    (PartContent::Raw(b), _) => pieces.push(format!(
+                        "[file {} of {} bytes]",
+                        p.filename.as_deref().unwrap_or("unnamed"),
+                        b.len()
+                    )),
                 }
             }
+            pieces.retain(|t| !t.is_empty());
+            let text = pieces.join("\n");
             let role = if m.role == Role::Agent {
                 ChatRole::Assistant
             } else {
@@ -234,6 +244,7 @@ impl LlmAgent {
                     content: text,
                     tool_calls: calls,
                     tool_call_id: None,
+                    message_id: Some(m.message_id.clone()),
                 });
             }
         }
