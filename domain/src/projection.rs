@@ -128,6 +128,7 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
         | TaskEvent::HelpAnswered { .. }
         | TaskEvent::ParticipantTaskOpened { .. }
         | TaskEvent::SubTasksAwaited { .. }
+        | TaskEvent::ExecutionContinued { .. }
         | TaskEvent::UsageRecorded { .. }
         | TaskEvent::AgentWorkRequested { .. }
         | TaskEvent::AgentTurnFinished { .. }

@@ -128,6 +128,15 @@ pub enum TaskCommand {
         usage: crate::llm::Usage,
         at: Timestamp,
     },
+    /// The worker ran out of time before the agent's loop finished: the same execution goes on
+    /// in a new turn (a new work request, so a new, de-duplicable queue message), after
+    /// `steps_taken` model steps. `after` is the work request the stopping turn served; if a
+    /// newer one exists, its own turn runs the loop and nothing is added.
+    ContinueAgentWork {
+        after: u64,
+        steps_taken: u32,
+        at: Timestamp,
+    },
     /// The agent's execution ends waiting for its sub-tasks: a status update (state unchanged)
     /// that carries the usage totals, like every update that ends an execution.
     AwaitSubTasks {
@@ -316,6 +325,13 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// Recorded right after a continuation's `AgentWorkRequested`: the execution it continues
+    /// had taken this many model steps (the turn limit counts across continuations).
+    ExecutionContinued {
+        steps_taken: u32,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
     /// The agent's execution ended waiting for these sub-tasks (a status update, same state).
     SubTasksAwaited {
         children: Vec<String>,
@@ -348,6 +364,7 @@ impl TaskEvent {
             Self::HelpAnswered { .. } => "HelpAnswered",
             Self::ParticipantTaskOpened { .. } => "ParticipantTaskOpened",
             Self::SubTasksAwaited { .. } => "SubTasksAwaited",
+            Self::ExecutionContinued { .. } => "ExecutionContinued",
             Self::UsageRecorded { .. } => "UsageRecorded",
             Self::AgentWorkRequested { .. } => "AgentWorkRequested",
             Self::AgentTurnFinished { .. } => "AgentTurnFinished",
@@ -421,9 +438,17 @@ pub struct TaskHead {
     /// The last `AgentWorkRequested` version whose turn finished.
     #[serde(default)]
     pub turn_done: u64,
+    /// Model steps the current execution took in earlier turns (continuations); new work
+    /// starts a new execution at 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub execution_steps: u32,
     /// Skills whose instructions are in the agent's context.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loaded_skills: Vec<String>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A help request waiting for its answer.
@@ -1240,6 +1265,27 @@ impl TaskAggregate {
                     at,
                 }])
             }
+            TaskCommand::ContinueAgentWork {
+                after,
+                steps_taken,
+                at,
+            } => {
+                // Finished, waiting for an answer, or newer work that runs the loop anyway.
+                if state.is_terminal()
+                    || head.pending_help.is_some()
+                    || head.work_requested != after
+                {
+                    return Ok(vec![]);
+                }
+                let at = head.next_stamp(at);
+                Ok(vec![
+                    TaskEvent::AgentWorkRequested {
+                        reason: "continuation".into(),
+                        at,
+                    },
+                    TaskEvent::ExecutionContinued { steps_taken, at },
+                ])
+            }
             TaskCommand::AwaitSubTasks { at } => {
                 refuse_if_terminal(head)?;
                 let children = head.unresolved_children();
@@ -1392,6 +1438,7 @@ impl TaskAggregate {
                 usage: None,
                 work_requested: 0,
                 turn_done: 0,
+                execution_steps: 0,
                 loaded_skills: Vec::new(),
             });
             return;
@@ -1601,6 +1648,11 @@ impl TaskAggregate {
             }
             TaskEvent::AgentWorkRequested { at, .. } => {
                 head.work_requested = version;
+                head.execution_steps = 0;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::ExecutionContinued { steps_taken, at } => {
+                head.execution_steps = *steps_taken;
                 head.last_timeline = head.last_timeline.max(*at);
             }
             TaskEvent::SkillLoaded { name, at } => {

@@ -39,6 +39,8 @@ enum Script {
     Loop,
     Broken,
     Ui,
+    /// A plan of three steps, each completed in its own model step, then the answer.
+    Steps,
 }
 
 struct Mock {
@@ -73,6 +75,28 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
         .sum();
     let body = match m.script {
         Script::Broken => return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response(),
+        Script::Steps => match made {
+            0 => answer(
+                None,
+                vec![tool(
+                    "p0",
+                    "create_plan",
+                    json!({"steps": [{"name": "One", "description": ""}, {"name": "Two", "description": "", "depends_on": ["One"]}, {"name": "Three", "description": "", "depends_on": ["Two"]}]}),
+                )],
+            ),
+            1..=3 => {
+                let step = ["one", "two", "three"][made - 1];
+                answer(
+                    None,
+                    vec![tool(
+                        &format!("p{made}"),
+                        "complete_step",
+                        json!({"step": step, "output": format!("{step} done")}),
+                    )],
+                )
+            }
+            _ => answer(Some("all three done"), vec![]),
+        },
         Script::Ui => match made {
             // first a surface without a catalog: refused, nothing emitted
             0 => answer(
@@ -707,5 +731,206 @@ async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
     assert_eq!(
         v["result"]["task"]["status"]["message"]["parts"][0]["text"],
         "Hello from TCK"
+    );
+}
+
+/// A worker with next to no time left per invocation (the Lambda deadline minus the margin is
+/// already past) takes one model step per turn and records a continuation each time: the turn
+/// needing five steps completes over five turns, and no tool runs twice, nor the model again.
+#[tokio::test]
+async fn a_long_turn_goes_on_through_continuations_and_repeats_nothing() {
+    use taskledger_app::agent::TurnBudget;
+    use taskledger_app::llm_agent::LlmAgent;
+    use taskledger_app::worker::{handle_turn, handle_turn_within, TurnOutcome};
+    use taskledger_app::{Dispatch, Service, ServiceSettings};
+    use taskledger_domain::cursor::CursorCodec;
+    use taskledger_domain::ids::{Principal, TaskId};
+    use taskledger_domain::ports::{EventStore, WorkFeed};
+    use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse, TaskState};
+    use taskledger_infra::llm::OpenAiCompatible;
+    use taskledger_infra::SqliteStore;
+
+    let (base_url, mock) = mock_llm(Script::Steps).await;
+    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
+    let store = Arc::new(SqliteStore::in_memory());
+    let svc = Service::new(
+        store.clone(),
+        store.clone(),
+        LlmAgent::new(Arc::new(model), 50),
+        CursorCodec::new(b"k".to_vec()),
+        ServiceSettings {
+            blocking_timeout: Duration::from_secs(1),
+            dispatch: Dispatch::Feed,
+        },
+    );
+    let req: SendMessageRequest = serde_json::from_value(json!({
+        "message": envelope_message("m-1", "Do the three steps"), "configuration": {"returnImmediately": true}
+    }))
+    .unwrap();
+    let SendMessageResponse::Task(task) = svc
+        .send_message(&Principal::anonymous(), req, None)
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    let id = TaskId::parse(task.id).unwrap();
+    // the worker: each queued turn, with a budget spent before it starts
+    let tiny = || TurnBudget::until(tokio::time::Instant::now(), Duration::ZERO);
+    let (mut read, mut outcomes, mut turns) = (0, Vec::new(), Vec::new());
+    while outcomes.len() < 20 {
+        let batch = store.feed_after(read, 10).await.unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        for (pos, turn) in batch {
+            read = pos;
+            outcomes.push(handle_turn_within(&svc, &turn, tiny()).await.unwrap());
+            turns.push(turn);
+        }
+    }
+    assert_eq!(
+        outcomes,
+        [
+            TurnOutcome::Continued,
+            TurnOutcome::Continued,
+            TurnOutcome::Continued,
+            TurnOutcome::Continued,
+            TurnOutcome::Ran
+        ],
+        "one step per turn"
+    );
+    let state = svc.load(&id).await.unwrap().unwrap();
+    let head = state.head().unwrap();
+    assert_eq!(head.status.state, TaskState::Completed);
+    let plan = head.ext.as_ref().unwrap().plan.as_ref().unwrap();
+    assert!(plan
+        .steps
+        .iter()
+        .all(|s| s.output.as_deref() == Some(&format!("{} done", s.id))));
+    assert_eq!(
+        mock.calls.load(Ordering::SeqCst),
+        5,
+        "the model was asked once per step"
+    );
+    let events = store.events(&id, 0).await.unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e.event_type == kind).count();
+    assert_eq!(count("PlanCreated"), 1);
+    assert_eq!(count("StepCompleted"), 3);
+    assert_eq!(count("ExecutionContinued"), 4);
+    // every call has exactly one result
+    let t = svc
+        .get_task(
+            &Principal::anonymous(),
+            serde_json::from_value(json!({"id": id.as_str()})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let ids = |kind: &str| {
+        let mut v: Vec<String> = t
+            .history
+            .iter()
+            .flatten()
+            .flat_map(|m| m.parts.iter())
+            .filter(|p| {
+                p.metadata
+                    .as_ref()
+                    .and_then(|m| m.get("kagent.dev/a2a/part-type"))
+                    == Some(&json!(kind))
+            })
+            .filter_map(|p| match &p.content {
+                taskledger_domain::wire::PartContent::Data(d) => {
+                    d["id"].as_str().map(str::to_string)
+                }
+                _ => None,
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids("function_call"), ["p0", "p1", "p2", "p3"]);
+    assert_eq!(ids("function_response"), ids("function_call"));
+    // redelivering every turn, with all the time in the world, repeats nothing
+    let before = events.len();
+    for turn in &turns {
+        let again = handle_turn(&svc, turn).await.unwrap();
+        assert!(
+            matches!(again, TurnOutcome::Superseded | TurnOutcome::Nothing),
+            "{again:?}"
+        );
+    }
+    assert_eq!(store.events(&id, 0).await.unwrap().len(), before);
+    assert_eq!(mock.calls.load(Ordering::SeqCst), 5);
+}
+
+/// The turn limit counts the steps of the whole execution, continuations included.
+#[tokio::test]
+async fn the_turn_limit_holds_across_continuations() {
+    use taskledger_app::agent::TurnBudget;
+    use taskledger_app::llm_agent::LlmAgent;
+    use taskledger_app::worker::{handle_turn_within, TurnOutcome};
+    use taskledger_app::{Dispatch, Service, ServiceSettings};
+    use taskledger_domain::cursor::CursorCodec;
+    use taskledger_domain::ids::{Principal, TaskId};
+    use taskledger_domain::ports::WorkFeed;
+    use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse, TaskState};
+    use taskledger_infra::llm::OpenAiCompatible;
+    use taskledger_infra::SqliteStore;
+
+    let (base_url, mock) = mock_llm(Script::Loop).await;
+    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
+    let store = Arc::new(SqliteStore::in_memory());
+    let svc = Service::new(
+        store.clone(),
+        store.clone(),
+        LlmAgent::new(Arc::new(model), 3),
+        CursorCodec::new(b"k".to_vec()),
+        ServiceSettings {
+            blocking_timeout: Duration::from_secs(1),
+            dispatch: Dispatch::Feed,
+        },
+    );
+    let req: SendMessageRequest = serde_json::from_value(json!({
+        "message": envelope_message("m-1", "loop"), "configuration": {"returnImmediately": true}
+    }))
+    .unwrap();
+    let SendMessageResponse::Task(task) = svc
+        .send_message(&Principal::anonymous(), req, None)
+        .await
+        .unwrap()
+    else {
+        panic!("a task")
+    };
+    let tiny = || TurnBudget::until(tokio::time::Instant::now(), Duration::ZERO);
+    let mut read = 0;
+    let mut outcomes = Vec::new();
+    while let Some((pos, turn)) = store.feed_after(read, 1).await.unwrap().pop() {
+        read = pos;
+        outcomes.push(handle_turn_within(&svc, &turn, tiny()).await.unwrap());
+        assert!(outcomes.len() < 10, "continues for ever: {outcomes:?}");
+    }
+    assert_eq!(
+        outcomes,
+        [
+            TurnOutcome::Continued,
+            TurnOutcome::Continued,
+            TurnOutcome::Ran
+        ]
+    );
+    let state = svc
+        .load(&TaskId::parse(task.id).unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    let head = state.head().unwrap();
+    assert_eq!(head.status.state, TaskState::Failed);
+    assert_eq!(
+        head.status.message.as_ref().unwrap().text(),
+        "turn limit reached"
+    );
+    assert_eq!(
+        mock.calls.load(Ordering::SeqCst),
+        3,
+        "three steps in all, not per turn"
     );
 }

@@ -21,6 +21,57 @@ use crate::error::AppError;
 use crate::llm_agent::{LlmAgent, DEFAULT_MAX_TURNS};
 use crate::service::{Actor, Service};
 
+/// What a Lambda invocation leaves, by default, for the step in flight and the commit of a
+/// continuation: a model call may take its timeout several times over with retries.
+pub const DEFAULT_TURN_MARGIN: Duration = Duration::from_secs(300);
+
+/// How long a turn may keep starting model steps: until `margin` before its deadline. A turn
+/// always takes its first step, so every turn makes progress whatever the budget.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnBudget {
+    stop_at: Option<tokio::time::Instant>,
+}
+
+impl TurnBudget {
+    /// No deadline (the embedded worker, in-process dispatch).
+    pub fn unlimited() -> Self {
+        Self { stop_at: None }
+    }
+
+    /// Stop starting steps `margin` before `deadline`.
+    pub fn until(deadline: tokio::time::Instant, margin: Duration) -> Self {
+        Self {
+            stop_at: Some(
+                deadline
+                    .checked_sub(margin)
+                    .unwrap_or_else(tokio::time::Instant::now),
+            ),
+        }
+    }
+
+    /// From a deadline in milliseconds since the Unix epoch (a Lambda invocation's) and the
+    /// wall clock now, in the same unit.
+    pub fn from_epoch_deadline(deadline_ms: u64, now_ms: u64, margin: Duration) -> Self {
+        let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
+        Self::until(tokio::time::Instant::now() + left, margin)
+    }
+
+    /// True once no further step should start.
+    pub fn exhausted(&self) -> bool {
+        self.stop_at
+            .is_some_and(|t| tokio::time::Instant::now() >= t)
+    }
+}
+
+/// How a queued turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The agent is done with this work (the task may be finished or waiting).
+    Finished,
+    /// Out of time: a continuation was recorded and goes on in its own turn.
+    Continued,
+}
+
 #[async_trait]
 pub trait Agent: Send + Sync + 'static {
     /// A direct reply instead of a task (`{"message": …}`), for a message that starts no task.
@@ -29,6 +80,22 @@ pub trait Agent: Send + Sync + 'static {
     async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message);
     /// Every sub-task of `task_id` is resolved: the agent may finish the parent.
     async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId);
+    /// Runs one queued turn within `budget`: on `input`, the message that requested it, or
+    /// with none on the task as it is (resolved sub-tasks, a continuation). An error leaves the
+    /// turn unfinished, to be delivered again.
+    async fn run_turn(
+        self: Arc<Self>,
+        service: Arc<Service>,
+        task_id: TaskId,
+        input: Option<Message>,
+        _budget: TurnBudget,
+    ) -> Result<TurnEnd, AppError> {
+        match input {
+            Some(m) => self.on_message(service, task_id, m).await,
+            None => self.on_children_resolved(service, task_id).await,
+        }
+        Ok(TurnEnd::Finished)
+    }
 }
 
 /// One step of a rule: commands committed together, or a pause.
@@ -270,6 +337,32 @@ impl Agent for ScenarioAgent {
             .on_children_resolved(service, task_id)
             .await
     }
+
+    async fn run_turn(
+        self: Arc<Self>,
+        service: Arc<Service>,
+        task_id: TaskId,
+        input: Option<Message>,
+        budget: TurnBudget,
+    ) -> Result<TurnEnd, AppError> {
+        let rule = input
+            .as_ref()
+            .map(|m| Scenario::of(&m.message_id))
+            .and_then(|scenario| self.rule(scenario).map(|steps| (scenario, steps)));
+        match rule {
+            Some((scenario, steps)) => {
+                let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
+                self.run(service, task_id, steps).instrument(span).await;
+                Ok(TurnEnd::Finished)
+            }
+            None => {
+                self.model_loop
+                    .clone()
+                    .run_turn(service, task_id, input, budget)
+                    .await
+            }
+        }
+    }
 }
 
 impl ScenarioAgent {
@@ -305,6 +398,29 @@ impl ScenarioAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_is_spent_margin_before_its_deadline() {
+        assert!(!TurnBudget::unlimited().exhausted());
+        let now = tokio::time::Instant::now();
+        let margin = DEFAULT_TURN_MARGIN;
+        let second = Duration::from_secs(1);
+        assert!(!TurnBudget::until(now + margin + second, margin).exhausted());
+        assert!(TurnBudget::until(now + margin, margin).exhausted());
+        assert!(TurnBudget::until(now + margin - second, margin).exhausted());
+        assert!(
+            TurnBudget::until(now, Duration::ZERO).exhausted(),
+            "a tiny budget"
+        );
+        // a Lambda deadline in epoch milliseconds
+        let at = 1_800_000_000_000u64;
+        assert!(!TurnBudget::from_epoch_deadline(at + 900_000, at, margin).exhausted());
+        assert!(TurnBudget::from_epoch_deadline(at + 200_000, at, margin).exhausted());
+        assert!(
+            TurnBudget::from_epoch_deadline(at - 1, at, margin).exhausted(),
+            "a deadline already passed"
+        );
+    }
 
     #[test]
     fn prefixes_pick_scenarios_longest_first() {

@@ -21,7 +21,7 @@ use taskledger_domain::tools::{self, SkillOp, ToolAction};
 use taskledger_domain::wire::{Artifact, Message, Metadata, Part, PartContent, Role, TaskState};
 use tracing::{debug, warn, Instrument};
 
-use crate::agent::Agent;
+use crate::agent::{Agent, TurnBudget, TurnEnd};
 use crate::error::AppError;
 use crate::service::{Actor, Service};
 
@@ -554,7 +554,14 @@ impl LlmAgent {
         Ok(waiting.then_some(Outcome::Waiting))
     }
 
-    async fn run(&self, svc: Arc<Service>, task_id: TaskId) {
+    /// The loop for one turn: steps until an outcome, the turn limit (counted over the whole
+    /// execution, continuations included), or the budget — then a continuation is recorded.
+    async fn run(
+        &self,
+        svc: Arc<Service>,
+        task_id: TaskId,
+        budget: TurnBudget,
+    ) -> Result<TurnEnd, AppError> {
         let r = svc
             .execute(Actor::Agent, &task_id, None, |s| {
                 match s.head().map(|h| h.status.state) {
@@ -571,11 +578,31 @@ impl LlmAgent {
                 }
             })
             .await;
-        if let Err(e) = r {
-            debug!(error = %e, "not working on the task");
-            return;
-        }
-        for _ in 0..self.max_turns {
+        let state = match r {
+            Ok((state, _)) => state,
+            Err(e) => {
+                debug!(error = %e, "not working on the task");
+                return Ok(TurnEnd::Finished);
+            }
+        };
+        // The work request this turn serves, and the steps its execution took in earlier turns.
+        let (work_seq, taken) = state
+            .head()
+            .map(|h| (h.work_requested, h.execution_steps))
+            .unwrap_or_default();
+        for n in taken..self.max_turns {
+            if n > taken && budget.exhausted() {
+                svc.execute(Actor::Agent, &task_id, None, |_| {
+                    vec![TaskCommand::ContinueAgentWork {
+                        after: work_seq,
+                        steps_taken: n,
+                        at: Timestamp::now(),
+                    }]
+                })
+                .await?;
+                debug!(steps = n, "out of time, continuing in a new turn");
+                return Ok(TurnEnd::Continued);
+            }
             match self.step(&svc, &task_id).await {
                 Ok(None) => continue,
                 Ok(Some(outcome)) => {
@@ -593,17 +620,18 @@ impl LlmAgent {
                             debug!(error = %e, "the wait for sub-tasks was not recorded");
                         }
                     }
-                    return;
+                    return Ok(TurnEnd::Finished);
                 }
                 Err(e) => {
                     warn!(error = %e, "agent step failed");
                     svc.fail_task(&task_id, "the agent could not record its work")
                         .await;
-                    return;
+                    return Ok(TurnEnd::Finished);
                 }
             }
         }
         svc.fail_task(&task_id, "turn limit reached").await;
+        Ok(TurnEnd::Finished)
     }
 }
 
@@ -619,13 +647,29 @@ impl Agent for LlmAgent {
         task_id: TaskId,
         _message: Message,
     ) {
-        let span = tracing::info_span!("agent", task_id = %task_id, kind = "llm");
-        self.run(service, task_id).instrument(span).await
+        self.on_children_resolved(service, task_id).await
     }
 
     async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId) {
         let span = tracing::info_span!("agent", task_id = %task_id, kind = "llm");
-        self.run(service, task_id).instrument(span).await
+        let r = self
+            .run(service, task_id, TurnBudget::unlimited())
+            .instrument(span)
+            .await;
+        if let Err(e) = r {
+            warn!(error = %e, "the agent's loop stopped");
+        }
+    }
+
+    async fn run_turn(
+        self: Arc<Self>,
+        service: Arc<Service>,
+        task_id: TaskId,
+        _input: Option<Message>,
+        budget: TurnBudget,
+    ) -> Result<TurnEnd, AppError> {
+        let span = tracing::info_span!("agent", task_id = %task_id, kind = "llm");
+        self.run(service, task_id, budget).instrument(span).await
     }
 }
 
