@@ -11,7 +11,20 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
-use taskledger_infra::llm::OpenAiSettings;
+use taskledger_app::agent::TurnBudget;
+use taskledger_app::llm_agent::LlmAgent;
+use taskledger_app::service::Actor;
+use taskledger_app::worker::{handle_turn, handle_turn_within, run_feed_relay, TurnOutcome};
+use taskledger_app::{Dispatch, Service, ServiceSettings};
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::ids::{Principal, TaskId};
+use taskledger_domain::llm::USAGE_EXTENSION_URI;
+use taskledger_domain::ports::{EventStore, WorkFeed};
+use taskledger_domain::task::{TaskAggregate, TaskCommand};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::{Message, Part, PartContent, SendMessageResponse, TaskState};
+use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
+use taskledger_infra::SqliteStore;
 use taskledger_local::AgentChoice;
 use taskledger_tests::{test_config, Server};
 
@@ -269,6 +282,44 @@ async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
     (Server::start_with(config).await, mock)
 }
 
+/// A service on an in-memory SQLite store whose agent is the loop on the mock LLM, with feed
+/// dispatch: nothing runs until the test (or a relay it starts) hands turns to the worker.
+async fn feed_service(
+    script: Script,
+    max_turns: u32,
+) -> (Arc<Service>, Arc<SqliteStore>, Arc<Mock>) {
+    let (base_url, mock) = mock_llm(script).await;
+    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
+    let store = Arc::new(SqliteStore::in_memory());
+    let svc = Service::new(
+        store.clone(),
+        store.clone(),
+        LlmAgent::new(Arc::new(model), max_turns),
+        CursorCodec::new(b"k".to_vec()),
+        ServiceSettings {
+            blocking_timeout: Duration::from_secs(1),
+            dispatch: Dispatch::Feed,
+        },
+    );
+    (svc, store, mock)
+}
+
+/// Sends a message that returns at once; the id of its task.
+async fn send_now(svc: &Arc<Service>, message: Value) -> TaskId {
+    let req = serde_json::from_value(
+        json!({"message": message, "configuration": {"returnImmediately": true}}),
+    )
+    .unwrap();
+    match svc
+        .send_message(&Principal::anonymous(), req, None)
+        .await
+        .unwrap()
+    {
+        SendMessageResponse::Task(t) => TaskId::parse(t.id).unwrap(),
+        other => panic!("a task: {other:?}"),
+    }
+}
+
 fn envelope_message(id: &str, text: &str) -> Value {
     json!({"messageId": id, "role": "ROLE_USER", "metadata": {"participant_id": "ann"}, "parts": [
         {"text": text},
@@ -448,46 +499,8 @@ async fn a_provider_that_keeps_failing_fails_the_task_clearly() {
 /// a further redelivery repeats nothing.
 #[tokio::test]
 async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
-    use taskledger_app::llm_agent::LlmAgent;
-    use taskledger_app::service::Actor;
-    use taskledger_app::worker::{handle_turn, TurnOutcome};
-    use taskledger_app::{Dispatch, Service, ServiceSettings};
-    use taskledger_domain::cursor::CursorCodec;
-    use taskledger_domain::ids::{Principal, TaskId};
-    use taskledger_domain::ports::{EventStore, WorkFeed};
-    use taskledger_domain::task::TaskCommand;
-    use taskledger_domain::time::Timestamp;
-    use taskledger_domain::wire::{
-        Message, Part, PartContent, SendMessageRequest, SendMessageResponse,
-    };
-    use taskledger_infra::llm::OpenAiCompatible;
-    use taskledger_infra::SqliteStore;
-
-    let (base_url, mock) = mock_llm(Script::Release).await;
-    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
-    let store = Arc::new(SqliteStore::in_memory());
-    let svc = Service::new(
-        store.clone(),
-        store.clone(),
-        LlmAgent::new(Arc::new(model), 50),
-        CursorCodec::new(b"k".to_vec()),
-        ServiceSettings {
-            blocking_timeout: Duration::from_secs(1),
-            dispatch: Dispatch::Feed,
-        },
-    );
-    let req: SendMessageRequest = serde_json::from_value(json!({
-        "message": envelope_message("m-1", "Ship it"), "configuration": {"returnImmediately": true}
-    }))
-    .unwrap();
-    let SendMessageResponse::Task(task) = svc
-        .send_message(&Principal::anonymous(), req, None)
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
-    let id = TaskId::parse(task.id).unwrap();
+    let (svc, store, mock) = feed_service(Script::Release, 50).await;
+    let id = send_now(&svc, envelope_message("m-1", "Ship it")).await;
     // what a step commits before running its tools: the model's call
     let mut call = Message::agent_text("call-msg", "");
     call.parts = vec![Part {
@@ -554,45 +567,8 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
 /// client would receive them (`TaskStatusUpdateEvent.metadata`); the last equals Task.metadata.
 #[tokio::test]
 async fn usage_rides_on_each_status_update_that_ends_an_execution() {
-    use taskledger_app::llm_agent::LlmAgent;
-    use taskledger_app::worker::run_feed_relay;
-    use taskledger_app::{Dispatch, Service, ServiceSettings};
-    use taskledger_domain::cursor::CursorCodec;
-    use taskledger_domain::ids::{Principal, TaskId};
-    use taskledger_domain::llm::USAGE_EXTENSION_URI;
-    use taskledger_domain::ports::EventStore;
-    use taskledger_domain::task::TaskAggregate;
-    use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse, TaskState};
-    use taskledger_infra::llm::OpenAiCompatible;
-    use taskledger_infra::SqliteStore;
-
-    let (base_url, _mock) = mock_llm(Script::Release).await;
-    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
-    let store = Arc::new(SqliteStore::in_memory());
-    let svc = Service::new(
-        store.clone(),
-        store.clone(),
-        LlmAgent::new(Arc::new(model), 50),
-        CursorCodec::new(b"k".to_vec()),
-        ServiceSettings {
-            blocking_timeout: Duration::from_secs(1),
-            dispatch: Dispatch::Feed,
-        },
-    );
+    let (svc, store, _mock) = feed_service(Script::Release, 50).await;
     tokio::spawn(run_feed_relay(svc.clone(), store.clone(), "agent"));
-    let send = |message: Value| {
-        let svc = svc.clone();
-        async move {
-            let req: SendMessageRequest = serde_json::from_value(
-                json!({"message": message, "configuration": {"returnImmediately": true}}),
-            )
-            .unwrap();
-            match svc.send_message(&Principal::anonymous(), req, None).await {
-                Ok(SendMessageResponse::Task(t)) => t.id,
-                other => panic!("a task: {other:?}"),
-            }
-        }
-    };
     let wait = |id: TaskId, state: TaskState| {
         let svc = svc.clone();
         async move {
@@ -606,9 +582,10 @@ async fn usage_rides_on_each_status_update_that_ends_an_execution() {
             panic!("{id} never reached {state:?}");
         }
     };
-    let id = TaskId::parse(send(envelope_message("m-1", "Ship it")).await).unwrap();
+    let id = send_now(&svc, envelope_message("m-1", "Ship it")).await;
     wait(id.clone(), TaskState::InputRequired).await;
-    send(
+    send_now(
+        &svc,
         json!({"messageId": "m-2", "taskId": id.as_str(), "role": "ROLE_USER",
         "metadata": {"participant_id": "bob"}, "parts": [{"text": "eu"}]}),
     )
@@ -739,42 +716,8 @@ async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
 /// needing five steps completes over five turns, and no tool runs twice, nor the model again.
 #[tokio::test]
 async fn a_long_turn_goes_on_through_continuations_and_repeats_nothing() {
-    use taskledger_app::agent::TurnBudget;
-    use taskledger_app::llm_agent::LlmAgent;
-    use taskledger_app::worker::{handle_turn, handle_turn_within, TurnOutcome};
-    use taskledger_app::{Dispatch, Service, ServiceSettings};
-    use taskledger_domain::cursor::CursorCodec;
-    use taskledger_domain::ids::{Principal, TaskId};
-    use taskledger_domain::ports::{EventStore, WorkFeed};
-    use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse, TaskState};
-    use taskledger_infra::llm::OpenAiCompatible;
-    use taskledger_infra::SqliteStore;
-
-    let (base_url, mock) = mock_llm(Script::Steps).await;
-    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
-    let store = Arc::new(SqliteStore::in_memory());
-    let svc = Service::new(
-        store.clone(),
-        store.clone(),
-        LlmAgent::new(Arc::new(model), 50),
-        CursorCodec::new(b"k".to_vec()),
-        ServiceSettings {
-            blocking_timeout: Duration::from_secs(1),
-            dispatch: Dispatch::Feed,
-        },
-    );
-    let req: SendMessageRequest = serde_json::from_value(json!({
-        "message": envelope_message("m-1", "Do the three steps"), "configuration": {"returnImmediately": true}
-    }))
-    .unwrap();
-    let SendMessageResponse::Task(task) = svc
-        .send_message(&Principal::anonymous(), req, None)
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
-    let id = TaskId::parse(task.id).unwrap();
+    let (svc, store, mock) = feed_service(Script::Steps, 50).await;
+    let id = send_now(&svc, envelope_message("m-1", "Do the three steps")).await;
     // the worker: each queued turn, with a budget spent before it starts
     let tiny = || TurnBudget::until(tokio::time::Instant::now(), Duration::ZERO);
     let (mut read, mut outcomes, mut turns) = (0, Vec::new(), Vec::new());
@@ -839,9 +782,7 @@ async fn a_long_turn_goes_on_through_continuations_and_repeats_nothing() {
                     == Some(&json!(kind))
             })
             .filter_map(|p| match &p.content {
-                taskledger_domain::wire::PartContent::Data(d) => {
-                    d["id"].as_str().map(str::to_string)
-                }
+                PartContent::Data(d) => d["id"].as_str().map(str::to_string),
                 _ => None,
             })
             .collect();
@@ -866,41 +807,8 @@ async fn a_long_turn_goes_on_through_continuations_and_repeats_nothing() {
 /// The turn limit counts the steps of the whole execution, continuations included.
 #[tokio::test]
 async fn the_turn_limit_holds_across_continuations() {
-    use taskledger_app::agent::TurnBudget;
-    use taskledger_app::llm_agent::LlmAgent;
-    use taskledger_app::worker::{handle_turn_within, TurnOutcome};
-    use taskledger_app::{Dispatch, Service, ServiceSettings};
-    use taskledger_domain::cursor::CursorCodec;
-    use taskledger_domain::ids::{Principal, TaskId};
-    use taskledger_domain::ports::WorkFeed;
-    use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse, TaskState};
-    use taskledger_infra::llm::OpenAiCompatible;
-    use taskledger_infra::SqliteStore;
-
-    let (base_url, mock) = mock_llm(Script::Loop).await;
-    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
-    let store = Arc::new(SqliteStore::in_memory());
-    let svc = Service::new(
-        store.clone(),
-        store.clone(),
-        LlmAgent::new(Arc::new(model), 3),
-        CursorCodec::new(b"k".to_vec()),
-        ServiceSettings {
-            blocking_timeout: Duration::from_secs(1),
-            dispatch: Dispatch::Feed,
-        },
-    );
-    let req: SendMessageRequest = serde_json::from_value(json!({
-        "message": envelope_message("m-1", "loop"), "configuration": {"returnImmediately": true}
-    }))
-    .unwrap();
-    let SendMessageResponse::Task(task) = svc
-        .send_message(&Principal::anonymous(), req, None)
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
+    let (svc, store, mock) = feed_service(Script::Loop, 3).await;
+    let id = send_now(&svc, envelope_message("m-1", "loop")).await;
     let tiny = || TurnBudget::until(tokio::time::Instant::now(), Duration::ZERO);
     let mut read = 0;
     let mut outcomes = Vec::new();
@@ -917,11 +825,7 @@ async fn the_turn_limit_holds_across_continuations() {
             TurnOutcome::Ran
         ]
     );
-    let state = svc
-        .load(&TaskId::parse(task.id).unwrap())
-        .await
-        .unwrap()
-        .unwrap();
+    let state = svc.load(&id).await.unwrap().unwrap();
     let head = state.head().unwrap();
     assert_eq!(head.status.state, TaskState::Failed);
     assert_eq!(

@@ -647,6 +647,7 @@ impl Agent for LlmAgent {
         task_id: TaskId,
         _message: Message,
     ) {
+        // The loop reads the whole history, the new message included: the same run.
         self.on_children_resolved(service, task_id).await
     }
 
