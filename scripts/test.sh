@@ -55,7 +55,7 @@ fi
 cargo build --quiet -p taskledger-local
 port=$(free_port)
 log=$(mktemp)
-./target/debug/taskledger --store sqlite --listen "127.0.0.1:$port" --in-memory >"$log" 2>&1 &
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory >"$log" 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
 if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port"; then

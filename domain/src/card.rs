@@ -69,6 +69,13 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
                 required: false,
                 params: None,
             }, AgentExtension {
+                uri: crate::a2ui::EXTENSION_URI.into(),
+                description: Some(
+                    "A2UI 0.9.1 surfaces: emit_ui sends them as artifacts named a2ui, one application/a2ui+json data part per message".into(),
+                ),
+                required: false,
+                params: Some(crate::a2ui::card_params()),
+            }, AgentExtension {
                 uri: crate::llm::USAGE_EXTENSION_URI.into(),
                 description: Some("Task-lifetime token usage".into()),
                 required: false,
@@ -84,7 +91,11 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
             "application/octet-stream".into(),
             crate::ext::MEDIA_TYPE.into(),
         ],
-        default_output_modes: vec!["text/plain".into(), "application/json".into()],
+        default_output_modes: vec![
+            "text/plain".into(),
+            "application/json".into(),
+            crate::a2ui::MEDIA_TYPE.into(),
+        ],
         skills: vec![AgentSkill {
             id: "tasks".into(),
             name: "Durable tasks".into(),
@@ -145,5 +156,16 @@ mod tests {
             v["securitySchemes"]["bearer"]["httpAuthSecurityScheme"]["scheme"],
             "Bearer"
         );
+        let a2ui = v["capabilities"]["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["uri"] == crate::a2ui::EXTENSION_URI)
+            .expect("the A2UI extension is declared");
+        assert_eq!(a2ui["params"]["acceptsInlineCatalogs"], false);
+        assert!(v["defaultOutputModes"]
+            .as_array()
+            .unwrap()
+            .contains(&serde_json::json!(crate::a2ui::MEDIA_TYPE)));
     }
 }

@@ -2,6 +2,7 @@
 //! validation, projections into the read model, and the ports the adapters implement.
 //! No AWS, no network, no I/O.
 
+pub mod a2ui;
 pub mod card;
 pub mod cursor;
 pub mod error;
@@ -13,6 +14,7 @@ pub mod llm;
 pub mod ports;
 pub mod projection;
 pub mod push;
+pub mod scripted;
 pub mod skills;
 pub mod task;
 pub mod time;
@@ -24,6 +26,8 @@ pub mod wire;
 mod ext_tests;
 #[cfg(test)]
 mod task_tests;
+#[cfg(test)]
+mod usage_tests;
 
 pub use error::{DomainError, ErrorKind};
 pub use ids::*;

@@ -38,6 +38,10 @@ pub struct ChatMessage {
     pub tool_calls: Vec<ToolCall>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    /// The A2A message this one was made from. Providers do not send it; the scripted model
+    /// reads the conformance kit's `messageId` prefixes from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message_id: Option<String>,
 }
 
 impl ChatMessage {
@@ -47,6 +51,7 @@ impl ChatMessage {
             content: content.into(),
             tool_calls: vec![],
             tool_call_id: None,
+            message_id: None,
         }
     }
 }

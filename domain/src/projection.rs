@@ -127,6 +127,8 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
         | TaskEvent::ChildStateRecorded { .. }
         | TaskEvent::HelpAnswered { .. }
         | TaskEvent::ParticipantTaskOpened { .. }
+        | TaskEvent::SubTasksAwaited { .. }
+        | TaskEvent::ExecutionContinued { .. }
         | TaskEvent::UsageRecorded { .. }
         | TaskEvent::AgentWorkRequested { .. }
         | TaskEvent::AgentTurnFinished { .. }

@@ -12,7 +12,7 @@ use crate::error::DomainError;
 use crate::task::{TaskAggregate, TaskEvent};
 use crate::wire::{
     Artifact, AuthenticationInfo, StreamResponse, TaskArtifactUpdateEvent,
-    TaskPushNotificationConfig, TaskStatusUpdateEvent,
+    TaskPushNotificationConfig,
 };
 
 /// Webhook subscriptions one task may hold.
@@ -469,13 +469,9 @@ pub fn updates(before: &TaskAggregate, events: &[TaskEvent]) -> Vec<PushUpdate> 
                 last_chunk: *last_chunk,
                 metadata: None,
             })),
+            // Carries the usage extension when the update ends an execution.
             _ if head.status_version == state.version => {
-                Some(StreamResponse::StatusUpdate(TaskStatusUpdateEvent {
-                    task_id: head.id.to_string(),
-                    context_id: head.context_id.to_string(),
-                    status: head.status.clone(),
-                    metadata: None,
-                }))
+                Some(StreamResponse::StatusUpdate(head.status_update()))
             }
             _ => None,
         };

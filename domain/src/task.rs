@@ -9,7 +9,9 @@ use crate::ext::{self, Effort, Plan, Role, StepState, TaskExtensionData, TaskRef
 use crate::ids::{ArtifactId, ContextId, Principal, TaskId};
 use crate::intake::{self, TASK_CREATED_AT_KEY};
 use crate::time::{nanos, Timestamp};
-use crate::wire::{Artifact, Message, Metadata, Part, TaskState, TaskStatus};
+use crate::wire::{
+    Artifact, Message, Metadata, Part, TaskState, TaskStatus, TaskStatusUpdateEvent,
+};
 
 /// Most artifacts one task may hold (the head lists them, so it stays small).
 pub const MAX_ARTIFACTS_PER_TASK: usize = 256;
@@ -134,6 +136,25 @@ pub enum TaskCommand {
     /// Removes a subscription; removing one that does not exist changes nothing.
     DeletePushConfig {
         id: String,
+        at: Timestamp,
+    },
+    /// The worker ran out of time before the agent's loop finished: the same execution goes on
+    /// in a new turn (a new work request, so a new, de-duplicable queue message), after
+    /// `steps_taken` model steps. `after` is the work request the stopping turn served; if a
+    /// newer one exists, its own turn runs the loop and nothing is added.
+    ContinueAgentWork {
+        after: u64,
+        steps_taken: u32,
+        at: Timestamp,
+    },
+    /// The agent's execution ends waiting for its sub-tasks: a status update (state unchanged)
+    /// that carries the usage totals, like every update that ends an execution.
+    AwaitSubTasks {
+        at: Timestamp,
+    },
+    /// `emit_ui`: checked A2UI messages become a new artifact `a2ui:<sequence of its event>`.
+    EmitUi {
+        messages: crate::a2ui::UiMessages,
         at: Timestamp,
     },
     /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.
@@ -326,6 +347,19 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// Recorded right after a continuation's `AgentWorkRequested`: the execution it continues
+    /// had taken this many model steps (the turn limit counts across continuations).
+    ExecutionContinued {
+        steps_taken: u32,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    /// The agent's execution ended waiting for these sub-tasks (a status update, same state).
+    SubTasksAwaited {
+        children: Vec<String>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
 }
 
 impl TaskEvent {
@@ -351,6 +385,8 @@ impl TaskEvent {
             Self::HelpRequested { .. } => "HelpRequested",
             Self::HelpAnswered { .. } => "HelpAnswered",
             Self::ParticipantTaskOpened { .. } => "ParticipantTaskOpened",
+            Self::SubTasksAwaited { .. } => "SubTasksAwaited",
+            Self::ExecutionContinued { .. } => "ExecutionContinued",
             Self::UsageRecorded { .. } => "UsageRecorded",
             Self::AgentWorkRequested { .. } => "AgentWorkRequested",
             Self::AgentTurnFinished { .. } => "AgentTurnFinished",
@@ -394,6 +430,10 @@ pub struct TaskHead {
     pub status: TaskStatus,
     /// Version of the event that last changed the status.
     pub status_version: u64,
+    /// `TaskStatusUpdateEvent.metadata` of that status update: the usage totals (kagent usage
+    /// extension) when the update ends an execution and a model call reported usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status_metadata: Option<Metadata>,
     pub metadata: Metadata,
     pub artifacts: Vec<ArtifactHead>,
     /// Messages in history so far.
@@ -422,12 +462,20 @@ pub struct TaskHead {
     /// The last `AgentWorkRequested` version whose turn finished.
     #[serde(default)]
     pub turn_done: u64,
+    /// Model steps the current execution took in earlier turns (continuations); new work
+    /// starts a new execution at 0.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub execution_steps: u32,
     /// Skills whose instructions are in the agent's context.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub loaded_skills: Vec<String>,
     /// Webhook subscriptions (push notification configs), in registration order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub push: Vec<crate::push::Subscription>,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 /// A help request waiting for its answer.
@@ -518,6 +566,31 @@ impl TaskHead {
             ));
         }
         Ok((plan, i))
+    }
+
+    /// The status update that set the current status, as a streaming or push client receives
+    /// it (`TaskStatusUpdateEvent`).
+    pub fn status_update(&self) -> TaskStatusUpdateEvent {
+        TaskStatusUpdateEvent {
+            task_id: self.id.to_string(),
+            context_id: self.context_id.to_string(),
+            status: self.status.clone(),
+            metadata: self.status_metadata.clone(),
+        }
+    }
+
+    /// Metadata of a status update: the task-lifetime usage under the usage extension's URI
+    /// when the update ends an execution (a terminal or interrupted state, or waiting for
+    /// sub-tasks) and some model call reported usage; consumers replace, never sum.
+    fn status_update_metadata(&self, awaiting_children: bool) -> Option<Metadata> {
+        let state = self.status.state;
+        if !(awaiting_children || state.is_terminal() || state.is_interrupted()) {
+            return None;
+        }
+        let usage = serde_json::to_value(self.usage.as_ref()?).ok()?;
+        let mut m = Metadata::new();
+        m.insert(crate::llm::USAGE_EXTENSION_URI.into(), usage);
+        Some(m)
     }
 
     /// Sub-tasks not yet completed, failed, canceled or rejected.
@@ -1245,6 +1318,58 @@ impl TaskAggregate {
                     at,
                 }])
             }
+            TaskCommand::ContinueAgentWork {
+                after,
+                steps_taken,
+                at,
+            } => {
+                // Finished, waiting for an answer, or newer work that runs the loop anyway.
+                if state.is_terminal()
+                    || head.pending_help.is_some()
+                    || head.work_requested != after
+                {
+                    return Ok(vec![]);
+                }
+                let at = head.next_stamp(at);
+                Ok(vec![
+                    TaskEvent::AgentWorkRequested {
+                        reason: "continuation".into(),
+                        at,
+                    },
+                    TaskEvent::ExecutionContinued { steps_taken, at },
+                ])
+            }
+            TaskCommand::AwaitSubTasks { at } => {
+                refuse_if_terminal(head)?;
+                let children = head.unresolved_children();
+                // Resolved meanwhile (their work request is already committed), or waiting on
+                // a participant's answer instead: no wait to announce.
+                if children.is_empty() || head.pending_help.is_some() {
+                    return Ok(vec![]);
+                }
+                Ok(vec![TaskEvent::SubTasksAwaited {
+                    children,
+                    at: head.next_stamp(at),
+                }])
+            }
+            TaskCommand::EmitUi { messages, at } => {
+                refuse_if_terminal(head)?;
+                // The event's own sequence: unique in the task, and fixed once committed.
+                let seq = self.version + 1;
+                self.decide(TaskCommand::AddArtifact {
+                    artifact: Artifact {
+                        artifact_id: format!("{}:{seq}", crate::a2ui::ARTIFACT_NAME),
+                        name: Some(crate::a2ui::ARTIFACT_NAME.into()),
+                        description: None,
+                        parts: messages.parts(),
+                        metadata: None,
+                        extensions: vec![crate::a2ui::EXTENSION_URI.into()],
+                    },
+                    append: false,
+                    last_chunk: true,
+                    at,
+                })
+            }
             TaskCommand::CancelTask { at } => match state {
                 // A repeated cancel is answered with the canceled task, nothing new happens.
                 TaskState::Canceled => Ok(vec![]),
@@ -1354,6 +1479,7 @@ impl TaskAggregate {
                     timestamp: Some(*at),
                 },
                 status_version: version,
+                status_metadata: None,
                 metadata,
                 artifacts: Vec::new(),
                 history_len: 0,
@@ -1365,6 +1491,7 @@ impl TaskAggregate {
                 usage: None,
                 work_requested: 0,
                 turn_done: 0,
+                execution_steps: 0,
                 loaded_skills: Vec::new(),
                 push: Vec::new(),
             });
@@ -1575,6 +1702,11 @@ impl TaskAggregate {
             }
             TaskEvent::AgentWorkRequested { at, .. } => {
                 head.work_requested = version;
+                head.execution_steps = 0;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+            TaskEvent::ExecutionContinued { steps_taken, at } => {
+                head.execution_steps = *steps_taken;
                 head.last_timeline = head.last_timeline.max(*at);
             }
             TaskEvent::SkillLoaded { name, at } => {
@@ -1613,6 +1745,15 @@ impl TaskAggregate {
                 head.awaiting_assignee = Some(assignee.clone());
                 head.last_timeline = head.last_timeline.max(*at);
             }
+            TaskEvent::SubTasksAwaited { at, .. } => {
+                head.status.timestamp = Some(*at);
+                head.status_version = version;
+                head.last_timeline = head.last_timeline.max(*at);
+            }
+        }
+        if head.status_version == version {
+            let awaiting = matches!(event, TaskEvent::SubTasksAwaited { .. });
+            head.status_metadata = head.status_update_metadata(awaiting);
         }
     }
 

@@ -7,12 +7,13 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::a2ui::UiMessages;
 use crate::ext::{field_path, Plan, Role, Step, StepState};
 use crate::llm::{ToolCall, ToolSpec};
 use crate::task::TaskCommand;
 use crate::time::Timestamp;
 
-const DEFINITIONS: [(&str, &str); 11] = [
+const DEFINITIONS: [(&str, &str); 12] = [
     (
         "list_skills",
         include_str!("../schemas/intrinsics/list_skills.json"),
@@ -56,6 +57,10 @@ const DEFINITIONS: [(&str, &str); 11] = [
     (
         "set_participant_role",
         include_str!("../schemas/intrinsics/set_participant_role.json"),
+    ),
+    (
+        "emit_ui",
+        include_str!("../schemas/intrinsics/emit_ui.json"),
     ),
 ];
 
@@ -194,6 +199,10 @@ struct ResourceArgs {
     resource: String,
 }
 #[derive(Deserialize)]
+struct EmitUiArgs {
+    messages: Vec<Value>,
+}
+#[derive(Deserialize)]
 struct RoleArgs {
     participant_id: String,
     role: Role,
@@ -295,6 +304,15 @@ pub fn plan_call(
                 at,
             }])
         }
+        "emit_ui" => {
+            let u: EmitUiArgs = args(a)?;
+            let messages =
+                UiMessages::parse(u.messages).map_err(|e| ToolError::InvalidArguments {
+                    field: e.field,
+                    reason: e.reason,
+                })?;
+            ToolAction::Commands(vec![TaskCommand::EmitUi { messages, at }])
+        }
         "list_skills" => ToolAction::Skill(SkillOp::List),
         "load_skill" => ToolAction::Skill(SkillOp::Load(args::<SkillArgs>(a)?.name)),
         "unload_skill" => ToolAction::Skill(SkillOp::Unload(args::<SkillArgs>(a)?.name)),
@@ -387,6 +405,52 @@ mod tests {
             matches!(e, ToolError::InvalidArguments { ref field, .. } if field == "role"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn emit_ui_checks_every_a2ui_message_and_names_the_failing_one() {
+        let create = json!({"version": "v0.9", "createSurface": {"surfaceId": "s", "catalogId": crate::a2ui::BASIC_CATALOG_ID}});
+        let a = plan_call(
+            &call("emit_ui", json!({"messages": [create.clone()]})),
+            None,
+            Timestamp::now(),
+        )
+        .unwrap();
+        assert!(
+            matches!(a, ToolAction::Commands(ref c) if matches!(&c[0], TaskCommand::EmitUi { messages, .. } if messages.len() == 1))
+        );
+        assert_eq!(
+            definition("emit_ui").unwrap().idempotency,
+            Idempotency::NotIdempotent
+        );
+        let e = plan_call(
+            &call(
+                "emit_ui",
+                json!({"messages": [create, {"version": "v0.9", "updateComponents": {"surfaceId": "s", "components": [{"id": "root"}]}}]}),
+            ),
+            None,
+            Timestamp::now(),
+        )
+        .unwrap_err();
+        assert!(
+            matches!(e, ToolError::InvalidArguments { ref field, .. } if field == "messages[1].updateComponents.components[0].component"),
+            "{e}"
+        );
+        assert!(e
+            .to_string()
+            .starts_with("tool.invalid_arguments: messages[1]"));
+        // the tool's own schema: at least one message, each an object
+        for bad in [
+            json!({"messages": []}),
+            json!({"messages": ["hi"]}),
+            json!({}),
+        ] {
+            let e = plan_call(&call("emit_ui", bad.clone()), None, Timestamp::now()).unwrap_err();
+            assert!(
+                matches!(e, ToolError::InvalidArguments { .. }),
+                "{bad}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -105,4 +105,109 @@ mod tests {
         );
         assert_eq!(turns[0].dedup_id(), "t:2");
     }
+
+    mod continuation {
+        use crate::ids::{ContextId, Principal, TaskId};
+        use crate::task::{AppendUserMessage, CreateTask, TaskAggregate, TaskCommand, TaskEvent};
+        use crate::time::Timestamp;
+        use crate::wire::{Message, TaskState};
+
+        fn apply(s: &mut TaskAggregate, c: TaskCommand) -> Vec<TaskEvent> {
+            let events = s.decide(c).unwrap();
+            events.iter().for_each(|e| s.apply_event(e));
+            events
+        }
+
+        fn working_task() -> TaskAggregate {
+            let mut s = TaskAggregate::default();
+            apply(
+                &mut s,
+                TaskCommand::CreateTask(CreateTask {
+                    task_id: TaskId::parse("t-1").unwrap(),
+                    context_id: ContextId::parse("c-1").unwrap(),
+                    owner: Principal::anonymous(),
+                    message: Message::user_text("m-1", "go"),
+                    at: Timestamp::now(),
+                    extension: None,
+                    awaiting_assignee: None,
+                }),
+            );
+            apply(
+                &mut s,
+                TaskCommand::ChangeStatus {
+                    state: TaskState::Working,
+                    message: None,
+                    at: Timestamp::now(),
+                },
+            );
+            s
+        }
+
+        fn continue_after(after: u64, steps_taken: u32) -> TaskCommand {
+            TaskCommand::ContinueAgentWork {
+                after,
+                steps_taken,
+                at: Timestamp::now(),
+            }
+        }
+
+        #[test]
+        fn a_continuation_is_a_new_work_request_carrying_the_steps_taken() {
+            let mut s = working_task();
+            let first = s.head().unwrap().work_requested;
+            let events = apply(&mut s, continue_after(first, 3));
+            assert!(matches!(
+                &events[..],
+                [
+                    TaskEvent::AgentWorkRequested { .. },
+                    TaskEvent::ExecutionContinued { steps_taken: 3, .. }
+                ]
+            ));
+            let head = s.head().unwrap();
+            assert_eq!(
+                head.work_requested,
+                s.version - 1,
+                "a new turn: its own sequence"
+            );
+            assert!(head.work_requested > first);
+            assert_eq!(head.execution_steps, 3);
+            // the continuation's own turn continues again with its own sequence
+            let second = head.work_requested;
+            apply(&mut s, continue_after(second, 5));
+            assert_eq!(s.head().unwrap().execution_steps, 5);
+            // new input starts a new execution
+            apply(
+                &mut s,
+                TaskCommand::AppendUserMessage(AppendUserMessage {
+                    message: Message::user_text("m-2", "more"),
+                    at: Timestamp::now(),
+                }),
+            );
+            assert_eq!(s.head().unwrap().execution_steps, 0);
+        }
+
+        #[test]
+        fn no_continuation_when_newer_work_waits_or_the_task_is_done() {
+            let mut s = working_task();
+            let first = s.head().unwrap().work_requested;
+            apply(
+                &mut s,
+                TaskCommand::AppendUserMessage(AppendUserMessage {
+                    message: Message::user_text("m-2", "more"),
+                    at: Timestamp::now(),
+                }),
+            );
+            assert_eq!(s.decide(continue_after(first, 1)).unwrap(), vec![]);
+            let latest = s.head().unwrap().work_requested;
+            apply(
+                &mut s,
+                TaskCommand::ChangeStatus {
+                    state: TaskState::Completed,
+                    message: None,
+                    at: Timestamp::now(),
+                },
+            );
+            assert_eq!(s.decide(continue_after(latest, 1)).unwrap(), vec![]);
+        }
+    }
 }

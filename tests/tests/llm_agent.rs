@@ -11,7 +11,20 @@ use axum::http::StatusCode;
 use axum::response::IntoResponse;
 use axum::Json;
 use serde_json::{json, Value};
-use taskledger_infra::llm::OpenAiSettings;
+use taskledger_app::agent::TurnBudget;
+use taskledger_app::llm_agent::LlmAgent;
+use taskledger_app::service::Actor;
+use taskledger_app::worker::{handle_turn, handle_turn_within, run_feed_relay, TurnOutcome};
+use taskledger_app::{Dispatch, Service, ServiceSettings};
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::ids::{Principal, TaskId};
+use taskledger_domain::llm::USAGE_EXTENSION_URI;
+use taskledger_domain::ports::{EventStore, WorkFeed};
+use taskledger_domain::task::{TaskAggregate, TaskCommand};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::{Message, Part, PartContent, SendMessageResponse, TaskState};
+use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
+use taskledger_infra::SqliteStore;
 use taskledger_local::AgentChoice;
 use taskledger_tests::{test_config, Server};
 
@@ -38,6 +51,9 @@ enum Script {
     Release,
     Loop,
     Broken,
+    Ui,
+    /// A plan of three steps, each completed in its own model step, then the answer.
+    Steps,
 }
 
 struct Mock {
@@ -72,6 +88,66 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
         .sum();
     let body = match m.script {
         Script::Broken => return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response(),
+        Script::Steps => match made {
+            0 => answer(
+                None,
+                vec![tool(
+                    "p0",
+                    "create_plan",
+                    json!({"steps": [{"name": "One", "description": ""}, {"name": "Two", "description": "", "depends_on": ["One"]}, {"name": "Three", "description": "", "depends_on": ["Two"]}]}),
+                )],
+            ),
+            1..=3 => {
+                let step = ["one", "two", "three"][made - 1];
+                answer(
+                    None,
+                    vec![tool(
+                        &format!("p{made}"),
+                        "complete_step",
+                        json!({"step": step, "output": format!("{step} done")}),
+                    )],
+                )
+            }
+            _ => answer(Some("all three done"), vec![]),
+        },
+        Script::Ui => match made {
+            // first a surface without a catalog: refused, nothing emitted
+            0 => answer(
+                None,
+                vec![tool(
+                    "u0",
+                    "emit_ui",
+                    json!({"messages": [{"version": "v0.9", "createSurface": {"surfaceId": "pick"}}]}),
+                )],
+            ),
+            1 => {
+                let last = messages.last().cloned().unwrap_or_default();
+                assert_eq!(last["role"], "tool");
+                assert!(
+                    last["content"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .contains("messages[0].createSurface.catalogId"),
+                    "the model is told which message and field failed: {last}"
+                );
+                answer(
+                    None,
+                    vec![tool(
+                        "u1",
+                        "emit_ui",
+                        json!({"messages": [
+                            {"version": "v0.9", "createSurface": {"surfaceId": "pick", "catalogId": "https://a2ui.org/specification/v0_9/catalogs/basic/catalog.json"}},
+                            {"version": "v0.9", "updateComponents": {"surfaceId": "pick", "components": [
+                                {"id": "root", "component": "Column", "children": ["q", "eu"]},
+                                {"id": "q", "component": "Text", "text": "Which region?"},
+                                {"id": "eu", "component": "Button", "child": "q", "action": {"event": {"name": "eu"}}}]}},
+                            {"version": "v0.9", "updateDataModel": {"surfaceId": "pick", "path": "/region", "value": "eu"}}
+                        ]}),
+                    )],
+                )
+            }
+            _ => answer(Some("form shown"), vec![]),
+        },
         Script::Skills => match made {
             0 => {
                 assert!(
@@ -123,6 +199,8 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
             )],
         ),
         Script::Release if system.contains("\"name\":\"Notify\"") => {
+            // The sub-task takes a moment, so its parent is seen waiting for it.
+            tokio::time::sleep(Duration::from_millis(150)).await;
             answer(Some("team notified"), vec![])
         }
         Script::Release => match made {
@@ -174,7 +252,8 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
     Json(body).into_response()
 }
 
-async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
+/// The mock OpenAI-compatible server on a free port: its base URL and its call counter.
+async fn mock_llm(script: Script) -> (String, Arc<Mock>) {
     let mock = Arc::new(Mock {
         script,
         calls: AtomicUsize::new(0),
@@ -187,8 +266,13 @@ async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
     tokio::spawn(async move {
         let _ = axum::serve(l, app).await;
     });
+    (format!("http://{addr}/v1"), mock)
+}
+
+async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
+    let (base_url, mock) = mock_llm(script).await;
     let mut config = test_config();
-    let mut settings = OpenAiSettings::new(format!("http://{addr}/v1"), "mock-1");
+    let mut settings = OpenAiSettings::new(base_url, "mock-1");
     settings.initial_backoff = Duration::from_millis(5);
     config.agent = AgentChoice::OpenAi {
         settings,
@@ -196,6 +280,45 @@ async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
         skills_dir: Some(skills_dir()),
     };
     (Server::start_with(config).await, mock)
+}
+
+/// A service on an in-memory SQLite store whose agent is the loop on the mock LLM, with feed
+/// dispatch: nothing runs until the test (or a relay it starts) hands turns to the worker.
+async fn feed_service(
+    script: Script,
+    max_turns: u32,
+) -> (Arc<Service>, Arc<SqliteStore>, Arc<Mock>) {
+    let (base_url, mock) = mock_llm(script).await;
+    let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
+    let store = Arc::new(SqliteStore::in_memory());
+    let svc = Service::new(
+        store.clone(),
+        store.clone(),
+        LlmAgent::new(Arc::new(model), max_turns),
+        CursorCodec::new(b"k".to_vec()),
+        ServiceSettings {
+            blocking_timeout: Duration::from_secs(1),
+            dispatch: Dispatch::Feed,
+            ..Default::default()
+        },
+    );
+    (svc, store, mock)
+}
+
+/// Sends a message that returns at once; the id of its task.
+async fn send_now(svc: &Arc<Service>, message: Value) -> TaskId {
+    let req = serde_json::from_value(
+        json!({"message": message, "configuration": {"returnImmediately": true}}),
+    )
+    .unwrap();
+    match svc
+        .send_message(&Principal::anonymous(), req, None)
+        .await
+        .unwrap()
+    {
+        SendMessageResponse::Task(t) => TaskId::parse(t.id).unwrap(),
+        other => panic!("a task: {other:?}"),
+    }
 }
 
 fn envelope_message(id: &str, text: &str) -> Value {
@@ -254,6 +377,64 @@ async fn the_loop_plans_asks_spawns_and_finishes() {
         7,
         "six parent turns and one child turn"
     );
+}
+
+#[tokio::test]
+async fn emit_ui_ends_the_task_with_an_a2ui_artifact() {
+    let (s, mock) = start(Script::Ui, 50).await;
+    let id = s.start_task(envelope_message("m-1", "ask me")).await;
+    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    let artifacts = t["artifacts"].as_array().unwrap();
+    let ui: Vec<&Value> = artifacts.iter().filter(|a| a["name"] == "a2ui").collect();
+    assert_eq!(
+        ui.len(),
+        1,
+        "the refused call emitted nothing: {artifacts:?}"
+    );
+    let a = ui[0];
+    assert!(a["artifactId"].as_str().unwrap().starts_with("a2ui:"));
+    assert_eq!(
+        a["extensions"][0],
+        "https://a2ui.org/a2a-extension/a2ui/v0.9.1"
+    );
+    let parts = a["parts"].as_array().unwrap();
+    assert_eq!(parts.len(), 3, "one part per message");
+    assert!(parts
+        .iter()
+        .all(|p| p["mediaType"] == "application/a2ui+json"));
+    assert_eq!(parts[0]["data"]["createSurface"]["surfaceId"], "pick");
+    assert_eq!(
+        parts[1]["data"]["updateComponents"]["components"][0]["id"],
+        "root"
+    );
+    assert_eq!(parts[2]["data"]["updateDataModel"]["value"], "eu");
+    let answer = artifacts.iter().find(|a| a["name"] == "answer").unwrap();
+    assert_eq!(answer["parts"][0]["text"], "form shown");
+    let results: Vec<Value> = t["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().clone())
+        .filter(|p| p["metadata"]["kagent.dev/a2a/part-type"] == "function_response")
+        .map(|p| p["data"]["response"].clone())
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert!(results[0]["error"]
+        .as_str()
+        .unwrap()
+        .starts_with("tool.invalid_arguments: messages[0].createSurface.catalogId"));
+    assert_eq!(
+        results[1]["result"],
+        "3 A2UI message(s) emitted in an a2ui artifact"
+    );
+    assert_eq!(mock.calls.load(Ordering::SeqCst), 3);
+    // the card declares the extension and its media type
+    let card = s.card().await;
+    assert!(card["capabilities"]["extensions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|e| e["uri"] == "https://a2ui.org/a2a-extension/a2ui/v0.9.1"));
 }
 
 #[tokio::test]
@@ -319,59 +500,8 @@ async fn a_provider_that_keeps_failing_fails_the_task_clearly() {
 /// a further redelivery repeats nothing.
 #[tokio::test]
 async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
-    use taskledger_app::llm_agent::LlmAgent;
-    use taskledger_app::service::Actor;
-    use taskledger_app::worker::{handle_turn, TurnOutcome};
-    use taskledger_app::{Dispatch, Service, ServiceSettings};
-    use taskledger_domain::cursor::CursorCodec;
-    use taskledger_domain::ids::{Principal, TaskId};
-    use taskledger_domain::ports::{EventStore, WorkFeed};
-    use taskledger_domain::task::TaskCommand;
-    use taskledger_domain::time::Timestamp;
-    use taskledger_domain::wire::{
-        Message, Part, PartContent, SendMessageRequest, SendMessageResponse,
-    };
-    use taskledger_infra::llm::OpenAiCompatible;
-    use taskledger_infra::SqliteStore;
-
-    let mock = Arc::new(Mock {
-        script: Script::Release,
-        calls: AtomicUsize::new(0),
-    });
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
-    let app = axum::Router::new()
-        .route("/v1/chat/completions", axum::routing::post(chat))
-        .with_state(mock.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(l, app).await;
-    });
-    let model =
-        OpenAiCompatible::new(OpenAiSettings::new(format!("http://{addr}/v1"), "mock-1")).unwrap();
-    let store = Arc::new(SqliteStore::in_memory());
-    let svc = Service::new(
-        store.clone(),
-        store.clone(),
-        LlmAgent::new(Arc::new(model), 50),
-        CursorCodec::new(b"k".to_vec()),
-        ServiceSettings {
-            blocking_timeout: Duration::from_secs(1),
-            dispatch: Dispatch::Feed,
-            ..Default::default()
-        },
-    );
-    let req: SendMessageRequest = serde_json::from_value(json!({
-        "message": envelope_message("m-1", "Ship it"), "configuration": {"returnImmediately": true}
-    }))
-    .unwrap();
-    let SendMessageResponse::Task(task) = svc
-        .send_message(&Principal::anonymous(), req, None)
-        .await
-        .unwrap()
-    else {
-        panic!("a task")
-    };
-    let id = TaskId::parse(task.id).unwrap();
+    let (svc, store, mock) = feed_service(Script::Release, 50).await;
+    let id = send_now(&svc, envelope_message("m-1", "Ship it")).await;
     // what a step commits before running its tools: the model's call
     let mut call = Message::agent_text("call-msg", "");
     call.parts = vec![Part {
@@ -430,5 +560,282 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
         mock.calls.load(Ordering::SeqCst),
         asked,
         "a redelivery asks the model nothing"
+    );
+}
+
+/// Usage extension: every status update that ends an execution (the help request, the wait for
+/// the sub-task, the completion) carries the task-lifetime totals so far, as a streaming or push
+/// client would receive them (`TaskStatusUpdateEvent.metadata`); the last equals Task.metadata.
+#[tokio::test]
+async fn usage_rides_on_each_status_update_that_ends_an_execution() {
+    let (svc, store, _mock) = feed_service(Script::Release, 50).await;
+    tokio::spawn(run_feed_relay(svc.clone(), store.clone(), "agent"));
+    let wait = |id: TaskId, state: TaskState| {
+        let svc = svc.clone();
+        async move {
+            for _ in 0..200 {
+                let s = svc.load(&id).await.unwrap().unwrap();
+                if s.head().unwrap().status.state == state {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            panic!("{id} never reached {state:?}");
+        }
+    };
+    let id = send_now(&svc, envelope_message("m-1", "Ship it")).await;
+    wait(id.clone(), TaskState::InputRequired).await;
+    send_now(
+        &svc,
+        json!({"messageId": "m-2", "taskId": id.as_str(), "role": "ROLE_USER",
+        "metadata": {"participant_id": "bob"}, "parts": [{"text": "eu"}]}),
+    )
+    .await;
+    wait(id.clone(), TaskState::Completed).await;
+
+    // every status update, in order, as built from the committed events
+    let mut state = TaskAggregate::default();
+    let mut updates = Vec::new();
+    for stored in store.events(&id, 0).await.unwrap() {
+        state.apply_event(&stored.decode().unwrap());
+        let head = state.head().unwrap();
+        if head.status_version == state.version {
+            let u = head.status_update();
+            let total = u
+                .metadata
+                .as_ref()
+                .map(|m| m[USAGE_EXTENSION_URI]["totalTokens"].clone());
+            updates.push((stored.event_type.clone(), u.status.state, total));
+        }
+    }
+    let ending: Vec<_> = updates
+        .iter()
+        .filter(|(_, _, total)| total.is_some())
+        .map(|(kind, state, total)| (kind.as_str(), *state, total.clone().unwrap()))
+        .collect();
+    assert_eq!(
+        ending,
+        vec![
+            ("HelpRequested", TaskState::InputRequired, json!(45)),
+            ("SubTasksAwaited", TaskState::Working, json!(60)),
+            ("StatusChanged", TaskState::Completed, json!(90)),
+        ],
+        "all status updates: {updates:?}"
+    );
+    assert!(
+        updates
+            .iter()
+            .filter(|(_, s, _)| *s == TaskState::Working)
+            .any(|(_, _, t)| t.is_none()),
+        "an update that starts work carries none: {updates:?}"
+    );
+    let task = svc
+        .get_task(
+            &Principal::anonymous(),
+            serde_json::from_value(json!({"id": id.as_str()})).unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        task.metadata.unwrap()[USAGE_EXTENSION_URI]["totalTokens"],
+        90,
+        "the final update and the stored task agree"
+    );
+}
+
+/// The default agent is the model loop on the scripted model: conformance prefixes and the
+/// tiny-harness scripts run through tool calls and final answers, with usage counted.
+#[tokio::test]
+async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
+    let s = Server::start().await;
+    // a plain message: the scripted model echoes it as its final answer
+    let v = s.send("m-plain", "hello there", json!({}), json!({})).await;
+    let t = &v["result"]["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED");
+    assert_eq!(
+        t["artifacts"][0]["parts"][0]["text"],
+        "Received: hello there"
+    );
+    assert_eq!(
+        t["status"]["message"]["parts"][0]["text"],
+        "Received: hello there"
+    );
+    let usage = &t["metadata"]["https://kagent.dev/extensions/usage/v1"];
+    assert_eq!(usage["models"][0]["model"], "scripted");
+    assert_eq!(usage["outputTokens"], 3, "Received: hello there");
+    // th-ui: an emit_ui call, its result, then the final answer
+    let id = s
+        .start_task(envelope_message("th-ui-1", "Pick a region"))
+        .await;
+    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    let ui = t["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "a2ui")
+        .cloned()
+        .expect("an a2ui artifact");
+    assert_eq!(
+        ui["parts"][0]["data"]["createSurface"]["surfaceId"],
+        "scripted"
+    );
+    assert_eq!(
+        ui["parts"][1]["data"]["updateComponents"]["components"][1]["text"],
+        "Pick a region"
+    );
+    let kinds: Vec<&str> = t["history"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["parts"].as_array().unwrap().iter())
+        .filter_map(|p| p["metadata"]["kagent.dev/a2a/part-type"].as_str())
+        .collect();
+    assert_eq!(kinds, ["function_call", "function_response"]);
+    assert_eq!(
+        t["status"]["message"]["parts"][0]["text"],
+        "The surface is shown."
+    );
+    // a follow-up on a task waiting for input goes through the model too
+    let w = s.send_task("tck-input-required-s", "first").await;
+    let wid = w["id"].as_str().unwrap();
+    let v = s
+        .send(
+            "tck-complete-task-s",
+            "done",
+            json!({"taskId": wid}),
+            json!({}),
+        )
+        .await;
+    assert_eq!(
+        v["result"]["task"]["status"]["message"]["parts"][0]["text"],
+        "Hello from TCK"
+    );
+}
+
+/// A worker with next to no time left per invocation (the Lambda deadline minus the margin is
+/// already past) takes one model step per turn and records a continuation each time: the turn
+/// needing five steps completes over five turns, and no tool runs twice, nor the model again.
+#[tokio::test]
+async fn a_long_turn_goes_on_through_continuations_and_repeats_nothing() {
+    let (svc, store, mock) = feed_service(Script::Steps, 50).await;
+    let id = send_now(&svc, envelope_message("m-1", "Do the three steps")).await;
+    // the worker: each queued turn, with a budget spent before it starts
+    let tiny = || TurnBudget::until(tokio::time::Instant::now(), Duration::ZERO);
+    let (mut read, mut outcomes, mut turns) = (0, Vec::new(), Vec::new());
+    while outcomes.len() < 20 {
+        let batch = store.feed_after(read, 10).await.unwrap();
+        if batch.is_empty() {
+            break;
+        }
+        for (pos, turn) in batch {
+            read = pos;
+            outcomes.push(handle_turn_within(&svc, &turn, tiny()).await.unwrap());
+            turns.push(turn);
+        }
+    }
+    assert_eq!(
+        outcomes,
+        [
+            TurnOutcome::Continued,
+            TurnOutcome::Continued,
+            TurnOutcome::Continued,
+            TurnOutcome::Continued,
+            TurnOutcome::Ran
+        ],
+        "one step per turn"
+    );
+    let state = svc.load(&id).await.unwrap().unwrap();
+    let head = state.head().unwrap();
+    assert_eq!(head.status.state, TaskState::Completed);
+    let plan = head.ext.as_ref().unwrap().plan.as_ref().unwrap();
+    assert!(plan
+        .steps
+        .iter()
+        .all(|s| s.output.as_deref() == Some(&format!("{} done", s.id))));
+    assert_eq!(
+        mock.calls.load(Ordering::SeqCst),
+        5,
+        "the model was asked once per step"
+    );
+    let events = store.events(&id, 0).await.unwrap();
+    let count = |kind: &str| events.iter().filter(|e| e.event_type == kind).count();
+    assert_eq!(count("PlanCreated"), 1);
+    assert_eq!(count("StepCompleted"), 3);
+    assert_eq!(count("ExecutionContinued"), 4);
+    // every call has exactly one result
+    let t = svc
+        .get_task(
+            &Principal::anonymous(),
+            serde_json::from_value(json!({"id": id.as_str()})).unwrap(),
+        )
+        .await
+        .unwrap();
+    let ids = |kind: &str| {
+        let mut v: Vec<String> = t
+            .history
+            .iter()
+            .flatten()
+            .flat_map(|m| m.parts.iter())
+            .filter(|p| {
+                p.metadata
+                    .as_ref()
+                    .and_then(|m| m.get("kagent.dev/a2a/part-type"))
+                    == Some(&json!(kind))
+            })
+            .filter_map(|p| match &p.content {
+                PartContent::Data(d) => d["id"].as_str().map(str::to_string),
+                _ => None,
+            })
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(ids("function_call"), ["p0", "p1", "p2", "p3"]);
+    assert_eq!(ids("function_response"), ids("function_call"));
+    // redelivering every turn, with all the time in the world, repeats nothing
+    let before = events.len();
+    for turn in &turns {
+        let again = handle_turn(&svc, turn).await.unwrap();
+        assert!(
+            matches!(again, TurnOutcome::Superseded | TurnOutcome::Nothing),
+            "{again:?}"
+        );
+    }
+    assert_eq!(store.events(&id, 0).await.unwrap().len(), before);
+    assert_eq!(mock.calls.load(Ordering::SeqCst), 5);
+}
+
+/// The turn limit counts the steps of the whole execution, continuations included.
+#[tokio::test]
+async fn the_turn_limit_holds_across_continuations() {
+    let (svc, store, mock) = feed_service(Script::Loop, 3).await;
+    let id = send_now(&svc, envelope_message("m-1", "loop")).await;
+    let tiny = || TurnBudget::until(tokio::time::Instant::now(), Duration::ZERO);
+    let mut read = 0;
+    let mut outcomes = Vec::new();
+    while let Some((pos, turn)) = store.feed_after(read, 1).await.unwrap().pop() {
+        read = pos;
+        outcomes.push(handle_turn_within(&svc, &turn, tiny()).await.unwrap());
+        assert!(outcomes.len() < 10, "continues for ever: {outcomes:?}");
+    }
+    assert_eq!(
+        outcomes,
+        [
+            TurnOutcome::Continued,
+            TurnOutcome::Continued,
+            TurnOutcome::Ran
+        ]
+    );
+    let state = svc.load(&id).await.unwrap().unwrap();
+    let head = state.head().unwrap();
+    assert_eq!(head.status.state, TaskState::Failed);
+    assert_eq!(
+        head.status.message.as_ref().unwrap().text(),
+        "turn limit reached"
+    );
+    assert_eq!(
+        mock.calls.load(Ordering::SeqCst),
+        3,
+        "three steps in all, not per turn"
     );
 }

@@ -1,6 +1,8 @@
-//! The agent that works on tasks after a message is committed. Today: the built-in scenario
-//! agent, which follows the A2A conformance kit's `messageId` prefixes and otherwise answers with
-//! an artifact saying what it received. It acts only through the service's commands.
+//! The agent that works on tasks after a message is committed. The built-in one is the model
+//! loop (`LlmAgent`) on the deterministic `ScriptedModel`, behind a thin rule layer for what the
+//! A2A conformance kit asks of an agent that no model can do through tools (a direct Message
+//! reply, REJECTED / AUTH_REQUIRED / INPUT_REQUIRED on a plain task, timed pauses, chunked
+//! artifacts, file and data parts). It acts only through the service's commands.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,13 +11,66 @@ use async_trait::async_trait;
 use serde_json::json;
 use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::TaskId;
+use taskledger_domain::scripted::ScriptedModel;
 use taskledger_domain::task::TaskCommand;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Part, PartContent, TaskState};
 use tracing::{debug, warn, Instrument};
 
 use crate::error::AppError;
+use crate::llm_agent::{LlmAgent, DEFAULT_MAX_TURNS};
 use crate::service::{Actor, Service};
+
+/// What a Lambda invocation leaves, by default, for the step in flight and the commit of a
+/// continuation: a model call may take its timeout several times over with retries.
+pub const DEFAULT_TURN_MARGIN: Duration = Duration::from_secs(300);
+
+/// How long a turn may keep starting model steps: until `margin` before its deadline. A turn
+/// always takes its first step, so every turn makes progress whatever the budget.
+#[derive(Debug, Clone, Copy)]
+pub struct TurnBudget {
+    stop_at: Option<tokio::time::Instant>,
+}
+
+impl TurnBudget {
+    /// No deadline (the embedded worker, in-process dispatch).
+    pub fn unlimited() -> Self {
+        Self { stop_at: None }
+    }
+
+    /// Stop starting steps `margin` before `deadline`.
+    pub fn until(deadline: tokio::time::Instant, margin: Duration) -> Self {
+        Self {
+            stop_at: Some(
+                deadline
+                    .checked_sub(margin)
+                    .unwrap_or_else(tokio::time::Instant::now),
+            ),
+        }
+    }
+
+    /// From a deadline in milliseconds since the Unix epoch (a Lambda invocation's) and the
+    /// wall clock now, in the same unit.
+    pub fn from_epoch_deadline(deadline_ms: u64, now_ms: u64, margin: Duration) -> Self {
+        let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
+        Self::until(tokio::time::Instant::now() + left, margin)
+    }
+
+    /// True once no further step should start.
+    pub fn exhausted(&self) -> bool {
+        self.stop_at
+            .is_some_and(|t| tokio::time::Instant::now() >= t)
+    }
+}
+
+/// How a queued turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// The agent is done with this work (the task may be finished or waiting).
+    Finished,
+    /// Out of time: a continuation was recorded and goes on in its own turn.
+    Continued,
+}
 
 #[async_trait]
 pub trait Agent: Send + Sync + 'static {
@@ -25,20 +80,33 @@ pub trait Agent: Send + Sync + 'static {
     async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message);
     /// Every sub-task of `task_id` is resolved: the agent may finish the parent.
     async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId);
+    /// Runs one queued turn within `budget`: on `input`, the message that requested it, or
+    /// with none on the task as it is (resolved sub-tasks, a continuation). An error leaves the
+    /// turn unfinished, to be delivered again.
+    async fn run_turn(
+        self: Arc<Self>,
+        service: Arc<Service>,
+        task_id: TaskId,
+        input: Option<Message>,
+        _budget: TurnBudget,
+    ) -> Result<TurnEnd, AppError> {
+        match input {
+            Some(m) => self.on_message(service, task_id, m).await,
+            None => self.on_children_resolved(service, task_id).await,
+        }
+        Ok(TurnEnd::Finished)
+    }
 }
 
-/// One step of a scenario: commands committed together, then an optional pause.
+/// One step of a rule: commands committed together, or a pause.
 enum Step {
     Commit(Vec<TaskCommand>),
     Pause(Duration),
-    /// Spawn a sub-task with this goal (for a participant when named) and wait for it.
-    SpawnSubTask {
-        goal: String,
-        for_participant: Option<String>,
-    },
 }
 
-/// The scenarios, keyed by `messageId` prefix (longest first where prefixes overlap).
+/// The scenarios, keyed by `messageId` prefix (longest first where prefixes overlap). Those
+/// the model can play (completing, text answers, help requests, sub-tasks, UI) go to the model
+/// loop, whose `ScriptedModel` reads the same prefixes; the others are rules here.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
     CompleteTask,
@@ -114,14 +182,20 @@ impl Default for ScenarioTimings {
 
 pub struct ScenarioAgent {
     timings: ScenarioTimings,
+    /// Everything the rules do not cover: the model loop on the scripted model.
+    model_loop: Arc<LlmAgent>,
 }
 
 impl ScenarioAgent {
     pub fn new(timings: ScenarioTimings) -> Arc<Self> {
-        Arc::new(Self { timings })
+        Arc::new(Self {
+            timings,
+            model_loop: LlmAgent::new(Arc::new(ScriptedModel), DEFAULT_MAX_TURNS),
+        })
     }
 
-    fn steps(&self, scenario: Scenario, message: &Message) -> Vec<Step> {
+    /// The rule for a scenario no model can play through tools, or `None`: the model loop.
+    fn rule(&self, scenario: Scenario) -> Option<Vec<Step>> {
         let now = Timestamp::now;
         let working = || TaskCommand::ChangeStatus {
             state: TaskState::Working,
@@ -153,11 +227,7 @@ impl ScenarioAgent {
                 finish(TaskState::Completed, "Task completed"),
             ])]
         };
-        match scenario {
-            Scenario::CompleteTask => vec![Step::Commit(vec![
-                working(),
-                finish(TaskState::Completed, "Hello from TCK"),
-            ])],
+        Some(match scenario {
             Scenario::InputRequired => vec![Step::Commit(vec![
                 working(),
                 finish(TaskState::InputRequired, "Please provide more input"),
@@ -183,9 +253,6 @@ impl ScenarioAgent {
                 Step::Pause(self.timings.resubscribe),
                 Step::Commit(vec![finish(TaskState::Completed, "Task completed")]),
             ],
-            Scenario::ArtifactText | Scenario::Stream => {
-                complete_with(Part::text("Generated text content"))
-            }
             Scenario::ArtifactFile => complete_with(Part {
                 content: PartContent::Raw(b"file content".to_vec()),
                 metadata: None,
@@ -216,67 +283,20 @@ impl ScenarioAgent {
                 TaskState::Completed,
                 "Task completed",
             )])],
-            Scenario::Ask => {
-                let who = message.message_id.trim_start_matches("th-ask-");
-                let who = who.split(':').next().unwrap_or(who).to_string();
-                vec![Step::Commit(vec![
-                    working(),
-                    TaskCommand::AskParticipant {
-                        participant_id: who,
-                        question: "Which option should I take?".into(),
-                        options: vec!["a".into(), "b".into()],
-                        at: now(),
-                    },
-                ])]
-            }
-            Scenario::SubTask => vec![
-                Step::Commit(vec![working()]),
-                Step::SpawnSubTask {
-                    goal: message.text(),
-                    for_participant: None,
-                },
-            ],
-            Scenario::ParticipantTask => {
-                let who = message
-                    .message_id
-                    .trim_start_matches("th-participant-task-");
-                let who = who.split(':').next().unwrap_or(who).to_string();
-                vec![
-                    Step::Commit(vec![working()]),
-                    Step::SpawnSubTask {
-                        goal: message.text(),
-                        for_participant: Some(who),
-                    },
-                ]
-            }
-            Scenario::MessageResponse | Scenario::Default => {
-                let received = describe(message);
-                complete_with(Part::text(format!("Received: {received}")))
-            }
-        }
+            Scenario::CompleteTask
+            | Scenario::ArtifactText
+            | Scenario::Stream
+            | Scenario::Ask
+            | Scenario::SubTask
+            | Scenario::ParticipantTask
+            | Scenario::MessageResponse
+            | Scenario::Default => return None,
+        })
     }
 }
 
 fn agent_message(text: &str) -> Message {
     Message::agent_text(uuid::Uuid::new_v4().to_string(), text)
-}
-
-/// A short account of a message's parts.
-fn describe(m: &Message) -> String {
-    m.parts
-        .iter()
-        .map(|p| match &p.content {
-            PartContent::Text(t) => t.clone(),
-            PartContent::Raw(b) => format!(
-                "[file {} of {} bytes]",
-                p.filename.as_deref().unwrap_or("unnamed"),
-                b.len()
-            ),
-            PartContent::Url(u) => format!("[file at {u}]"),
-            PartContent::Data(v) => format!("[data {v}]"),
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
 }
 
 #[async_trait]
@@ -297,84 +317,59 @@ impl Agent for ScenarioAgent {
 
     async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message) {
         let scenario = Scenario::of(&message.message_id);
-        let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
-        self.run(service, task_id, scenario, message)
-            .instrument(span)
-            .await
+        match self.rule(scenario) {
+            Some(steps) => {
+                let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
+                self.run(service, task_id, steps).instrument(span).await
+            }
+            None => {
+                self.model_loop
+                    .clone()
+                    .on_message(service, task_id, message)
+                    .await
+            }
+        }
     }
 
     async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId) {
-        let span = tracing::info_span!("agent", task_id = %task_id, "children resolved");
-        self.finish_parent(service, task_id).instrument(span).await
+        self.model_loop
+            .clone()
+            .on_children_resolved(service, task_id)
+            .await
+    }
+
+    async fn run_turn(
+        self: Arc<Self>,
+        service: Arc<Service>,
+        task_id: TaskId,
+        input: Option<Message>,
+        budget: TurnBudget,
+    ) -> Result<TurnEnd, AppError> {
+        let rule = input
+            .as_ref()
+            .map(|m| Scenario::of(&m.message_id))
+            .and_then(|scenario| self.rule(scenario).map(|steps| (scenario, steps)));
+        match rule {
+            Some((scenario, steps)) => {
+                let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
+                self.run(service, task_id, steps).instrument(span).await;
+                Ok(TurnEnd::Finished)
+            }
+            None => {
+                self.model_loop
+                    .clone()
+                    .run_turn(service, task_id, input, budget)
+                    .await
+            }
+        }
     }
 }
 
 impl ScenarioAgent {
-    async fn finish_parent(&self, service: Arc<Service>, task_id: TaskId) {
-        let r = service
-            .execute(Actor::Agent, &task_id, None, |s| {
-                if s.head()
-                    .is_none_or(|h| h.status.state.is_terminal() || h.status.state.is_interrupted())
-                {
-                    return vec![];
-                }
-                vec![
-                    TaskCommand::AddArtifact {
-                        artifact: Artifact {
-                            artifact_id: "result".into(),
-                            name: Some("result".into()),
-                            description: None,
-                            parts: vec![Part::text("All sub-tasks finished")],
-                            metadata: None,
-                            extensions: vec![],
-                        },
-                        append: false,
-                        last_chunk: true,
-                        at: Timestamp::now(),
-                    },
-                    TaskCommand::ChangeStatus {
-                        state: TaskState::Completed,
-                        message: Some(agent_message("All sub-tasks finished")),
-                        at: Timestamp::now(),
-                    },
-                ]
-            })
-            .await;
-        if let Err(e) = r {
-            debug!(error = %e, "parent not finished");
-        }
-    }
-
-    async fn run(
-        &self,
-        service: Arc<Service>,
-        task_id: TaskId,
-        scenario: Scenario,
-        message: Message,
-    ) {
-        for step in self.steps(scenario, &message) {
+    async fn run(&self, service: Arc<Service>, task_id: TaskId, steps: Vec<Step>) {
+        for step in steps {
             match step {
                 Step::Pause(d) => tokio::time::sleep(d).await,
-                Step::SpawnSubTask {
-                    goal,
-                    for_participant,
-                } => {
-                    let name = if for_participant.is_some() {
-                        "Task for a participant"
-                    } else {
-                        "Sub-task"
-                    };
-                    if let Err(e) = service
-                        .spawn_subtask(&task_id, name, &goal, None, for_participant)
-                        .await
-                    {
-                        warn!(error = %e, "could not spawn a sub-task");
-                        service
-                            .fail_task(&task_id, &format!("could not spawn a sub-task: {e}"))
-                            .await;
-                        return;
-                    }
-                }
                 Step::Commit(commands) => {
                     let result = service
                         .execute(Actor::Agent, &task_id, None, |_| commands.clone())
@@ -403,6 +398,29 @@ impl ScenarioAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_budget_is_spent_margin_before_its_deadline() {
+        assert!(!TurnBudget::unlimited().exhausted());
+        let now = tokio::time::Instant::now();
+        let margin = DEFAULT_TURN_MARGIN;
+        let second = Duration::from_secs(1);
+        assert!(!TurnBudget::until(now + margin + second, margin).exhausted());
+        assert!(TurnBudget::until(now + margin, margin).exhausted());
+        assert!(TurnBudget::until(now + margin - second, margin).exhausted());
+        assert!(
+            TurnBudget::until(now, Duration::ZERO).exhausted(),
+            "a tiny budget"
+        );
+        // a Lambda deadline in epoch milliseconds
+        let at = 1_800_000_000_000u64;
+        assert!(!TurnBudget::from_epoch_deadline(at + 900_000, at, margin).exhausted());
+        assert!(TurnBudget::from_epoch_deadline(at + 200_000, at, margin).exhausted());
+        assert!(
+            TurnBudget::from_epoch_deadline(at - 1, at, margin).exhausted(),
+            "a deadline already passed"
+        );
+    }
 
     #[test]
     fn prefixes_pick_scenarios_longest_first() {

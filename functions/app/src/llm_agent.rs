@@ -21,7 +21,7 @@ use taskledger_domain::tools::{self, SkillOp, ToolAction};
 use taskledger_domain::wire::{Artifact, Message, Metadata, Part, PartContent, Role, TaskState};
 use tracing::{debug, warn, Instrument};
 
-use crate::agent::Agent;
+use crate::agent::{Agent, TurnBudget, TurnEnd};
 use crate::error::AppError;
 use crate::service::{Actor, Service};
 
@@ -197,7 +197,7 @@ impl LlmAgent {
             }
         }
         for m in history {
-            let mut text = String::new();
+            let mut pieces: Vec<String> = Vec::new();
             let mut calls = Vec::new();
             for p in &m.parts {
                 let kind = p
@@ -216,13 +216,23 @@ impl LlmAgent {
                         content: d["response"].to_string(),
                         tool_calls: vec![],
                         tool_call_id: d["id"].as_str().map(str::to_string),
+                        message_id: None,
                     }),
-                    (PartContent::Text(t), _) => text.push_str(t),
-                    (PartContent::Data(d), _) => text.push_str(&d.to_string()),
-                    (PartContent::Url(u), _) => text.push_str(&format!("[file at {u}]")),
-                    (PartContent::Raw(b), _) => text.push_str(&format!("[{} bytes]", b.len())),
+                    (PartContent::Text(t), _) => pieces.push(t.clone()),
+                    // The task envelope is in the extension view already.
+                    (PartContent::Data(_), _)
+                        if p.media_type.as_deref() == Some(taskledger_domain::ext::MEDIA_TYPE) => {}
+                    (PartContent::Data(d), _) => pieces.push(d.to_string()),
+                    (PartContent::Url(u), _) => pieces.push(format!("[file at {u}]")),
+                    (PartContent::Raw(b), _) => pieces.push(format!(
+                        "[file {} of {} bytes]",
+                        p.filename.as_deref().unwrap_or("unnamed"),
+                        b.len()
+                    )),
                 }
             }
+            pieces.retain(|t| !t.is_empty());
+            let text = pieces.join("\n");
             let role = if m.role == Role::Agent {
                 ChatRole::Assistant
             } else {
@@ -234,6 +244,7 @@ impl LlmAgent {
                     content: text,
                     tool_calls: calls,
                     tool_call_id: None,
+                    message_id: Some(m.message_id.clone()),
                 });
             }
         }
@@ -297,8 +308,16 @@ impl LlmAgent {
                 let asks = cmds
                     .iter()
                     .any(|c| matches!(c, TaskCommand::AskParticipant { .. }));
+                let result = match cmds.first() {
+                    Some(TaskCommand::EmitUi { messages, .. }) => format!(
+                        "{} A2UI message(s) emitted in an {} artifact",
+                        messages.len(),
+                        taskledger_domain::a2ui::ARTIFACT_NAME
+                    ),
+                    _ => format!("{} done", call.name),
+                };
                 let ok = self
-                    .commit_result(svc, task_id, call, Ok(format!("{} done", call.name)), cmds)
+                    .commit_result(svc, task_id, call, Ok(result), cmds)
                     .await;
                 (ok && asks, false)
             }
@@ -535,7 +554,14 @@ impl LlmAgent {
         Ok(waiting.then_some(Outcome::Waiting))
     }
 
-    async fn run(&self, svc: Arc<Service>, task_id: TaskId) {
+    /// The loop for one turn: steps until an outcome, the turn limit (counted over the whole
+    /// execution, continuations included), or the budget — then a continuation is recorded.
+    async fn run(
+        &self,
+        svc: Arc<Service>,
+        task_id: TaskId,
+        budget: TurnBudget,
+    ) -> Result<TurnEnd, AppError> {
         let r = svc
             .execute(Actor::Agent, &task_id, None, |s| {
                 match s.head().map(|h| h.status.state) {
@@ -552,26 +578,60 @@ impl LlmAgent {
                 }
             })
             .await;
-        if let Err(e) = r {
-            debug!(error = %e, "not working on the task");
-            return;
-        }
-        for _ in 0..self.max_turns {
+        let state = match r {
+            Ok((state, _)) => state,
+            Err(e) => {
+                debug!(error = %e, "not working on the task");
+                return Ok(TurnEnd::Finished);
+            }
+        };
+        // The work request this turn serves, and the steps its execution took in earlier turns.
+        let (work_seq, taken) = state
+            .head()
+            .map(|h| (h.work_requested, h.execution_steps))
+            .unwrap_or_default();
+        for n in taken..self.max_turns {
+            if n > taken && budget.exhausted() {
+                svc.execute(Actor::Agent, &task_id, None, |_| {
+                    vec![TaskCommand::ContinueAgentWork {
+                        after: work_seq,
+                        steps_taken: n,
+                        at: Timestamp::now(),
+                    }]
+                })
+                .await?;
+                debug!(steps = n, "out of time, continuing in a new turn");
+                return Ok(TurnEnd::Continued);
+            }
             match self.step(&svc, &task_id).await {
                 Ok(None) => continue,
                 Ok(Some(outcome)) => {
                     debug!(?outcome, "loop ended");
-                    return;
+                    if outcome == Outcome::Waiting {
+                        // The execution ends here: say so with a status update carrying usage.
+                        let r = svc
+                            .execute(Actor::Agent, &task_id, None, |_| {
+                                vec![TaskCommand::AwaitSubTasks {
+                                    at: Timestamp::now(),
+                                }]
+                            })
+                            .await;
+                        if let Err(e) = r {
+                            debug!(error = %e, "the wait for sub-tasks was not recorded");
+                        }
+                    }
+                    return Ok(TurnEnd::Finished);
                 }
                 Err(e) => {
                     warn!(error = %e, "agent step failed");
                     svc.fail_task(&task_id, "the agent could not record its work")
                         .await;
-                    return;
+                    return Ok(TurnEnd::Finished);
                 }
             }
         }
         svc.fail_task(&task_id, "turn limit reached").await;
+        Ok(TurnEnd::Finished)
     }
 }
 
@@ -587,13 +647,30 @@ impl Agent for LlmAgent {
         task_id: TaskId,
         _message: Message,
     ) {
-        let span = tracing::info_span!("agent", task_id = %task_id, kind = "llm");
-        self.run(service, task_id).instrument(span).await
+        // The loop reads the whole history, the new message included: the same run.
+        self.on_children_resolved(service, task_id).await
     }
 
     async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId) {
         let span = tracing::info_span!("agent", task_id = %task_id, kind = "llm");
-        self.run(service, task_id).instrument(span).await
+        let r = self
+            .run(service, task_id, TurnBudget::unlimited())
+            .instrument(span)
+            .await;
+        if let Err(e) = r {
+            warn!(error = %e, "the agent's loop stopped");
+        }
+    }
+
+    async fn run_turn(
+        self: Arc<Self>,
+        service: Arc<Service>,
+        task_id: TaskId,
+        _input: Option<Message>,
+        budget: TurnBudget,
+    ) -> Result<TurnEnd, AppError> {
+        let span = tracing::info_span!("agent", task_id = %task_id, kind = "llm");
+        self.run(service, task_id, budget).instrument(span).await
     }
 }
 

@@ -14,6 +14,7 @@ use taskledger_domain::turns::AgentTurn;
 use taskledger_domain::wire::Role;
 use tracing::{debug, warn, Instrument};
 
+use crate::agent::{TurnBudget, TurnEnd};
 use crate::error::AppError;
 use crate::service::{Actor, Service};
 
@@ -33,6 +34,8 @@ pub enum TurnOutcome {
     Superseded,
     /// The task is gone or finished.
     Nothing,
+    /// The budget ran out first: the work goes on in a continuation turn.
+    Continued,
 }
 
 async fn finish(svc: &Service, task_id: &TaskId, work_seq: u64) -> Result<(), AppError> {
@@ -46,8 +49,18 @@ async fn finish(svc: &Service, task_id: &TaskId, work_seq: u64) -> Result<(), Ap
     .map(|_| ())
 }
 
-/// Runs one turn: the agent works on the input that requested it, then the turn is recorded.
+/// Runs one turn with no deadline (the embedded worker).
 pub async fn handle_turn(svc: &Arc<Service>, turn: &AgentTurn) -> Result<TurnOutcome, AppError> {
+    handle_turn_within(svc, turn, TurnBudget::unlimited()).await
+}
+
+/// Runs one turn: the agent works on the input that requested it until done or out of budget
+/// (then it records a continuation, a new turn), and a finished turn is recorded.
+pub async fn handle_turn_within(
+    svc: &Arc<Service>,
+    turn: &AgentTurn,
+    budget: TurnBudget,
+) -> Result<TurnOutcome, AppError> {
     let Ok(task_id) = TaskId::parse(turn.task_id.clone()) else {
         return Ok(TurnOutcome::Nothing);
     };
@@ -84,22 +97,15 @@ pub async fn handle_turn(svc: &Arc<Service>, turn: &AgentTurn) -> Result<TurnOut
             _ => None,
         });
     let span = tracing::info_span!("turn", task_id = %task_id, work_seq = turn.work_seq);
-    async {
-        match input {
-            Some(m) => {
-                svc.agent()
-                    .on_message(svc.clone(), task_id.clone(), m)
-                    .await
-            }
-            None => {
-                svc.agent()
-                    .on_children_resolved(svc.clone(), task_id.clone())
-                    .await
-            }
-        }
+    let end = svc
+        .agent()
+        .run_turn(svc.clone(), task_id.clone(), input, budget)
+        .instrument(span)
+        .await?;
+    if end == TurnEnd::Continued {
+        // The continuation's newer request supersedes this turn: no record needed.
+        return Ok(TurnOutcome::Continued);
     }
-    .instrument(span)
-    .await;
     // A task the turn finished needs no record (a redelivery finds it terminal); one that waits
     // (input required, sub-tasks) does, or a redelivery would run the agent on it again.
     let terminal = svc

@@ -52,7 +52,8 @@ pub struct Config {
     /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
     /// the data directory, else a fresh one per process.
     pub cursor_key: Option<Vec<u8>>,
-    /// The agent: the built-in scenario agent, or a model behind an OpenAI-compatible endpoint.
+    /// The agent: the built-in one (the scripted model behind the conformance rules), or a
+    /// model behind an OpenAI-compatible endpoint or Bedrock.
     pub agent: AgentChoice,
     pub push: PushSettings,
 }

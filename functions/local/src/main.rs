@@ -53,8 +53,8 @@ struct Args {
     /// Seconds a blocking SendMessage waits for the task to settle.
     #[arg(long, env = "TASKLEDGER_BLOCKING_TIMEOUT_SECS", default_value_t = 60)]
     blocking_timeout_secs: u64,
-    /// Base URL of an OpenAI-compatible Chat Completions endpoint; without it the built-in
-    /// scenario agent answers.
+    /// Base URL of an OpenAI-compatible Chat Completions endpoint; without it the model loop
+    /// runs on the built-in scripted model.
     #[arg(long, env = "TASKLEDGER_LLM_BASE_URL")]
     llm_base_url: Option<String>,
     /// API key for that endpoint.

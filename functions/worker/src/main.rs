@@ -1,15 +1,18 @@
 //! The agent worker Lambda (SQS trigger on the FIFO turn queue): runs each turn; a turn that
 //! fails is reported as a batch item failure (retried, then dead-lettered), the others are done.
-//! Duplicates and stale turns do nothing (see `taskledger_app::worker`).
+//! Duplicates and stale turns do nothing (see `taskledger_app::worker`). A turn that would run
+//! past the invocation's deadline (less `TASKLEDGER_TURN_MARGIN_SECS`) continues in a new turn.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use taskledger_app::agent::{Agent, ScenarioAgent, ScenarioTimings};
+use taskledger_app::agent::{
+    Agent, ScenarioAgent, ScenarioTimings, TurnBudget, DEFAULT_TURN_MARGIN,
+};
 use taskledger_app::llm_agent::{LlmAgent, DEFAULT_MAX_TURNS};
-use taskledger_app::worker::handle_turn;
+use taskledger_app::worker::handle_turn_within;
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::turns::AgentTurn;
@@ -17,8 +20,14 @@ use taskledger_infra::llm::{Bedrock, OpenAiCompatible, OpenAiSettings};
 
 async fn handle(
     svc: &Arc<Service>,
+    margin: Duration,
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, Error> {
+    // Long turns stop `margin` before the invocation's deadline and continue in a new turn.
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
+    let budget = TurnBudget::from_epoch_deadline(event.context.deadline, now_ms, margin);
     let mut response = SqsBatchResponse::default();
     for record in event.payload.records {
         let id = record.message_id.clone().unwrap_or_default();
@@ -31,7 +40,7 @@ async fn handle(
             tracing::warn!(message_id = %id, "unreadable turn message dropped");
             continue;
         };
-        match handle_turn(svc, &turn).await {
+        match handle_turn_within(svc, &turn, budget).await {
             Ok(outcome) => tracing::info!(task_id = %turn.task_id, ?outcome, "turn handled"),
             Err(e) => {
                 tracing::error!(task_id = %turn.task_id, error = %e, "turn failed");
@@ -103,5 +112,9 @@ async fn main() -> Result<(), Error> {
             ..Default::default()
         },
     );
-    run(service_fn(|event| handle(&svc, event))).await
+    let margin = std::env::var("TASKLEDGER_TURN_MARGIN_SECS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(DEFAULT_TURN_MARGIN, Duration::from_secs);
+    run(service_fn(|event| handle(&svc, margin, event))).await
 }
