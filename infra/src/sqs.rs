@@ -76,12 +76,18 @@ impl TurnQueue for SqsTurnQueue {
     }
 }
 
-/// Creates the FIFO turn queue and its dead-letter queue (idempotent); returns the queue URL.
-pub async fn create_queues(client: &Client, prefix: &str) -> Result<String, QueueError> {
-    let err = |e: String| QueueError::Unavailable(e);
+/// Creates a FIFO queue and its FIFO dead-letter queue (idempotent); returns both URLs.
+async fn create_fifo_with_dlq(
+    client: &Client,
+    name: &str,
+    dlq_name: &str,
+    visibility_secs: u32,
+    max_receives: u32,
+) -> Result<(String, String), String> {
+    let err = |e: String| e;
     let dlq = client
         .create_queue()
-        .queue_name(format!("{prefix}{TURNS_DLQ}"))
+        .queue_name(dlq_name)
         .attributes(QueueAttributeName::FifoQueue, "true")
         .send()
         .await
@@ -101,21 +107,35 @@ pub async fn create_queues(client: &Client, prefix: &str) -> Result<String, Queu
         .unwrap_or_default();
     let q = client
         .create_queue()
-        .queue_name(format!("{prefix}{TURNS_QUEUE}"))
+        .queue_name(name)
         .attributes(QueueAttributeName::FifoQueue, "true")
         .attributes(
             QueueAttributeName::VisibilityTimeout,
-            VISIBILITY_TIMEOUT_SECS.to_string(),
+            visibility_secs.to_string(),
         )
         .attributes(
             QueueAttributeName::RedrivePolicy,
-            serde_json::json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": MAX_RECEIVES})
+            serde_json::json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": max_receives})
                 .to_string(),
         )
         .send()
         .await
         .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string()))?;
-    Ok(q.queue_url().unwrap_or_default().to_string())
+    Ok((q.queue_url().unwrap_or_default().to_string(), dlq_url))
+}
+
+/// Creates the FIFO turn queue and its dead-letter queue (idempotent); returns the queue URL.
+pub async fn create_queues(client: &Client, prefix: &str) -> Result<String, QueueError> {
+    let (url, _) = create_fifo_with_dlq(
+        client,
+        &format!("{prefix}{TURNS_QUEUE}"),
+        &format!("{prefix}{TURNS_DLQ}"),
+        VISIBILITY_TIMEOUT_SECS,
+        MAX_RECEIVES,
+    )
+    .await
+    .map_err(QueueError::Unavailable)?;
+    Ok(url)
 }
 
 /// An SQS client configured from the environment (`AWS_ENDPOINT_URL` for emulators).
@@ -482,45 +502,14 @@ pub async fn create_push_queues(
     client: &Client,
     prefix: &str,
 ) -> Result<SqsPushQueue, PushQueueError> {
-    let dlq = client
-        .create_queue()
-        .queue_name(format!("{prefix}{PUSH_DLQ}"))
-        .attributes(QueueAttributeName::FifoQueue, "true")
-        .send()
-        .await
-        .map_err(sqs_err)?;
-    let dlq_url = dlq.queue_url().unwrap_or_default().to_string();
-    let attrs = client
-        .get_queue_attributes()
-        .queue_url(&dlq_url)
-        .attribute_names(QueueAttributeName::QueueArn)
-        .send()
-        .await
-        .map_err(sqs_err)?;
-    let dlq_arn = attrs
-        .attributes()
-        .and_then(|a| a.get(&QueueAttributeName::QueueArn))
-        .cloned()
-        .unwrap_or_default();
-    let q = client
-        .create_queue()
-        .queue_name(format!("{prefix}{PUSH_QUEUE}"))
-        .attributes(QueueAttributeName::FifoQueue, "true")
-        .attributes(
-            QueueAttributeName::VisibilityTimeout,
-            PUSH_VISIBILITY_TIMEOUT_SECS.to_string(),
-        )
-        .attributes(
-            QueueAttributeName::RedrivePolicy,
-            serde_json::json!({"deadLetterTargetArn": dlq_arn, "maxReceiveCount": PUSH_MAX_RECEIVES})
-                .to_string(),
-        )
-        .send()
-        .await
-        .map_err(sqs_err)?;
-    Ok(SqsPushQueue::new(
-        client.clone(),
-        q.queue_url().unwrap_or_default(),
-        dlq_url,
-    ))
+    let (url, dlq_url) = create_fifo_with_dlq(
+        client,
+        &format!("{prefix}{PUSH_QUEUE}"),
+        &format!("{prefix}{PUSH_DLQ}"),
+        PUSH_VISIBILITY_TIMEOUT_SECS,
+        PUSH_MAX_RECEIVES,
+    )
+    .await
+    .map_err(PushQueueError::Sqs)?;
+    Ok(SqsPushQueue::new(client.clone(), url, dlq_url))
 }

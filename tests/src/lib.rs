@@ -24,6 +24,20 @@ pub fn fast_timings() -> ScenarioTimings {
     }
 }
 
+/// Whether an AWS endpoint (emulator) is configured for the AWS tests; when the test script
+/// requires one (`TASKLEDGER_REQUIRE_DYNAMODB`), a missing endpoint fails instead of skipping.
+pub fn aws_endpoint() -> bool {
+    if std::env::var("AWS_ENDPOINT_URL").is_ok() {
+        return true;
+    }
+    assert!(
+        std::env::var("TASKLEDGER_REQUIRE_DYNAMODB").is_err(),
+        "AWS tests required"
+    );
+    eprintln!("skipped: no AWS endpoint");
+    false
+}
+
 /// The store the black-box tests run on: SQLite in memory, or DynamoDB on a table prefix of
 /// the test's own when `TASKLEDGER_TEST_STORE=dynamodb` (endpoint from `AWS_ENDPOINT_URL`).
 pub fn test_storage() -> Storage {

@@ -22,18 +22,6 @@ use taskledger_infra::webhook::WebhookSender;
 use taskledger_tests::fast_timings;
 use taskledger_tests::receiver::{Receiver, Script};
 
-fn endpoint() -> bool {
-    if std::env::var("AWS_ENDPOINT_URL").is_ok() {
-        return true;
-    }
-    assert!(
-        std::env::var("TASKLEDGER_REQUIRE_DYNAMODB").is_err(),
-        "AWS tests required"
-    );
-    eprintln!("skipped: no AWS endpoint");
-    false
-}
-
 /// The event items of a task that carry an update, as the stream shows them: (seq, body).
 async fn pushed_items(
     ddb: &aws_sdk_dynamodb::Client,
@@ -68,7 +56,7 @@ async fn pushed_items(
 
 #[tokio::test]
 async fn deliveries_flow_through_the_push_queue_with_retries_and_dead_letters() {
-    if !endpoint() {
+    if !taskledger_tests::aws_endpoint() {
         return;
     }
     let prefix = format!("tl-push-{}-", uuid::Uuid::new_v4().simple());

@@ -18,18 +18,6 @@ use taskledger_infra::dynamo::{self, schema, DynamoStore};
 use taskledger_infra::sqs::{self, SqsTurnQueue};
 use taskledger_tests::fast_timings;
 
-fn endpoint() -> bool {
-    if std::env::var("AWS_ENDPOINT_URL").is_ok() {
-        return true;
-    }
-    assert!(
-        std::env::var("TASKLEDGER_REQUIRE_DYNAMODB").is_err(),
-        "AWS tests required"
-    );
-    eprintln!("skipped: no AWS endpoint");
-    false
-}
-
 async fn receive_all(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs::types::Message> {
     let mut all = Vec::new();
     for _ in 0..3 {
@@ -61,7 +49,7 @@ async fn receive_all(client: &aws_sdk_sqs::Client, url: &str) -> Vec<aws_sdk_sqs
 
 #[tokio::test]
 async fn committed_work_runs_once_through_the_queue() {
-    if !endpoint() {
+    if !taskledger_tests::aws_endpoint() {
         return;
     }
     let prefix = format!("tl-sqs-{}-", uuid::Uuid::new_v4().simple());
