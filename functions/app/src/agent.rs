@@ -104,61 +104,45 @@ enum Step {
     Pause(Duration),
 }
 
-/// The scenarios, keyed by `messageId` prefix (longest first where prefixes overlap). Those
-/// the model can play (completing, text answers, help requests, sub-tasks, UI) go to the model
-/// loop, whose `ScriptedModel` reads the same prefixes; the others are rules here.
+/// The conformance kit's scenarios no model can play through the intrinsic tools, keyed by
+/// `messageId` prefix (longest first where prefixes overlap). Any other message goes to the
+/// model loop, whose `ScriptedModel` reads the prefixes it can play.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Scenario {
-    CompleteTask,
     InputRequired,
     AuthRequired,
     DelayedComplete,
     RejectTask,
+    /// A direct Message reply; sent to an existing task, it goes to the model loop.
     MessageResponse,
-    ArtifactText,
     ArtifactFileUrl,
     ArtifactFile,
     ArtifactData,
     StreamChunked,
     StreamDirect,
-    Stream,
     Resubscribe,
-    /// `th-ask-<participant>`: a help request to that participant.
-    Ask,
-    /// `th-subtask`: a local sub-task with the message as its goal.
-    SubTask,
-    /// `th-participant-task-<participant>`: a task for that participant.
-    ParticipantTask,
-    Default,
 }
 
-const PREFIXES: [(&str, Scenario); 17] = [
-    ("th-ask-", Scenario::Ask),
-    ("th-subtask", Scenario::SubTask),
-    ("th-participant-task-", Scenario::ParticipantTask),
-    ("tck-complete-task", Scenario::CompleteTask),
+const PREFIXES: [(&str, Scenario); 11] = [
     ("tck-input-required", Scenario::InputRequired),
     ("tck-auth-required", Scenario::AuthRequired),
     ("tck-delayed-complete", Scenario::DelayedComplete),
     ("tck-reject-task", Scenario::RejectTask),
     ("tck-message-response", Scenario::MessageResponse),
-    ("tck-artifact-text", Scenario::ArtifactText),
     ("tck-artifact-file-url", Scenario::ArtifactFileUrl),
     ("tck-artifact-file", Scenario::ArtifactFile),
     ("tck-artifact-data", Scenario::ArtifactData),
     ("tck-stream-artifact-chunked", Scenario::StreamChunked),
     ("tck-stream-002", Scenario::StreamDirect),
-    ("tck-stream", Scenario::Stream),
     ("test-resubscribe-message-id", Scenario::Resubscribe),
 ];
 
 impl Scenario {
-    pub fn of(message_id: &str) -> Self {
+    pub fn of(message_id: &str) -> Option<Self> {
         PREFIXES
             .iter()
             .find(|(p, _)| message_id.starts_with(p))
             .map(|(_, s)| *s)
-            .unwrap_or(Scenario::Default)
     }
 }
 
@@ -283,14 +267,7 @@ impl ScenarioAgent {
                 TaskState::Completed,
                 "Task completed",
             )])],
-            Scenario::CompleteTask
-            | Scenario::ArtifactText
-            | Scenario::Stream
-            | Scenario::Ask
-            | Scenario::SubTask
-            | Scenario::ParticipantTask
-            | Scenario::MessageResponse
-            | Scenario::Default => return None,
+            Scenario::MessageResponse => return None,
         })
     }
 }
@@ -302,7 +279,7 @@ fn agent_message(text: &str) -> Message {
 #[async_trait]
 impl Agent for ScenarioAgent {
     fn direct_reply(&self, message: &Message) -> Option<Message> {
-        if Scenario::of(&message.message_id) != Scenario::MessageResponse {
+        if Scenario::of(&message.message_id) != Some(Scenario::MessageResponse) {
             return None;
         }
         let mut reply = agent_message("Direct message response");
@@ -316,18 +293,11 @@ impl Agent for ScenarioAgent {
     }
 
     async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message) {
-        let scenario = Scenario::of(&message.message_id);
-        match self.rule(scenario) {
-            Some(steps) => {
-                let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
-                self.run(service, task_id, steps).instrument(span).await
-            }
-            None => {
-                self.model_loop
-                    .clone()
-                    .on_message(service, task_id, message)
-                    .await
-            }
+        let r = self
+            .run_turn(service, task_id, Some(message), TurnBudget::unlimited())
+            .await;
+        if let Err(e) = r {
+            warn!(error = %e, "the agent stopped");
         }
     }
 
@@ -347,7 +317,7 @@ impl Agent for ScenarioAgent {
     ) -> Result<TurnEnd, AppError> {
         let rule = input
             .as_ref()
-            .map(|m| Scenario::of(&m.message_id))
+            .and_then(|m| Scenario::of(&m.message_id))
             .and_then(|scenario| self.rule(scenario).map(|steps| (scenario, steps)));
         match rule {
             Some((scenario, steps)) => {
@@ -423,22 +393,32 @@ mod tests {
     }
 
     #[test]
-    fn prefixes_pick_scenarios_longest_first() {
+    fn prefixes_pick_rules_longest_first() {
         assert_eq!(
             Scenario::of("tck-artifact-file-url-1a2b"),
-            Scenario::ArtifactFileUrl
+            Some(Scenario::ArtifactFileUrl)
         );
         assert_eq!(
             Scenario::of("tck-artifact-file-1a2b"),
-            Scenario::ArtifactFile
+            Some(Scenario::ArtifactFile)
         );
         assert_eq!(
             Scenario::of("tck-stream-artifact-chunked-x"),
-            Scenario::StreamChunked
+            Some(Scenario::StreamChunked)
         );
-        assert_eq!(Scenario::of("tck-stream-002-x"), Scenario::StreamDirect);
-        assert_eq!(Scenario::of("tck-stream-ordering-001"), Scenario::Stream);
-        assert_eq!(Scenario::of("tck-sse-streaming-001"), Scenario::Default);
-        assert_eq!(Scenario::of("hello"), Scenario::Default);
+        assert_eq!(
+            Scenario::of("tck-stream-002-x"),
+            Some(Scenario::StreamDirect)
+        );
+        // what a model can play goes to the model loop
+        for id in [
+            "tck-stream-ordering-001",
+            "tck-artifact-text-1",
+            "tck-complete-task-1",
+            "th-ask-bob",
+            "hello",
+        ] {
+            assert_eq!(Scenario::of(id), None, "{id}");
+        }
     }
 }
