@@ -6,6 +6,8 @@ pub mod dynamo;
 pub mod lambda;
 pub mod llm;
 pub mod push_relay;
+pub mod relay;
+pub mod streams;
 pub mod skills;
 pub mod sqlite;
 pub mod sqs;

@@ -17,6 +17,7 @@ pub const VISIBILITY_TIMEOUT_SECS: u32 = 960;
 /// SQS takes at most ten messages per batch.
 const SQS_BATCH: usize = 10;
 
+#[derive(Clone)]
 pub struct SqsTurnQueue {
     client: Client,
     queue_url: String,
@@ -29,6 +30,78 @@ impl SqsTurnQueue {
             queue_url: queue_url.into(),
         }
     }
+}
+
+/// A received turn message (`turn` is `None` when the body is not a turn).
+#[derive(Debug, Clone)]
+pub struct ReceivedTurn {
+    pub turn: Option<AgentTurn>,
+    pub receipt_handle: String,
+}
+
+impl SqsTurnQueue {
+    /// Receives up to ten turns without waiting (the local server's poller).
+    pub async fn receive(&self) -> Result<Vec<ReceivedTurn>, QueueError> {
+        let out = self
+            .client
+            .receive_message()
+            .queue_url(&self.queue_url)
+            .max_number_of_messages(10)
+            .send()
+            .await
+            .map_err(|e| {
+                QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+            })?;
+        Ok(out
+            .messages
+            .unwrap_or_default()
+            .into_iter()
+            .map(|m| ReceivedTurn {
+                turn: m.body().and_then(|b| serde_json::from_str(b).ok()),
+                receipt_handle: m.receipt_handle.unwrap_or_default(),
+            })
+            .collect())
+    }
+
+    /// Done with a turn message.
+    pub async fn delete(&self, receipt_handle: &str) -> Result<(), QueueError> {
+        self.client
+            .delete_message()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+            })
+    }
+
+    /// A failed turn comes back after `secs` (counted towards the DLQ's receive limit).
+    pub async fn retry_later(&self, receipt_handle: &str, secs: i32) -> Result<(), QueueError> {
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(secs)
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(|e| {
+                QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+            })
+    }
+}
+
+/// The URL of an existing queue, if it exists.
+pub async fn queue_url(client: &Client, name: &str) -> Option<String> {
+    client
+        .get_queue_url()
+        .queue_name(name)
+        .send()
+        .await
+        .ok()
+        .and_then(|o| o.queue_url().map(str::to_string))
 }
 
 fn dedup(turn: &AgentTurn) -> String {

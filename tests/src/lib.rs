@@ -46,6 +46,7 @@ pub fn test_storage() -> Storage {
             prefix: format!("tl-api-{}-", uuid::Uuid::new_v4().simple()),
             create_tables: true,
             counter: None,
+            pollers: false,
         }
     } else {
         Storage::Memory

@@ -17,7 +17,10 @@ use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::{EventStore, PushOutbox, TaskReadModel, WorkFeed};
 use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::dynamo::{self, DynamoStore};
+use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::{PushSigner, WebhookSender};
+
+pub mod pollers;
 use taskledger_infra::SqliteStore;
 use tokio::net::TcpListener;
 
@@ -37,6 +40,11 @@ pub enum Storage {
         create_tables: bool,
         /// Counts calls (round-trip budget tests and benches).
         counter: Option<dynamo::counting::CallCounter>,
+        /// Run the serverless path in-process: a stream poller feeds the relay, queue pollers
+        /// run the agent worker and the push worker (queues created with the tables, or looked
+        /// up by name). Without it, agent work runs in-process right after the commit and push
+        /// notifications are off.
+        pollers: bool,
     },
 }
 
@@ -139,6 +147,8 @@ pub enum LocalError {
     Agent(String),
     #[error(transparent)]
     Push(#[from] taskledger_infra::webhook::WebhookError),
+    #[error("SQS or the table's stream: {0}")]
+    Queues(String),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
 }
@@ -150,6 +160,49 @@ pub struct Stores {
     pub feed: Option<Arc<dyn WorkFeed>>,
     /// The push outbox, when the store keeps one (the embedded store).
     pub outbox: Option<Arc<dyn PushOutbox>>,
+    /// The serverless path's parts, when DynamoDB runs with pollers.
+    pub serverless: Option<Serverless>,
+}
+
+/// What the pollers need: the store, the table's client and name, and the queues.
+pub struct Serverless {
+    pub store: DynamoStore,
+    pub ddb: aws_sdk_dynamodb::Client,
+    pub table: String,
+    pub turns: SqsTurnQueue,
+    pub push: SqsPushQueue,
+}
+
+/// The turn and push queues: created (with their DLQs) when `create`, else looked up by name.
+async fn queues(prefix: &str, create: bool) -> Result<(SqsTurnQueue, SqsPushQueue), LocalError> {
+    let client = sqs::client_from_env().await;
+    if create {
+        let turns = sqs::create_queues(&client, prefix)
+            .await
+            .map_err(|e| LocalError::Queues(e.to_string()))?;
+        let push = sqs::create_push_queues(&client, prefix)
+            .await
+            .map_err(|e| LocalError::Queues(e.to_string()))?;
+        tracing::info!(turns = %turns, push = %push.queue_url, "SQS queues ready");
+        return Ok((SqsTurnQueue::new(client, turns), push));
+    }
+    let find = |name: String| {
+        let client = client.clone();
+        async move {
+            sqs::queue_url(&client, &name).await.ok_or_else(|| {
+                LocalError::Queues(format!(
+                    "queue {name} does not exist (start with --create-tables, or deploy the template)"
+                ))
+            })
+        }
+    };
+    let turns = find(format!("{prefix}{}", sqs::TURNS_QUEUE)).await?;
+    let push = find(format!("{prefix}{}", sqs::PUSH_QUEUE)).await?;
+    let push_dlq = find(format!("{prefix}{}", sqs::PUSH_DLQ)).await?;
+    Ok((
+        SqsTurnQueue::new(client.clone(), turns),
+        SqsPushQueue::new(client, push, push_dlq),
+    ))
 }
 
 /// Opens the configured store (creating DynamoDB tables first when asked).
@@ -161,6 +214,7 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
             reads: s.clone(),
             feed: Some(s.clone()),
             outbox: Some(s),
+            serverless: None,
         }
     };
     Ok(match storage {
@@ -170,6 +224,7 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
             prefix,
             create_tables,
             counter,
+            pollers,
         } => {
             let client = match counter {
                 Some(c) => dynamo::counting_client_from_env(c.clone()).await,
@@ -180,13 +235,26 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
                     tracing::info!(table = %t, "created DynamoDB table");
                 }
             }
-            let s = Arc::new(DynamoStore::new(client, prefix));
+            let s = Arc::new(DynamoStore::new(client.clone(), prefix));
             s.check().await?;
+            let serverless = if *pollers {
+                let (turns, push) = queues(prefix, *create_tables).await?;
+                Some(Serverless {
+                    store: (*s).clone(),
+                    ddb: client,
+                    table: dynamo::schema::table_name(prefix, &dynamo::schema::TASKS),
+                    turns,
+                    push,
+                })
+            } else {
+                None
+            };
             Stores {
                 events: s.clone(),
                 reads: s,
                 feed: None,
                 outbox: None,
+                serverless,
             }
         }
     })
@@ -261,7 +329,7 @@ async fn agent(config: &Config) -> Result<Arc<dyn taskledger_app::agent::Agent>,
 /// Builds the router with its store, service and agent.
 pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
     let stores = open_store(&config.storage).await?;
-    let dispatch = if stores.feed.is_some() {
+    let dispatch = if stores.feed.is_some() || stores.serverless.is_some() {
         Dispatch::Feed
     } else {
         Dispatch::InProcess
@@ -278,7 +346,7 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,
             dispatch,
-            push_enabled: stores.outbox.is_some(),
+            push_enabled: stores.outbox.is_some() || stores.serverless.is_some(),
             push_policy: config.push.policy.clone(),
         },
     );
@@ -288,6 +356,22 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
             service.clone(),
             outbox,
             Arc::new(sender),
+            config.push.retry,
+        ));
+    }
+    if let Some(sl) = stores.serverless {
+        let poller = taskledger_infra::streams::StreamPoller::for_table(&sl.ddb, &sl.table, pollers::IDLE)
+            .await
+            .map_err(LocalError::Queues)?;
+        let relay = taskledger_infra::relay::Relay {
+            turns: sl.turns.clone(),
+            push: Some((sl.store, sl.push.clone())),
+        };
+        tokio::spawn(poller.run(relay));
+        tokio::spawn(pollers::run_turn_poller(service.clone(), Arc::new(sl.turns)));
+        tokio::spawn(pollers::run_push_poller(
+            sl.push,
+            WebhookSender::new(config.push.policy.clone(), signer.clone())?,
             config.push.retry,
         ));
     }

@@ -27,9 +27,14 @@ struct Args {
     /// DynamoDB table name prefix (tables are `<prefix>tasks`).
     #[arg(long, env = "TASKLEDGER_TABLE_PREFIX", default_value = "taskledger-")]
     table_prefix: String,
-    /// Create the DynamoDB tables at start if they do not exist.
+    /// Create the DynamoDB tables and the SQS queues (turns, push, their DLQs) at start if they
+    /// do not exist.
     #[arg(long, env = "TASKLEDGER_CREATE_TABLES", default_value_t = false)]
     create_tables: bool,
+    /// On DynamoDB: run agent work in-process right after each commit instead of through the
+    /// table's stream and the SQS queues (no push notifications then).
+    #[arg(long, env = "TASKLEDGER_IN_PROCESS_AGENT", default_value_t = false)]
+    in_process_agent: bool,
     /// Address to listen on.
     #[arg(long, env = "TASKLEDGER_LISTEN", default_value = "127.0.0.1:8080")]
     listen: SocketAddr,
@@ -248,6 +253,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             prefix: args.table_prefix.clone(),
             create_tables: args.create_tables,
             counter: None,
+            pollers: !args.in_process_agent,
         }
     } else if args.in_memory {
         Storage::Memory

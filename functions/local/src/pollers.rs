@@ -1,0 +1,100 @@
+//! The serverless path inside the local server, for DynamoDB (an emulator or AWS): a stream
+//! poller feeds the same relay the relay Lambda runs, and queue pollers run the same handlers as
+//! the agent worker and push worker Lambdas. The only difference is who calls them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use taskledger_app::worker::handle_turn;
+use taskledger_app::Service;
+use taskledger_domain::push::RetryPolicy;
+use taskledger_infra::sqs::{PushOutcome, SqsPushQueue, SqsTurnQueue};
+use taskledger_infra::webhook::WebhookSender;
+use tracing::{debug, warn, Instrument};
+
+/// Pause between two empty receives (no long polling: the test emulator serves one request at
+/// a time).
+pub const IDLE: Duration = Duration::from_millis(100);
+/// A turn that failed is received again after this long.
+const TURN_RETRY_SECS: i32 = 2;
+
+/// Runs turns from the FIFO turn queue: one at a time per task, tasks side by side; a message is
+/// deleted once its turn is handled, and a failed one comes back after a pause.
+pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>) {
+    let locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = Arc::default();
+    loop {
+        let msgs = match queue.receive().await {
+            Ok(m) => m,
+            Err(e) => {
+                warn!(error = %e, "turn poller cannot receive");
+                Vec::new()
+            }
+        };
+        if msgs.is_empty() {
+            tokio::time::sleep(IDLE).await;
+            continue;
+        }
+        for m in msgs {
+            let Some(turn) = m.turn.clone() else {
+                warn!("unreadable turn message dropped");
+                let _ = queue.delete(&m.receipt_handle).await;
+                continue;
+            };
+            let lock = locks
+                .lock()
+                .map(|mut l| l.entry(turn.task_id.clone()).or_default().clone())
+                .unwrap_or_default();
+            let (svc, queue) = (svc.clone(), queue.clone());
+            let span = tracing::info_span!("turn", task_id = %turn.task_id, work_seq = turn.work_seq);
+            tokio::spawn(
+                async move {
+                    let _one_at_a_time = lock.lock().await;
+                    match handle_turn(&svc, &turn).await {
+                        Ok(outcome) => {
+                            debug!(?outcome, "turn handled");
+                            if let Err(e) = queue.delete(&m.receipt_handle).await {
+                                warn!(error = %e, "cannot delete a handled turn");
+                            }
+                        }
+                        Err(e) => {
+                            warn!(error = %e, "turn failed; it comes back");
+                            let _ = queue.retry_later(&m.receipt_handle, TURN_RETRY_SECS).await;
+                        }
+                    }
+                }
+                .instrument(span),
+            );
+        }
+    }
+}
+
+/// Sends deliveries from the FIFO push queue with the push worker's batch processing.
+pub async fn run_push_poller(queue: SqsPushQueue, sender: WebhookSender, retry: RetryPolicy) {
+    let jitter = || (uuid::Uuid::new_v4().as_u128() % 1_000_000) as f64 / 1_000_000.0;
+    loop {
+        let batch = match queue.receive(0).await {
+            Ok(b) => b,
+            Err(e) => {
+                warn!(error = %e, "push poller cannot receive");
+                Vec::new()
+            }
+        };
+        if batch.is_empty() {
+            tokio::time::sleep(IDLE).await;
+            continue;
+        }
+        let outcomes = queue.process_batch(&sender, &retry, &batch, jitter).await;
+        for (m, outcome) in batch.iter().zip(outcomes) {
+            match outcome {
+                Ok(PushOutcome::Delivered) | Ok(PushOutcome::DeadLettered(_)) => {
+                    if let Err(e) = queue.delete(&m.receipt_handle).await {
+                        warn!(error = %e, "cannot delete a finished delivery");
+                    }
+                }
+                Ok(PushOutcome::RetryIn(_)) => {}
+                Err(e) => warn!(error = %e, "delivery bookkeeping failed"),
+            }
+        }
+    }
+}
