@@ -7,10 +7,10 @@ pub mod lambda;
 pub mod llm;
 pub mod push_relay;
 pub mod relay;
-pub mod streams;
 pub mod skills;
 pub mod sqlite;
 pub mod sqs;
+pub mod streams;
 pub mod webhook;
 
 pub use sqlite::SqliteStore;

@@ -124,4 +124,13 @@ mod tests {
         assert!(c.problems[0].contains("broken"));
         let _ = std::fs::remove_dir_all(&dir);
     }
+
+    #[test]
+    fn the_skills_packaged_with_the_worker_are_valid() {
+        // `skills/` is the worker's skills layer (template.yaml, mounted at /opt).
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../skills");
+        let c = load_catalog(&dir);
+        assert!(c.problems.is_empty(), "{:?}", c.problems);
+        assert!(c.skills.iter().any(|s| s.name == "status-report"));
+    }
 }

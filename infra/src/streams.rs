@@ -76,7 +76,11 @@ impl StreamPoller {
         })
     }
 
-    async fn iterator(&self, shard_id: &str, after: Option<&str>) -> Result<Option<String>, String> {
+    async fn iterator(
+        &self,
+        shard_id: &str,
+        after: Option<&str>,
+    ) -> Result<Option<String>, String> {
         let mut req = self
             .client
             .get_shard_iterator()
@@ -88,10 +92,19 @@ impl StreamPoller {
                 .sequence_number(seq),
             None => req.shard_iterator_type(ShardIteratorType::TrimHorizon),
         };
-        Ok(req.send().await.map_err(err)?.shard_iterator().map(str::to_string))
+        Ok(req
+            .send()
+            .await
+            .map_err(err)?
+            .shard_iterator()
+            .map(str::to_string))
     }
 
-    async fn refresh(&self, shards: &mut HashMap<String, Shard>, finished: &mut Vec<String>) -> Result<(), String> {
+    async fn refresh(
+        &self,
+        shards: &mut HashMap<String, Shard>,
+        finished: &[String],
+    ) -> Result<(), String> {
         let out = self
             .client
             .describe_stream()
@@ -109,7 +122,13 @@ impl StreamPoller {
                 continue;
             }
             let iterator = self.iterator(id, None).await?;
-            shards.insert(id.to_string(), Shard { iterator, last: None });
+            shards.insert(
+                id.to_string(),
+                Shard {
+                    iterator,
+                    last: None,
+                },
+            );
         }
         Ok(())
     }
@@ -121,7 +140,7 @@ impl StreamPoller {
         let mut polls = 0u32;
         loop {
             if polls % SHARD_REFRESH_POLLS == 0 {
-                if let Err(e) = self.refresh(&mut shards, &mut finished).await {
+                if let Err(e) = self.refresh(&mut shards, &finished).await {
                     tracing::warn!(error = %e, "stream poller cannot list shards");
                 }
             }
@@ -129,7 +148,9 @@ impl StreamPoller {
             let mut busy = false;
             let ids: Vec<String> = shards.keys().cloned().collect();
             for id in ids {
-                let Some(shard) = shards.get_mut(&id) else { continue };
+                let Some(shard) = shards.get_mut(&id) else {
+                    continue;
+                };
                 let Some(it) = shard.iterator.clone() else {
                     shards.remove(&id);
                     finished.push(id);
@@ -147,7 +168,10 @@ impl StreamPoller {
                     Err(e) => {
                         // Expired or invalid iterator: continue after the last relayed record.
                         tracing::debug!(error = %err(e), "stream read failed, renewing the iterator");
-                        shard.iterator = self.iterator(&id, shard.last.as_deref()).await.unwrap_or(shard.iterator.take());
+                        shard.iterator = self
+                            .iterator(&id, shard.last.as_deref())
+                            .await
+                            .unwrap_or(shard.iterator.take());
                         continue;
                     }
                 };

@@ -72,7 +72,10 @@ async fn work_and_webhooks_flow_through_the_stream_and_the_queues() {
     })
     .await;
     let states: Vec<String> = r.unique().iter().filter_map(state_of).collect();
-    assert!(states.contains(&"TASK_STATE_INPUT_REQUIRED".to_string()), "{states:?}");
+    assert!(
+        states.contains(&"TASK_STATE_INPUT_REQUIRED".to_string()),
+        "{states:?}"
+    );
     assert!(r.seen().iter().any(|d| d.status == 503));
     assert!(r
         .seen()

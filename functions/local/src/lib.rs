@@ -360,15 +360,19 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
         ));
     }
     if let Some(sl) = stores.serverless {
-        let poller = taskledger_infra::streams::StreamPoller::for_table(&sl.ddb, &sl.table, pollers::IDLE)
-            .await
-            .map_err(LocalError::Queues)?;
+        let poller =
+            taskledger_infra::streams::StreamPoller::for_table(&sl.ddb, &sl.table, pollers::IDLE)
+                .await
+                .map_err(LocalError::Queues)?;
         let relay = taskledger_infra::relay::Relay {
             turns: sl.turns.clone(),
             push: Some((sl.store, sl.push.clone())),
         };
         tokio::spawn(poller.run(relay));
-        tokio::spawn(pollers::run_turn_poller(service.clone(), Arc::new(sl.turns)));
+        tokio::spawn(pollers::run_turn_poller(
+            service.clone(),
+            Arc::new(sl.turns),
+        ));
         tokio::spawn(pollers::run_push_poller(
             sl.push,
             WebhookSender::new(config.push.policy.clone(), signer.clone())?,

@@ -46,7 +46,8 @@ pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>) {
                 .map(|mut l| l.entry(turn.task_id.clone()).or_default().clone())
                 .unwrap_or_default();
             let (svc, queue) = (svc.clone(), queue.clone());
-            let span = tracing::info_span!("turn", task_id = %turn.task_id, work_seq = turn.work_seq);
+            let span =
+                tracing::info_span!("turn", task_id = %turn.task_id, work_seq = turn.work_seq);
             tokio::spawn(
                 async move {
                     let _one_at_a_time = lock.lock().await;
