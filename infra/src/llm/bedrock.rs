@@ -80,6 +80,26 @@ fn build_err(e: impl std::fmt::Display) -> LlmError {
     LlmError::Rejected(format!("cannot build the Converse request: {e}"))
 }
 
+/// The task's reasoning effort as the model family takes it (`additionalModelRequestFields`), or
+/// `None` where the family has no such parameter. OpenAI's open-weight models take
+/// `reasoning_effort`; Amazon Nova 2 a `reasoningConfig`. Claude's extended thinking is not
+/// switched on: with tool use its thinking blocks must be sent back on every later turn, and the
+/// task history does not keep them.
+pub fn effort_fields(model: &str, effort: &str) -> Option<Value> {
+    if !matches!(effort, "low" | "medium" | "high") {
+        return None;
+    }
+    if model.contains("openai.") {
+        Some(serde_json::json!({ "reasoning_effort": effort }))
+    } else if model.contains("nova-2") {
+        Some(serde_json::json!({
+            "reasoningConfig": { "type": "enabled", "maxReasoningEffort": effort }
+        }))
+    } else {
+        None
+    }
+}
+
 #[async_trait]
 impl LanguageModel for Bedrock {
     async fn complete(&self, request: ModelRequest) -> Result<ModelResponse, LlmError> {
@@ -161,6 +181,13 @@ impl LanguageModel for Bedrock {
             .model_id(&model)
             .set_messages(Some(messages))
             .set_system(Some(system));
+        if let Some(fields) = request
+            .reasoning_effort
+            .as_deref()
+            .and_then(|e| effort_fields(&model, e))
+        {
+            call = call.additional_model_request_fields(to_document(&fields));
+        }
         if !request.tools.is_empty() {
             let mut cfg = ToolConfiguration::builder();
             for t in &request.tools {
@@ -313,5 +340,44 @@ mod tests {
             body["toolConfig"]["tools"][0]["toolSpec"]["name"],
             "create_plan"
         );
+        assert!(
+            body.get("additionalModelRequestFields").is_none(),
+            "no effort, no fields"
+        );
+
+        // The task's effort reaches a model family that takes one, in its own shape.
+        for (model_id, effort, expected) in [
+            (
+                "openai.gpt-oss-120b-1:0",
+                "high",
+                Some(json!({"reasoning_effort": "high"})),
+            ),
+            (
+                "us.amazon.nova-2-lite-v1:0",
+                "low",
+                Some(json!({"reasoningConfig": {"type": "enabled", "maxReasoningEffort": "low"}})),
+            ),
+            ("anthropic.claude-sonnet-4-v1:0", "high", None),
+        ] {
+            model
+                .complete(ModelRequest {
+                    model: Some(model_id.into()),
+                    reasoning_effort: Some(effort.into()),
+                    messages: vec![ChatMessage::text(ChatRole::User, "think")],
+                    tools: vec![],
+                })
+                .await
+                .unwrap();
+            let (path, body) = seen.lock().unwrap().last().unwrap().clone();
+            assert_eq!(
+                path,
+                format!("/model/{}/converse", model_id.replace(':', "%3A"))
+            );
+            assert_eq!(
+                body.get("additionalModelRequestFields").cloned(),
+                expected,
+                "{model_id}"
+            );
+        }
     }
 }
