@@ -49,9 +49,7 @@ impl SqsTurnQueue {
             .max_number_of_messages(10)
             .send()
             .await
-            .map_err(|e| {
-                QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
-            })?;
+            .map_err(turn_err)?;
         Ok(out
             .messages
             .unwrap_or_default()
@@ -72,9 +70,7 @@ impl SqsTurnQueue {
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| {
-                QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
-            })
+            .map_err(turn_err)
     }
 
     /// A failed turn comes back after `secs` (counted towards the DLQ's receive limit).
@@ -87,9 +83,7 @@ impl SqsTurnQueue {
             .send()
             .await
             .map(|_| ())
-            .map_err(|e| {
-                QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
-            })
+            .map_err(turn_err)
     }
 }
 
@@ -102,6 +96,13 @@ pub async fn queue_url(client: &Client, name: &str) -> Option<String> {
         .await
         .ok()
         .and_then(|o| o.queue_url().map(str::to_string))
+}
+
+fn turn_err<E>(e: aws_sdk_sqs::error::SdkError<E>) -> QueueError
+where
+    E: std::error::Error + Send + Sync + 'static,
+{
+    QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
 }
 
 fn dedup(turn: &AgentTurn) -> String {
@@ -130,9 +131,7 @@ impl TurnQueue for SqsTurnQueue {
                     .map_err(|e| QueueError::Unavailable(e.to_string()))?;
                 req = req.entries(entry);
             }
-            let out = req.send().await.map_err(|e| {
-                QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
-            })?;
+            let out = req.send().await.map_err(turn_err)?;
             if !out.failed().is_empty() {
                 return Err(QueueError::Refused {
                     failed: out.failed().len(),
@@ -157,14 +156,13 @@ async fn create_fifo_with_dlq(
     visibility_secs: u32,
     max_receives: u32,
 ) -> Result<(String, String), String> {
-    let err = |e: String| e;
     let dlq = client
         .create_queue()
         .queue_name(dlq_name)
         .attributes(QueueAttributeName::FifoQueue, "true")
         .send()
         .await
-        .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string()))?;
+        .map_err(|e| aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())?;
     let dlq_url = dlq.queue_url().unwrap_or_default().to_string();
     let attrs = client
         .get_queue_attributes()
@@ -172,7 +170,7 @@ async fn create_fifo_with_dlq(
         .attribute_names(QueueAttributeName::QueueArn)
         .send()
         .await
-        .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string()))?;
+        .map_err(|e| aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())?;
     let dlq_arn = attrs
         .attributes()
         .and_then(|a| a.get(&QueueAttributeName::QueueArn))
@@ -193,7 +191,7 @@ async fn create_fifo_with_dlq(
         )
         .send()
         .await
-        .map_err(|e| err(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string()))?;
+        .map_err(|e| aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())?;
     Ok((q.queue_url().unwrap_or_default().to_string(), dlq_url))
 }
 
