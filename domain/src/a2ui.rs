@@ -2,6 +2,7 @@
 //! (`domain/schemas/a2ui/server-to-client-v0.9.1.json`), one message kind at a time so an error
 //! names the message and the field, and turned into the parts of an `a2ui` artifact.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use serde_json::{json, Map, Value};
@@ -202,6 +203,140 @@ pub fn card_params() -> Metadata {
     params.insert("supportedCatalogIds".into(), json!([BASIC_CATALOG_ID]));
     params.insert("acceptsInlineCatalogs".into(), json!(false));
     params
+}
+
+// ------------------------------------------------------------------ surfaces and actions
+
+/// What a task knows of one surface it created: its components, and which of them carry an
+/// action (a user can act on them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Surface {
+    pub components: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub actionable: BTreeSet<String>,
+}
+
+/// The surfaces a task's emitted A2UI messages created and have not deleted, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Surfaces(BTreeMap<String, Surface>);
+
+impl Surfaces {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Follows one emitted server message.
+    pub fn apply(&mut self, message: &Value) {
+        let id = |kind: &str| {
+            message
+                .get(kind)
+                .and_then(|k| k.get("surfaceId"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        if let Some(s) = id("createSurface") {
+            self.0.insert(s, Surface::default());
+        } else if let Some(s) = id("updateComponents") {
+            let surface = self.0.entry(s).or_default();
+            let components = message["updateComponents"]["components"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for c in components {
+                if let Some(cid) = c.get("id").and_then(Value::as_str) {
+                    surface.components.insert(cid.to_string());
+                    if c.get("action").is_some() {
+                        surface.actionable.insert(cid.to_string());
+                    } else {
+                        surface.actionable.remove(cid);
+                    }
+                }
+            }
+        } else if let Some(s) = id("deleteSurface") {
+            self.0.remove(&s);
+        }
+    }
+
+    /// Some surface still offers an action: the agent waits for the user.
+    pub fn awaits_action(&self) -> bool {
+        self.0.values().any(|s| !s.actionable.is_empty())
+    }
+
+    /// An action is accepted only on a surface and component this task created.
+    pub fn check(&self, action: &UiAction) -> Result<(), String> {
+        let surface = self.0.get(&action.surface_id).ok_or_else(|| {
+            format!(
+                "A2UI action discarded: this task has no surface {:?}",
+                action.surface_id
+            )
+        })?;
+        if !surface.components.contains(&action.component_id) {
+            return Err(format!(
+                "A2UI action discarded: surface {:?} has no component {:?}",
+                action.surface_id, action.component_id
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Longest action name accepted, in bytes.
+pub const MAX_ACTION_NAME_BYTES: usize = 256;
+
+/// A user's action on a surface (A2UI client-to-server `action`; 0.8's `userAction` too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UiAction {
+    pub name: String,
+    pub surface_id: String,
+    pub component_id: String,
+}
+
+impl UiAction {
+    /// The text the agent sees in place of the raw event.
+    pub fn text(&self) -> String {
+        format!(
+            "[A2UI action] {} on surface {} from {}",
+            self.name, self.surface_id, self.component_id
+        )
+    }
+}
+
+/// The action a user message carries in an `application/a2ui+json` part: `None` when it has no
+/// such part, an error when the part is not an action this server understands.
+pub fn action_of(message: &crate::wire::Message) -> Option<Result<UiAction, String>> {
+    let data = message.parts.iter().find_map(|p| match &p.content {
+        PartContent::Data(v) if p.media_type.as_deref() == Some(MEDIA_TYPE) => Some(v),
+        _ => None,
+    })?;
+    let action = data.get("action").or_else(|| data.get("userAction"));
+    let field = |k: &str| {
+        action
+            .and_then(|a| a.get(k))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    Some(match (field("name"), field("surfaceId"), field("sourceComponentId")) {
+        (Some(name), Some(surface_id), Some(component_id)) => {
+            if name.len() > MAX_ACTION_NAME_BYTES || name.chars().any(char::is_control) {
+                Err(format!(
+                    "A2UI action discarded: the name must be 1 to {MAX_ACTION_NAME_BYTES} bytes without control characters"
+                ))
+            } else {
+                Ok(UiAction {
+                    name,
+                    surface_id,
+                    component_id,
+                })
+            }
+        }
+        _ => Err(
+            "A2UI action discarded: an application/a2ui+json part must hold an action with name, surfaceId and sourceComponentId"
+                .to_string(),
+        ),
+    })
 }
 
 #[cfg(test)]
@@ -424,5 +559,76 @@ mod tests {
         let p = card_params();
         assert_eq!(p["supportedCatalogIds"][0], BASIC_CATALOG_ID);
         assert_eq!(p["acceptsInlineCatalogs"], false);
+    }
+
+    fn action_message(data: Value) -> crate::wire::Message {
+        let mut m = crate::wire::Message::user_text("a-1", "");
+        m.parts = vec![Part {
+            content: PartContent::Data(data),
+            metadata: None,
+            filename: None,
+            media_type: Some(MEDIA_TYPE.into()),
+        }];
+        m
+    }
+
+    #[test]
+    fn surfaces_follow_the_emitted_messages() {
+        let mut s = Surfaces::default();
+        s.apply(&create("s1"));
+        assert!(!s.awaits_action(), "an empty surface asks nothing");
+        s.apply(&json!({"version": "v0.9", "updateComponents": {"surfaceId": "s1", "components": [
+            {"id": "t", "component": "Text", "text": "hi"},
+            {"id": "b", "component": "Button", "child": "t", "action": {"event": {"name": "go"}}}]}}));
+        assert!(s.awaits_action());
+        let on = |surface: &str, component: &str| UiAction {
+            name: "go".into(),
+            surface_id: surface.into(),
+            component_id: component.into(),
+        };
+        assert!(s.check(&on("s1", "b")).is_ok());
+        assert!(s
+            .check(&on("s1", "zz"))
+            .unwrap_err()
+            .contains("no component"));
+        assert!(s.check(&on("s2", "b")).unwrap_err().contains("no surface"));
+        // The button replaced by plain text: nothing left to act on.
+        s.apply(
+            &json!({"version": "v0.9", "updateComponents": {"surfaceId": "s1", "components": [
+            {"id": "b", "component": "Text", "text": "done"}]}}),
+        );
+        assert!(!s.awaits_action());
+        s.apply(&json!({"version": "v0.9", "deleteSurface": {"surfaceId": "s1"}}));
+        assert!(s.is_empty());
+        assert!(s.check(&on("s1", "b")).is_err());
+    }
+
+    #[test]
+    fn actions_are_read_from_a2ui_parts_in_both_shapes() {
+        let a = action_of(&action_message(json!({"version": "v0.9", "action": {
+            "name": "submit", "surfaceId": "s1", "sourceComponentId": "b", "context": {}}})))
+        .unwrap()
+        .unwrap();
+        assert_eq!(a.text(), "[A2UI action] submit on surface s1 from b");
+        let old = action_of(&action_message(json!({"userAction": {
+            "name": "submit", "surfaceId": "s1", "sourceComponentId": "b"}})))
+        .unwrap();
+        assert_eq!(old.unwrap(), a);
+        assert!(action_of(&action_message(json!({"action": {"name": "x"}})))
+            .unwrap()
+            .is_err());
+        assert!(action_of(&crate::wire::Message::user_text("m", "plain")).is_none());
+    }
+
+    #[test]
+    fn the_action_name_limit_is_inclusive() {
+        let named = |n: String| {
+            action_of(&action_message(json!({"action": {
+                "name": n, "surfaceId": "s", "sourceComponentId": "c"}})))
+            .unwrap()
+        };
+        assert!(named("n".repeat(MAX_ACTION_NAME_BYTES)).is_ok());
+        assert!(named("n".repeat(MAX_ACTION_NAME_BYTES + 1)).is_err());
+        assert!(named("a\nb".into()).is_err());
     }
 }

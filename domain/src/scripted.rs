@@ -23,6 +23,8 @@ pub const ASK_QUESTION: &str = "Which option should I take?";
 pub const ASK_OPTIONS: [&str; 2] = ["a", "b"];
 /// The surface `th-ui` opens.
 pub const UI_SURFACE_ID: &str = "scripted";
+/// The answer once a user's action closed the surface.
+pub const UI_ACTION_TEXT: &str = "Action received; the surface is closed.";
 
 /// What the newest user message asks for, by its `messageId` prefix.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -110,6 +112,21 @@ impl ScriptedModel {
             )
         };
         let echo = || text(format!("Received: {}", user.content));
+        // A user's action on a surface: close that surface, then answer.
+        if let Some(surface) = user
+            .content
+            .lines()
+            .find_map(|l| l.strip_prefix("[A2UI action] "))
+            .and_then(|rest| rest.split(" on surface ").nth(1))
+            .and_then(|rest| rest.split(" from ").next())
+        {
+            if offered("emit_ui") {
+                return call(
+                    "emit_ui",
+                    json!({"messages": [{"version": "v0.9", "deleteSurface": {"surfaceId": surface}}]}),
+                );
+            }
+        }
         match Script::of(user.message_id.as_deref().unwrap_or_default()) {
             Script::CompleteTask => text(COMPLETE_TASK_TEXT),
             Script::GeneratedText => text(GENERATED_TEXT),
@@ -169,7 +186,15 @@ impl ScriptedModel {
             return text(SUB_TASKS_DONE_TEXT);
         }
         if called("emit_ui") {
-            return text("The surface is shown.");
+            let closed = call_msg
+                .tool_calls
+                .iter()
+                .any(|c| c.arguments.to_string().contains("deleteSurface"));
+            return text(if closed {
+                UI_ACTION_TEXT
+            } else {
+                "The surface is shown."
+            });
         }
         text("Done.")
     }

@@ -472,6 +472,9 @@ pub struct TaskHead {
     /// Webhook subscriptions (push notification configs), in registration order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub push: Vec<crate::push::Subscription>,
+    /// A2UI surfaces the agent created (from `a2ui` artifacts) and not deleted.
+    #[serde(default, skip_serializing_if = "crate::a2ui::Surfaces::is_empty")]
+    pub ui: crate::a2ui::Surfaces,
 }
 
 fn is_zero(n: &u32) -> bool {
@@ -695,6 +698,24 @@ impl TaskHead {
                 None => {}
             }
         }
+        // A user's action on a surface: only on one this task created; the agent reads it as text.
+        let message = match crate::a2ui::action_of(&message) {
+            None => message,
+            Some(action) => match action.and_then(|a| self.ui.check(&a).map(|()| a)) {
+                Ok(a) => {
+                    let mut m = message;
+                    m.parts.insert(0, Part::text(a.text()));
+                    m
+                }
+                Err(reason) => {
+                    return Ok(vec![TaskEvent::MessageRefused {
+                        participant_id: sender,
+                        reason,
+                        at,
+                    }])
+                }
+            },
+        };
         let mut events = Vec::new();
         if let Some(raw) = ext::envelope_of(&message) {
             events.extend(self.decide_envelope(raw, sender.as_deref(), at)?);
@@ -1494,6 +1515,7 @@ impl TaskAggregate {
                 execution_steps: 0,
                 loaded_skills: Vec::new(),
                 push: Vec::new(),
+                ui: Default::default(),
             });
             return;
         }
@@ -1533,6 +1555,15 @@ impl TaskAggregate {
                     match head.artifacts.iter_mut().find(|a| a.artifact_id == id) {
                         Some(a) => *a = entry,
                         None => head.artifacts.push(entry),
+                    }
+                }
+                if artifact.name.as_deref() == Some(crate::a2ui::ARTIFACT_NAME) {
+                    for p in &artifact.parts {
+                        if let (crate::wire::PartContent::Data(m), Some(crate::a2ui::MEDIA_TYPE)) =
+                            (&p.content, p.media_type.as_deref())
+                        {
+                            head.ui.apply(m);
+                        }
                     }
                 }
                 head.last_timeline = head.last_timeline.max(*at);

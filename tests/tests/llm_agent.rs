@@ -146,7 +146,27 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
                     )],
                 )
             }
-            _ => answer(Some("form shown"), vec![]),
+            2 => {
+                let acted = messages
+                    .iter()
+                    .rev()
+                    .find(|x| x["role"] == "user")
+                    .and_then(|x| x["content"].as_str())
+                    .is_some_and(|c| c.contains("[A2UI action] eu on surface pick from eu"));
+                if acted {
+                    answer(
+                        None,
+                        vec![tool(
+                            "u2",
+                            "emit_ui",
+                            json!({"messages": [{"version": "v0.9", "deleteSurface": {"surfaceId": "pick"}}]}),
+                        )],
+                    )
+                } else {
+                    answer(Some("form shown"), vec![])
+                }
+            }
+            _ => answer(Some("picked eu"), vec![]),
         },
         Script::Skills => match made {
             0 => {
@@ -321,6 +341,14 @@ async fn send_now(svc: &Arc<Service>, message: Value) -> TaskId {
     }
 }
 
+/// A user's A2UI action on a surface component, from the participant ann.
+fn ui_action(id: &str, task_id: &str, surface: &str, component: &str) -> Value {
+    json!({"messageId": id, "taskId": task_id, "role": "ROLE_USER", "metadata": {"participant_id": "ann"},
+           "parts": [{"mediaType": "application/a2ui+json", "data": {"version": "v0.9", "action": {
+               "name": component, "surfaceId": surface, "sourceComponentId": component,
+               "timestamp": "2026-11-30T10:00:00Z", "context": {}}}}]})
+}
+
 fn envelope_message(id: &str, text: &str) -> Value {
     json!({"messageId": id, "role": "ROLE_USER", "metadata": {"participant_id": "ann"}, "parts": [
         {"text": text},
@@ -380,10 +408,11 @@ async fn the_loop_plans_asks_spawns_and_finishes() {
 }
 
 #[tokio::test]
-async fn emit_ui_ends_the_task_with_an_a2ui_artifact() {
+async fn emit_ui_shows_a_surface_and_the_users_action_resumes_the_task() {
     let (s, mock) = start(Script::Ui, 50).await;
     let id = s.start_task(envelope_message("m-1", "ask me")).await;
-    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    // The surface has a button: the task waits for the user's action.
+    let t = s.wait_state(&id, "TASK_STATE_INPUT_REQUIRED").await;
     let artifacts = t["artifacts"].as_array().unwrap();
     let ui: Vec<&Value> = artifacts.iter().filter(|a| a["name"] == "a2ui").collect();
     assert_eq!(
@@ -428,6 +457,41 @@ async fn emit_ui_ends_the_task_with_an_a2ui_artifact() {
         "3 A2UI message(s) emitted in an a2ui artifact"
     );
     assert_eq!(mock.calls.load(Ordering::SeqCst), 3);
+
+    // An action on a surface or component the task did not create is discarded: refused with
+    // the reason, nothing enters history, the agent is not called.
+    let history_len = t["history"].as_array().unwrap().len();
+    for (mid, surface, component, why) in [
+        ("a-1", "other", "eu", "no surface \"other\""),
+        ("a-2", "pick", "nope", "has no component \"nope\""),
+    ] {
+        s.call(
+            "SendMessage",
+            json!({"message": ui_action(mid, &id, surface, component)}),
+        )
+        .await;
+        let t = s.wait_state(&id, "TASK_STATE_INPUT_REQUIRED").await;
+        let reason = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+        assert!(reason.contains(why), "{reason}");
+        assert_eq!(t["history"].as_array().unwrap().len(), history_len);
+    }
+    assert_eq!(mock.calls.load(Ordering::SeqCst), 3);
+
+    // A valid action resumes the task; the model sees it as text, closes the surface, finishes.
+    s.call(
+        "SendMessage",
+        json!({"message": ui_action("a-3", &id, "pick", "eu")}),
+    )
+    .await;
+    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    let answer = t["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "answer")
+        .unwrap();
+    assert_eq!(answer["parts"][0]["text"], "picked eu");
+    assert_eq!(mock.calls.load(Ordering::SeqCst), 5);
     // the card declares the extension and its media type
     let card = s.card().await;
     assert!(card["capabilities"]["extensions"]
@@ -663,11 +727,12 @@ async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
     let usage = &t["metadata"]["https://kagent.dev/extensions/usage/v1"];
     assert_eq!(usage["models"][0]["model"], "scripted");
     assert_eq!(usage["outputTokens"], 3, "Received: hello there");
-    // th-ui: an emit_ui call, its result, then the final answer
+    // th-ui: an emit_ui call, its result, then the final answer; the surface has a button, so
+    // the task waits for the user's action
     let id = s
         .start_task(envelope_message("th-ui-1", "Pick a region"))
         .await;
-    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    let t = s.wait_state(&id, "TASK_STATE_INPUT_REQUIRED").await;
     let ui = t["artifacts"]
         .as_array()
         .unwrap()
@@ -694,6 +759,19 @@ async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
     assert_eq!(
         t["status"]["message"]["parts"][0]["text"],
         "The surface is shown."
+    );
+    // the user presses the button: the model reads the action, closes the surface, finishes
+    let v = s
+        .call(
+            "SendMessage",
+            json!({"message": ui_action("act-1", &id, "scripted", "ok")}),
+        )
+        .await;
+    let t = &v["result"]["task"];
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
+    assert_eq!(
+        t["status"]["message"]["parts"][0]["text"],
+        "Action received; the surface is closed."
     );
     // a follow-up on a task waiting for input goes through the model too
     let w = s.send_task("tck-input-required-s", "first").await;

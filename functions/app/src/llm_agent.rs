@@ -1,5 +1,6 @@
 //! The model loop: system prompt + the task's extension view + history → model → tool calls →
-//! results → … until a final answer (artifact + COMPLETED), a help request (INPUT_REQUIRED),
+//! results → … until a final answer (artifact + COMPLETED; INPUT_REQUIRED while an emitted A2UI
+//! surface still offers the user an action), a help request (INPUT_REQUIRED),
 //! waiting on sub-tasks, a failure, or the turn limit (FAILED "turn limit reached").
 //! Each step's events are committed before the next step starts, so messages that arrive
 //! during a turn are seen at the next step. Tool calls and results are kept in history as data
@@ -505,8 +506,10 @@ impl LlmAgent {
         let model = response.model.clone();
         let finished = response.tool_calls.is_empty();
         let final_text = response.text.clone().unwrap_or_default();
-        svc.execute(Actor::Agent, task_id, None, |_| {
+        svc.execute(Actor::Agent, task_id, None, |s| {
             let mut cmds = Vec::new();
+            // A surface the user can still act on keeps the task open for that action.
+            let awaits_ui = s.head().is_some_and(|h| h.ui.awaits_action());
             if let Some(u) = usage {
                 cmds.push(TaskCommand::RecordUsage {
                     model: model.clone(),
@@ -535,7 +538,11 @@ impl LlmAgent {
                     at: Timestamp::now(),
                 });
                 cmds.push(TaskCommand::ChangeStatus {
-                    state: TaskState::Completed,
+                    state: if awaits_ui {
+                        TaskState::InputRequired
+                    } else {
+                        TaskState::Completed
+                    },
                     message: Some(said.clone()),
                     at: Timestamp::now(),
                 });
