@@ -809,12 +809,7 @@ impl WorkFeed for SqliteStore {
 
     async fn save_feed_cursor(&self, consumer: &str, cursor: u64) -> Result<(), StoreError> {
         let consumer = consumer.to_string();
-        let inner = self.inner.clone();
-        tokio::task::spawn_blocking(move || {
-            let conn = inner
-                .writer
-                .lock()
-                .map_err(|_| StoreError::Other("writer lock poisoned".into()))?;
+        self.write(move |conn| {
             conn.execute(
                 "INSERT INTO feed_cursors (consumer, pos) VALUES (?1, ?2) \
                  ON CONFLICT(consumer) DO UPDATE SET pos = MAX(pos, excluded.pos)",
@@ -830,7 +825,6 @@ impl WorkFeed for SqliteStore {
             .map_err(db_err)
         })
         .await
-        .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
     }
 }
 

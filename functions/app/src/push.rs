@@ -24,7 +24,7 @@ fn now_ms() -> i64 {
 }
 
 /// Uniform in [0, 1), for backoff jitter.
-fn jitter() -> f64 {
+pub fn jitter() -> f64 {
     (uuid::Uuid::new_v4().as_u128() % 1_000_000) as f64 / 1_000_000.0
 }
 

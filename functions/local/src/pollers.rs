@@ -72,7 +72,6 @@ pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>) {
 
 /// Sends deliveries from the FIFO push queue with the push worker's batch processing.
 pub async fn run_push_poller(queue: SqsPushQueue, sender: WebhookSender, retry: RetryPolicy) {
-    let jitter = || (uuid::Uuid::new_v4().as_u128() % 1_000_000) as f64 / 1_000_000.0;
     loop {
         let batch = match queue.receive(0).await {
             Ok(b) => b,
@@ -85,7 +84,9 @@ pub async fn run_push_poller(queue: SqsPushQueue, sender: WebhookSender, retry: 
             tokio::time::sleep(IDLE).await;
             continue;
         }
-        let outcomes = queue.process_batch(&sender, &retry, &batch, jitter).await;
+        let outcomes = queue
+            .process_batch(&sender, &retry, &batch, taskledger_app::push::jitter)
+            .await;
         for (m, outcome) in batch.iter().zip(outcomes) {
             match outcome {
                 Ok(PushOutcome::Delivered) | Ok(PushOutcome::DeadLettered(_)) => {
