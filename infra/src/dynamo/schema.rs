@@ -40,6 +40,9 @@ pub const BY_SHARD: &str = "by-shard";
 
 /// Attributes the list indexes carry besides their keys.
 const LIST_ATTRS: &[&str] = &["snap", "schema"];
+/// The context index also carries the state key, so `contextId` and `status` together are one
+/// Query on it with a filter (a filter can only read attributes the index projects).
+const CONTEXT_LIST_ATTRS: &[&str] = &["snap", "schema", "g3pk"];
 
 /// One table holds every item of every task (see ADR 007).
 pub const TASKS: TableDef = TableDef {
@@ -59,7 +62,7 @@ pub const TASKS: TableDef = TableDef {
             name: BY_CONTEXT,
             pk: "g2pk",
             sk: "g1sk",
-            include: Some(LIST_ATTRS),
+            include: Some(CONTEXT_LIST_ATTRS),
         },
         IndexDef {
             name: BY_STATE,
