@@ -4,7 +4,8 @@
 # 127.0.0.1, and runs:
 #   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
 #      tests on SQLite, round-trip budgets on DynamoDB;
-#   2. the black-box API tests again with the server on DynamoDB;
+#   2. the black-box API tests again with the server on DynamoDB, and a soak of the serverless
+#      path on the emulator (200 blocking sends over two minutes);
 #   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
 #   4. the official Python client (a2a-sdk 1.x) against a freshly started local server.
 # Point it at LocalStack or real AWS instead by exporting AWS_ENDPOINT_URL (and credentials)
@@ -16,7 +17,7 @@ tools=.tools/venv
 if [ ! -x "$tools/bin/python" ] || ! "$tools/bin/python" -c 'import moto, cfnlint' 2>/dev/null; then
   echo "==> installing moto and cfn-lint into $tools"
   python3 -m venv "$tools"
-  "$tools/bin/pip" install --quiet --disable-pip-version-check 'moto[server,dynamodb,sqs]==5.*' 'cfn-lint==1.*'
+  "$tools/bin/pip" install --quiet --disable-pip-version-check 'moto[server,dynamodb,sqs]==5.2.5' 'cfn-lint==1.*'
 fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }
@@ -33,6 +34,13 @@ if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
   export AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_REGION=us-east-1
   wait_for "$AWS_ENDPOINT_URL/moto-api/"
   echo "==> moto on $AWS_ENDPOINT_URL"
+  # A second moto with its own transactions (a canceled one swaps the table under the stream's
+  # iterators): the stream poller's tests check that it notices and loses nothing.
+  stock_port=$(free_port)
+  "$tools/bin/python" scripts/moto_server.py "$stock_port" --stock-transactions >/tmp/taskledger-moto-stock.log 2>&1 &
+  pids+=($!)
+  export TASKLEDGER_STOCK_MOTO_URL="http://127.0.0.1:$stock_port"
+  wait_for "$TASKLEDGER_STOCK_MOTO_URL/moto-api/"
 fi
 export TASKLEDGER_REQUIRE_DYNAMODB=1
 
@@ -40,7 +48,10 @@ echo "==> cargo test (domain, storage contract on SQLite + DynamoDB, black-box A
 cargo test --workspace --all-targets
 
 echo "==> black-box API tests with the server on DynamoDB"
-TASKLEDGER_TEST_STORE=dynamodb cargo test -p taskledger-tests --test api --test extension --test llm_agent
+TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent
+
+echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
+cargo test --workspace --test soak -- --ignored --nocapture
 
 echo "==> template.yaml"
 "$tools/bin/cfn-lint" template.yaml

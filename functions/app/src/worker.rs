@@ -82,6 +82,15 @@ pub async fn handle_turn_within(
     }
     let from = turn.work_seq.saturating_sub(INPUT_WINDOW);
     let events = svc.events(&task_id, from).await?;
+    // Only a committed work request is work (an emulator's stream may replay a write it rolled
+    // back, whose sequence number a different event may hold by now).
+    let requested = events
+        .iter()
+        .any(|e| e.seq == turn.work_seq && e.event_type == taskledger_domain::turns::WORK_EVENT);
+    if !requested {
+        warn!(task_id = %task_id, work_seq = turn.work_seq, "no work request at this sequence; the turn does nothing");
+        return Ok(TurnOutcome::Nothing);
+    }
     // The input is the user message committed right before the request (an answered help
     // request sits between them); a request after resolved sub-tasks has none.
     let input = events
