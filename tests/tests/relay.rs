@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use taskledger_app::agent::ScenarioAgent;
-use taskledger_app::worker::{handle_turn, TurnOutcome};
+use taskledger_app::runners::{handle_turn, TurnOutcome};
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::{Principal, TaskId};

@@ -1,6 +1,6 @@
 //! Who is calling. Every request gets a principal or is refused: locally from configured bearer
 //! tokens (or the documented anonymous dev principal when none are configured); in Lambda from
-//! the API Gateway authorizer's claims (see `functions/api`).
+//! the claims the API Gateway authorizer verified (`GatewayAuthenticator`).
 
 use std::collections::HashMap;
 
@@ -79,6 +79,55 @@ impl Authenticator for TokenAuthenticator {
 
     fn requires_bearer(&self) -> bool {
         !self.tokens.is_empty()
+    }
+}
+
+/// Claim (or Lambda-authorizer context key) naming the tenant by default; the subject is `sub`.
+pub const DEFAULT_TENANT_CLAIM: &str = "tenant";
+
+/// Reads the principal from the API Gateway authorizer: a JWT authorizer's claims (HTTP API) or
+/// a Lambda authorizer's context (HTTP or REST API). The gateway has verified them already.
+pub struct GatewayAuthenticator {
+    tenant_claim: String,
+}
+
+impl GatewayAuthenticator {
+    pub fn new(tenant_claim: impl Into<String>) -> Self {
+        Self {
+            tenant_claim: tenant_claim.into(),
+        }
+    }
+
+    fn principal(&self, get: impl Fn(&str) -> Option<String>) -> Result<Principal, AuthError> {
+        let subject = get("sub")
+            .or_else(|| get("principalId"))
+            .ok_or(AuthError::NoClaims)?;
+        let tenant = get(&self.tenant_claim).unwrap_or_else(|| "default".to_string());
+        Principal::new(&tenant, &subject).map_err(AuthError::BadClaims)
+    }
+}
+
+impl Authenticator for GatewayAuthenticator {
+    fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
+        use lambda_http::request::RequestContext;
+        let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
+        match request.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV2(ctx)) => {
+                let auth = ctx.authorizer.as_ref().ok_or(AuthError::NoClaims)?;
+                if let Some(jwt) = &auth.jwt {
+                    return self.principal(|k| jwt.claims.get(k).cloned());
+                }
+                self.principal(|k| auth.fields.get(k).and_then(text))
+            }
+            Some(RequestContext::ApiGatewayV1(ctx)) => {
+                self.principal(|k| ctx.authorizer.fields.get(k).and_then(text))
+            }
+            _ => Err(AuthError::NoClaims),
+        }
+    }
+
+    fn requires_bearer(&self) -> bool {
+        true
     }
 }
 

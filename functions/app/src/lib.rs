@@ -1,14 +1,18 @@
-//! taskledger's application layer, shared by the Lambda functions and the local server:
-//! the command service, the agent that works on tasks, identity, and the A2A HTTP router.
+//! taskledger's application layer, shared by the Lambda functions and the local server: the
+//! command service with its one commit path (`service`), the agents behind a small port
+//! (`agent`), the A2A bindings (`http`), the loops that drive the service (`runners`), who is
+//! calling (`identity`), and the composition the binaries share (`compose`).
+//!
+//! Rooms depend downwards only: `http` → `service` → `agent` (the port) ← `runners`; `compose`
+//! may name everything, infra's adapters included.
 
 pub mod agent;
+pub mod compose;
 pub mod error;
 pub mod http;
 pub mod identity;
-pub mod llm_agent;
-pub mod push;
+pub mod runners;
 pub mod service;
-pub mod worker;
 
 pub use error::AppError;
 pub use http::{router, AppState, HttpSettings};

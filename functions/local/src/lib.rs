@@ -9,7 +9,8 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskledger_app::agent::{ScenarioAgent, ScenarioTimings};
+use taskledger_app::agent::ScenarioTimings;
+pub use taskledger_app::compose::AgentChoice;
 use taskledger_app::identity::TokenAuthenticator;
 use taskledger_app::{router, AppState, Dispatch, HttpSettings, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
@@ -87,41 +88,15 @@ impl Default for PushSettings {
     }
 }
 
-#[derive(Debug, Clone)]
-pub enum AgentChoice {
-    Scenario,
-    OpenAi {
-        settings: taskledger_infra::llm::OpenAiSettings,
-        max_turns: u32,
-        /// Folder of skills (one sub-folder with a SKILL.md per skill).
-        skills_dir: Option<PathBuf>,
-    },
-    /// A Bedrock model through the Converse API (credentials and region from the environment).
-    Bedrock {
-        model: String,
-        max_turns: u32,
-        skills_dir: Option<PathBuf>,
-    },
-}
-
-fn skills(dir: &Option<PathBuf>) -> taskledger_domain::skills::SkillCatalog {
-    let skills = dir
-        .as_deref()
-        .map(taskledger_infra::skills::load_catalog)
-        .unwrap_or_default();
-    for p in &skills.problems {
-        tracing::warn!(problem = %p, "skill skipped");
-    }
-    skills
-}
-
 impl Config {
     pub fn in_memory() -> Self {
         Self {
             storage: Storage::Memory,
             public_url: None,
             tokens: HashMap::new(),
-            blocking_timeout: Duration::from_secs(60),
+            blocking_timeout: Duration::from_secs(
+                taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
+            ),
             timings: ScenarioTimings::default(),
             cursor_key: None,
             agent: AgentChoice::Scenario,
@@ -294,38 +269,6 @@ fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
     }
 }
 
-async fn agent(config: &Config) -> Result<Arc<dyn taskledger_app::agent::Agent>, LocalError> {
-    Ok(match &config.agent {
-        AgentChoice::Scenario => ScenarioAgent::new(config.timings.clone()),
-        AgentChoice::OpenAi {
-            settings,
-            max_turns,
-            skills_dir,
-        } => {
-            let model = taskledger_infra::llm::OpenAiCompatible::new(settings.clone())
-                .map_err(|e| LocalError::Agent(e.to_string()))?;
-            taskledger_app::llm_agent::LlmAgent::with_skills(
-                Arc::new(model),
-                *max_turns,
-                skills(skills_dir),
-            )
-        }
-        AgentChoice::Bedrock {
-            model,
-            max_turns,
-            skills_dir,
-        } => {
-            let client = taskledger_infra::llm::Bedrock::client(None).await;
-            let model = taskledger_infra::llm::Bedrock::new(client, model.clone());
-            taskledger_app::llm_agent::LlmAgent::with_skills(
-                Arc::new(model),
-                *max_turns,
-                skills(skills_dir),
-            )
-        }
-    })
-}
-
 /// Builds the router with its store, service and agent.
 pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
     let stores = open_store(&config.storage).await?;
@@ -341,7 +284,11 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
     let service = Service::new(
         stores.events,
         stores.reads,
-        agent(config).await?,
+        config
+            .agent
+            .build(config.timings.clone())
+            .await
+            .map_err(LocalError::Agent)?,
         CursorCodec::new(cursor_key(config)?),
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,
@@ -352,7 +299,7 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
     );
     if let Some(outbox) = stores.outbox {
         let sender = WebhookSender::new(config.push.policy.clone(), signer.clone())?;
-        tokio::spawn(taskledger_app::push::run_outbox_worker(
+        tokio::spawn(taskledger_app::runners::push_outbox::run_outbox_worker(
             service.clone(),
             outbox,
             Arc::new(sender),
@@ -380,7 +327,7 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
         ));
     }
     if let Some(feed) = stores.feed {
-        tokio::spawn(taskledger_app::worker::run_feed_relay(
+        tokio::spawn(taskledger_app::runners::feed::run_feed_relay(
             service.clone(),
             feed,
             "agent",

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use taskledger_app::agent::ScenarioTimings;
+use taskledger_app::compose;
 use taskledger_app::identity::TokenAuthenticator;
 use taskledger_domain::ids::TaskId;
 use taskledger_infra::dynamo::{self, DynamoStore};
@@ -25,7 +26,7 @@ struct Args {
     #[arg(long, env = "TASKLEDGER_STORE", value_enum, default_value_t = StoreKind::Auto)]
     store: StoreKind,
     /// DynamoDB table name prefix (tables are `<prefix>tasks`).
-    #[arg(long, env = "TASKLEDGER_TABLE_PREFIX", default_value = "taskledger-")]
+    #[arg(long, env = "TASKLEDGER_TABLE_PREFIX", default_value = compose::DEFAULT_TABLE_PREFIX)]
     table_prefix: String,
     /// Create the DynamoDB tables and the SQS queues (turns, push, their DLQs) at start if they
     /// do not exist.
@@ -56,7 +57,7 @@ struct Args {
     )]
     tokens: String,
     /// Seconds a blocking SendMessage waits for the task to settle.
-    #[arg(long, env = "TASKLEDGER_BLOCKING_TIMEOUT_SECS", default_value_t = 60)]
+    #[arg(long, env = "TASKLEDGER_BLOCKING_TIMEOUT_SECS", default_value_t = compose::LOCAL_BLOCKING_TIMEOUT_SECS)]
     blocking_timeout_secs: u64,
     /// Base URL of an OpenAI-compatible Chat Completions endpoint; without it the model loop
     /// runs on the built-in scripted model.
@@ -66,7 +67,7 @@ struct Args {
     #[arg(long, env = "TASKLEDGER_LLM_API_KEY", hide_env_values = true)]
     llm_api_key: Option<String>,
     /// Model used when a task names none (`/model` changes it per task).
-    #[arg(long, env = "TASKLEDGER_LLM_MODEL", default_value = "gpt-4o-mini")]
+    #[arg(long, env = "TASKLEDGER_LLM_MODEL", default_value = compose::DEFAULT_LLM_MODEL)]
     llm_model: String,
     /// A Bedrock model id (Converse API) to use as the agent instead of an OpenAI-compatible
     /// endpoint; AWS credentials and region come from the environment.
@@ -76,7 +77,7 @@ struct Args {
     #[arg(long, env = "TASKLEDGER_SKILLS_DIR")]
     skills_dir: Option<PathBuf>,
     /// Model turns per execution before the task fails with "turn limit reached".
-    #[arg(long, env = "TASKLEDGER_MAX_TURNS", default_value_t = 50)]
+    #[arg(long, env = "TASKLEDGER_MAX_TURNS", default_value_t = compose::DEFAULT_MAX_TURNS)]
     max_turns: u32,
     /// Networks webhooks may reach despite the SSRF guard (comma-separated CIDRs). The local
     /// default allows loopback (development); pass an empty value to refuse it too.
@@ -94,7 +95,7 @@ struct Args {
     #[arg(
         long,
         env = "TASKLEDGER_PUSH_RETRY_HORIZON_SECS",
-        default_value_t = 86_400
+        default_value_t = taskledger_domain::push::DEFAULT_RETRY_HORIZON.as_secs()
     )]
     push_retry_horizon_secs: u64,
     /// Log format: `pretty` (human) or `json`.

@@ -2,11 +2,10 @@
 //! poller feeds the same relay the relay Lambda runs, and queue pollers run the same handlers as
 //! the agent worker and push worker Lambdas. The only difference is who calls them.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use taskledger_app::worker::handle_turn;
+use taskledger_app::runners::{handle_turn, jitter, TaskLocks};
 use taskledger_app::Service;
 use taskledger_domain::push::RetryPolicy;
 use taskledger_infra::sqs::{PushOutcome, SqsPushQueue, SqsTurnQueue};
@@ -22,7 +21,7 @@ const TURN_RETRY_SECS: i32 = 2;
 /// Runs turns from the FIFO turn queue: one at a time per task, tasks side by side; a message is
 /// deleted once its turn is handled, and a failed one comes back after a pause.
 pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>) {
-    let locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = Arc::default();
+    let locks = TaskLocks::default();
     loop {
         let msgs = match queue.receive().await {
             Ok(m) => m,
@@ -41,16 +40,12 @@ pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>) {
                 let _ = queue.delete(&m.receipt_handle).await;
                 continue;
             };
-            let lock = locks
-                .lock()
-                .map(|mut l| l.entry(turn.task_id.clone()).or_default().clone())
-                .unwrap_or_default();
-            let (svc, queue) = (svc.clone(), queue.clone());
+            let (svc, queue, locks) = (svc.clone(), queue.clone(), locks.clone());
             let span =
                 tracing::info_span!("turn", task_id = %turn.task_id, work_seq = turn.work_seq);
             tokio::spawn(
                 async move {
-                    let _one_at_a_time = lock.lock().await;
+                    let _one_at_a_time = locks.acquire(&turn.task_id).await;
                     match handle_turn(&svc, &turn).await {
                         Ok(outcome) => {
                             debug!(?outcome, "turn handled");
@@ -84,9 +79,7 @@ pub async fn run_push_poller(queue: SqsPushQueue, sender: WebhookSender, retry: 
             tokio::time::sleep(IDLE).await;
             continue;
         }
-        let outcomes = queue
-            .process_batch(&sender, &retry, &batch, taskledger_app::push::jitter)
-            .await;
+        let outcomes = queue.process_batch(&sender, &retry, &batch, jitter).await;
         for (m, outcome) in batch.iter().zip(outcomes) {
             match outcome {
                 Ok(PushOutcome::Delivered) | Ok(PushOutcome::DeadLettered(_)) => {

@@ -102,7 +102,7 @@ async fn throughput() {
     );
     let sender = WebhookSender::new(AddressPolicy::allow_loopback(), None).unwrap();
     let started = Instant::now();
-    tokio::spawn(taskledger_app::push::run_outbox_worker(
+    tokio::spawn(taskledger_app::runners::push_outbox::run_outbox_worker(
         svc,
         store.clone(),
         Arc::new(sender),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use taskledger_app::llm_agent::{LlmAgent, DEFAULT_MAX_TURNS};
+use taskledger_app::agent::{LlmAgent, DEFAULT_MAX_TURNS};
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
@@ -134,7 +134,7 @@ async fn main() {
     let store = Arc::new(SqliteStore::open(&dir).unwrap());
     let model = Arc::new(Timed::default());
     let svc = service(store.clone(), store.clone(), model.clone());
-    tokio::spawn(taskledger_app::worker::run_feed_relay(
+    tokio::spawn(taskledger_app::runners::feed::run_feed_relay(
         svc.clone(),
         store.clone(),
         "agent",

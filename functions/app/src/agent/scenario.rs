@@ -1,8 +1,7 @@
-//! The agent that works on tasks after a message is committed. The built-in one is the model
-//! loop (`LlmAgent`) on the deterministic `ScriptedModel`, behind a thin rule layer for what the
-//! A2A conformance kit asks of an agent that no model can do through tools (a direct Message
-//! reply, REJECTED / AUTH_REQUIRED / INPUT_REQUIRED on a plain task, timed pauses, chunked
-//! artifacts, file and data parts). It acts only through the service's commands.
+//! The conformance kit's scenarios that no model can play through the intrinsic tools (a
+//! direct Message reply, REJECTED / AUTH_REQUIRED / INPUT_REQUIRED on a plain task, timed
+//! pauses, chunked artifacts, file and data parts), keyed by `messageId` prefix. Every other
+//! message goes to the model loop on the scripted model, which reads the prefixes it can play.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,86 +16,9 @@ use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Part, PartContent, TaskState};
 use tracing::{debug, warn, Instrument};
 
+use super::llm::{LlmAgent, DEFAULT_MAX_TURNS};
+use super::{Agent, TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
-use crate::llm_agent::{LlmAgent, DEFAULT_MAX_TURNS};
-use crate::service::{Actor, Service};
-
-/// What a Lambda invocation leaves, by default, for the step in flight and the commit of a
-/// continuation: a model call may take its timeout several times over with retries.
-pub const DEFAULT_TURN_MARGIN: Duration = Duration::from_secs(300);
-
-/// How long a turn may keep starting model steps: until `margin` before its deadline. A turn
-/// always takes its first step, so every turn makes progress whatever the budget.
-#[derive(Debug, Clone, Copy)]
-pub struct TurnBudget {
-    stop_at: Option<tokio::time::Instant>,
-}
-
-impl TurnBudget {
-    /// No deadline (the embedded worker, in-process dispatch).
-    pub fn unlimited() -> Self {
-        Self { stop_at: None }
-    }
-
-    /// Stop starting steps `margin` before `deadline`.
-    pub fn until(deadline: tokio::time::Instant, margin: Duration) -> Self {
-        Self {
-            stop_at: Some(
-                deadline
-                    .checked_sub(margin)
-                    .unwrap_or_else(tokio::time::Instant::now),
-            ),
-        }
-    }
-
-    /// From a deadline in milliseconds since the Unix epoch (a Lambda invocation's) and the
-    /// wall clock now, in the same unit.
-    pub fn from_epoch_deadline(deadline_ms: u64, now_ms: u64, margin: Duration) -> Self {
-        let left = Duration::from_millis(deadline_ms.saturating_sub(now_ms));
-        Self::until(tokio::time::Instant::now() + left, margin)
-    }
-
-    /// True once no further step should start.
-    pub fn exhausted(&self) -> bool {
-        self.stop_at
-            .is_some_and(|t| tokio::time::Instant::now() >= t)
-    }
-}
-
-/// How a queued turn ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TurnEnd {
-    /// The agent is done with this work (the task may be finished or waiting).
-    Finished,
-    /// Out of time: a continuation was recorded and goes on in its own turn.
-    Continued,
-}
-
-#[async_trait]
-pub trait Agent: Send + Sync + 'static {
-    /// A direct reply instead of a task (`{"message": …}`), for a message that starts no task.
-    fn direct_reply(&self, message: &Message) -> Option<Message>;
-    /// Works on `task_id` after `message` was committed to it.
-    async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message);
-    /// Every sub-task of `task_id` is resolved: the agent may finish the parent.
-    async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId);
-    /// Runs one queued turn within `budget`: on `input`, the message that requested it, or
-    /// with none on the task as it is (resolved sub-tasks, a continuation). An error leaves the
-    /// turn unfinished, to be delivered again.
-    async fn run_turn(
-        self: Arc<Self>,
-        service: Arc<Service>,
-        task_id: TaskId,
-        input: Option<Message>,
-        _budget: TurnBudget,
-    ) -> Result<TurnEnd, AppError> {
-        match input {
-            Some(m) => self.on_message(service, task_id, m).await,
-            None => self.on_children_resolved(service, task_id).await,
-        }
-        Ok(TurnEnd::Finished)
-    }
-}
 
 /// One step of a rule: commands committed together, or a pause.
 enum Step {
@@ -292,25 +214,9 @@ impl Agent for ScenarioAgent {
         Some(reply)
     }
 
-    async fn on_message(self: Arc<Self>, service: Arc<Service>, task_id: TaskId, message: Message) {
-        let r = self
-            .run_turn(service, task_id, Some(message), TurnBudget::unlimited())
-            .await;
-        if let Err(e) = r {
-            warn!(error = %e, "the agent stopped");
-        }
-    }
-
-    async fn on_children_resolved(self: Arc<Self>, service: Arc<Service>, task_id: TaskId) {
-        self.model_loop
-            .clone()
-            .on_children_resolved(service, task_id)
-            .await
-    }
-
     async fn run_turn(
-        self: Arc<Self>,
-        service: Arc<Service>,
+        &self,
+        tasks: Arc<dyn TaskPort>,
         task_id: TaskId,
         input: Option<Message>,
         budget: TurnBudget,
@@ -322,45 +228,40 @@ impl Agent for ScenarioAgent {
         match rule {
             Some((scenario, steps)) => {
                 let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
-                self.run(service, task_id, steps).instrument(span).await;
+                run_rule(tasks.as_ref(), &task_id, steps)
+                    .instrument(span)
+                    .await;
                 Ok(TurnEnd::Finished)
             }
             None => {
                 self.model_loop
-                    .clone()
-                    .run_turn(service, task_id, input, budget)
+                    .run_turn(tasks, task_id, input, budget)
                     .await
             }
         }
     }
 }
 
-impl ScenarioAgent {
-    async fn run(&self, service: Arc<Service>, task_id: TaskId, steps: Vec<Step>) {
-        for step in steps {
-            match step {
-                Step::Pause(d) => tokio::time::sleep(d).await,
-                Step::Commit(commands) => {
-                    let result = service
-                        .execute(Actor::Agent, &task_id, None, |_| commands.clone())
-                        .await;
-                    match result {
-                        Ok(_) => {}
-                        // Canceled (or finished by another turn) meanwhile: nothing left to do.
-                        Err(AppError::Domain(DomainError::TaskTerminal { .. })) => {
-                            debug!("task became terminal, stopping");
-                            return;
-                        }
-                        Err(e) => {
-                            warn!(error = %e, "agent step failed");
-                            service
-                                .fail_task(&task_id, "the agent could not record its work")
-                                .await;
-                            return;
-                        }
-                    }
+/// Commits a rule's steps in order, pausing where it says.
+async fn run_rule(tasks: &dyn TaskPort, task_id: &TaskId, steps: Vec<Step>) {
+    for step in steps {
+        match step {
+            Step::Pause(d) => tokio::time::sleep(d).await,
+            Step::Commit(commands) => match tasks.execute(task_id, &|_| commands.clone()).await {
+                Ok(_) => {}
+                // Canceled (or finished by another turn) meanwhile: nothing left to do.
+                Err(AppError::Domain(DomainError::TaskTerminal { .. })) => {
+                    debug!("task became terminal, stopping");
+                    return;
                 }
-            }
+                Err(e) => {
+                    warn!(error = %e, "agent step failed");
+                    tasks
+                        .fail_task(task_id, "the agent could not record its work")
+                        .await;
+                    return;
+                }
+            },
         }
     }
 }
@@ -368,29 +269,6 @@ impl ScenarioAgent {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_budget_is_spent_margin_before_its_deadline() {
-        assert!(!TurnBudget::unlimited().exhausted());
-        let now = tokio::time::Instant::now();
-        let margin = DEFAULT_TURN_MARGIN;
-        let second = Duration::from_secs(1);
-        assert!(!TurnBudget::until(now + margin + second, margin).exhausted());
-        assert!(TurnBudget::until(now + margin, margin).exhausted());
-        assert!(TurnBudget::until(now + margin - second, margin).exhausted());
-        assert!(
-            TurnBudget::until(now, Duration::ZERO).exhausted(),
-            "a tiny budget"
-        );
-        // a Lambda deadline in epoch milliseconds
-        let at = 1_800_000_000_000u64;
-        assert!(!TurnBudget::from_epoch_deadline(at + 900_000, at, margin).exhausted());
-        assert!(TurnBudget::from_epoch_deadline(at + 200_000, at, margin).exhausted());
-        assert!(
-            TurnBudget::from_epoch_deadline(at - 1, at, margin).exhausted(),
-            "a deadline already passed"
-        );
-    }
 
     #[test]
     fn prefixes_pick_rules_longest_first() {

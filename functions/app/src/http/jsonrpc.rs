@@ -1,24 +1,17 @@
-//! The A2A HTTP surface (one axum Router for Lambda and the local server): the agent card and the
-//! JSON-RPC 2.0 binding. Bodies are bounded before parsing; every error is a JSON-RPC error with
-//! an ErrorInfo; nothing a request sends can panic the server.
+//! The JSON-RPC 2.0 binding: envelope checks, the protocol version, the idempotency key, then
+//! each method's params decoded into its typed request and handed to the service. HTTP status
+//! and error codes come from the one error table (`ErrorKind::wire`).
 
 use std::sync::Arc;
-use std::time::SystemTime;
 
 use axum::body::{Body, Bytes};
 use axum::extract::{Request, State};
-use axum::http::header::{
-    CACHE_CONTROL, CONTENT_LENGTH, CONTENT_TYPE, ETAG, HOST, IF_NONE_MATCH, LAST_MODIFIED,
-};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
-use axum::Router;
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::{json, Value};
-use sha2::{Digest, Sha256};
-use taskledger_domain::card::{agent_card, CardSettings, JSONRPC_PATH};
 use taskledger_domain::error::{ErrorKind, ERROR_DOMAIN};
 use taskledger_domain::ids::{IdempotencyKey, Principal};
 use taskledger_domain::intake::json_fingerprint;
@@ -26,162 +19,27 @@ use taskledger_domain::wire::{
     CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest, ListTasksRequest,
     SendMessageRequest, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
-use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
-use tower_http::trace::TraceLayer;
 use tracing::{debug, error, info_span, Instrument};
 
+use super::{AppState, IDEMPOTENCY_HEADER, MAX_BODY_BYTES, SUPPORTED_MAJOR, VERSION_HEADER};
 use crate::error::AppError;
-use crate::identity::Authenticator;
-use crate::service::Service;
 
-/// Largest request body accepted, checked before anything is parsed.
-pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// The protocol major version served.
-pub const SUPPORTED_MAJOR: u32 = 1;
-/// Header and query parameter naming the client's protocol version.
-pub const VERSION_HEADER: &str = "A2A-Version";
-/// Header making task creation safe to retry.
-pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
-/// `max-age` of the agent card.
-const CARD_MAX_AGE_SECS: u32 = 300;
-
-#[derive(Debug, Clone)]
-pub struct HttpSettings {
-    /// Base URL for the card; when unset it is derived from the request's Host header.
-    pub public_url: Option<String>,
-    pub name: String,
-    pub description: String,
-    pub version: String,
-    /// The push signing key set served at `/.well-known/jwks.json` (none: not served).
-    pub jwks: Option<Value>,
-}
-
-pub struct AppState {
-    pub service: Arc<Service>,
-    pub auth: Arc<dyn Authenticator>,
-    pub settings: HttpSettings,
-    started: SystemTime,
-}
-
-impl AppState {
-    pub fn new(
-        service: Arc<Service>,
-        auth: Arc<dyn Authenticator>,
-        settings: HttpSettings,
-    ) -> Arc<Self> {
-        Arc::new(Self {
-            service,
-            auth,
-            settings,
-            started: SystemTime::now(),
-        })
-    }
-}
-
-pub fn router(state: Arc<AppState>) -> Router {
-    let jsonrpc_slash = format!("{JSONRPC_PATH}/");
-    Router::new()
-        .route("/.well-known/agent-card.json", get(card))
-        .route("/.well-known/jwks.json", get(jwks))
-        .route(JSONRPC_PATH, post(jsonrpc))
-        .route(&jsonrpc_slash, post(jsonrpc))
-        .route("/", post(jsonrpc))
-        .with_state(state)
-        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
-            let request_id = req
-                .headers()
-                .get("x-request-id")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or("");
-            info_span!("http", method = %req.method(), path = %req.uri().path(), request_id)
-        }))
-        .layer(PropagateRequestIdLayer::x_request_id())
-        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
-}
-
-// ---------------------------------------------------------------- agent card
-
-/// The public keys push deliveries are signed with (JWK Set, RFC 7517).
-async fn jwks(State(state): State<Arc<AppState>>) -> Response {
-    match &state.settings.jwks {
-        Some(keys) => (
-            [
-                (CONTENT_TYPE, "application/jwk-set+json"),
-                (CACHE_CONTROL, "public, max-age=300"),
-            ],
-            keys.to_string(),
-        )
-            .into_response(),
-        None => (
-            StatusCode::NOT_FOUND,
-            [(CONTENT_TYPE, "application/json")],
-            json!({"error": "push deliveries are not signed on this server"}).to_string(),
-        )
-            .into_response(),
-    }
-}
-
-fn base_url(state: &AppState, headers: &HeaderMap) -> String {
-    if let Some(u) = &state.settings.public_url {
-        return u.trim_end_matches('/').to_string();
-    }
-    let host = headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1");
-    let proto = headers
-        .get("x-forwarded-proto")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("http");
-    format!("{proto}://{host}")
-}
-
-async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let card = agent_card(&CardSettings {
-        public_url: base_url(&state, &headers),
-        name: state.settings.name.clone(),
-        description: state.settings.description.clone(),
-        version: state.settings.version.clone(),
-        bearer_auth: state.auth.requires_bearer(),
-        push_notifications: state.service.push_enabled(),
-    });
-    let body = serde_json::to_vec(&card).unwrap_or_default();
-    let digest = Sha256::digest(&body);
-    let etag = format!(
-        "\"{}\"",
-        digest[..16]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>()
-    );
-    let mut h = HeaderMap::new();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
-    if let Ok(v) = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}")) {
-        h.insert(CACHE_CONTROL, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(&etag) {
-        h.insert(ETAG, v);
-    }
-    if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(state.started)) {
-        h.insert(LAST_MODIFIED, v);
-    }
-    let not_modified = headers
-        .get(IF_NONE_MATCH)
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
-    if not_modified {
-        return (StatusCode::NOT_MODIFIED, h).into_response();
-    }
-    (StatusCode::OK, h, body).into_response()
-}
-
-// ---------------------------------------------------------------- JSON-RPC
-
-/// A JSON-RPC error reply, with the HTTP status it travels with.
+/// A JSON-RPC error reply. Errors of a method travel with HTTP 200, as JSON-RPC responses do;
+/// a request refused before it is read as JSON-RPC (too large, not authenticated) travels with
+/// its kind's HTTP status from the error table.
 struct RpcFailure {
     id: Value,
-    status: StatusCode,
+    before_rpc: bool,
     error: AppError,
+}
+
+impl RpcFailure {
+    fn status(&self) -> StatusCode {
+        if !self.before_rpc {
+            return StatusCode::OK;
+        }
+        StatusCode::from_u16(self.error.kind().wire().http).unwrap_or(StatusCode::BAD_REQUEST)
+    }
 }
 
 fn error_body(id: &Value, e: &AppError) -> Value {
@@ -221,14 +79,14 @@ impl IntoResponse for RpcFailure {
         } else {
             debug!(error = %self.error, reason = kind.wire().reason, "request refused");
         }
-        json_response(self.status, &error_body(&self.id, &self.error))
+        json_response(self.status(), &error_body(&self.id, &self.error))
     }
 }
 
 fn fail(id: Value, kind: ErrorKind, message: impl Into<String>) -> RpcFailure {
     RpcFailure {
         id,
-        status: StatusCode::OK,
+        before_rpc: false,
         error: AppError::protocol(kind, message),
     }
 }
@@ -236,7 +94,7 @@ fn fail(id: Value, kind: ErrorKind, message: impl Into<String>) -> RpcFailure {
 async fn read_body(body: Body, headers: &HeaderMap) -> Result<Bytes, RpcFailure> {
     let too_large = || RpcFailure {
         id: Value::Null,
-        status: StatusCode::PAYLOAD_TOO_LARGE,
+        before_rpc: true,
         error: AppError::protocol(
             ErrorKind::PayloadTooLarge,
             format!("request body exceeds {MAX_BODY_BYTES} bytes"),
@@ -296,7 +154,7 @@ fn check_version(headers: &HeaderMap, query: Option<&str>, id: &Value) -> Result
     }
     Err(RpcFailure {
         id: id.clone(),
-        status: StatusCode::OK,
+        before_rpc: false,
         error: AppError::protocol(
             ErrorKind::VersionNotSupported,
             format!(
@@ -334,7 +192,7 @@ fn to_value<T: Serialize>(v: &T) -> Result<Value, AppError> {
     })
 }
 
-async fn jsonrpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
+pub(super) async fn jsonrpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     match handle_jsonrpc(&state, parts, body).await {
         Ok(Some(v)) => json_response(StatusCode::OK, &v),
@@ -352,7 +210,7 @@ async fn handle_jsonrpc(
     let bytes = read_body(body, &parts.headers).await?;
     let principal = state.auth.authenticate(&parts).map_err(|e| RpcFailure {
         id: Value::Null,
-        status: StatusCode::UNAUTHORIZED,
+        before_rpc: true,
         error: AppError::protocol(ErrorKind::Unauthenticated, e.to_string()),
     })?;
     let envelope: Value = serde_json::from_slice(&bytes).map_err(|e| {
@@ -406,7 +264,7 @@ async fn handle_jsonrpc(
         .transpose()
         .map_err(|error| RpcFailure {
             id: reply_id.clone(),
-            status: StatusCode::OK,
+            before_rpc: false,
             error,
         })?;
 
@@ -430,7 +288,7 @@ async fn handle_jsonrpc(
         (_, Ok(v)) => Ok(Some(json!({"jsonrpc": "2.0", "id": reply_id, "result": v}))),
         (_, Err(error)) => Err(RpcFailure {
             id: reply_id,
-            status: StatusCode::OK,
+            before_rpc: false,
             error,
         }),
     }

@@ -12,6 +12,7 @@ use taskledger_domain::push::{NextStep, RetryPolicy};
 use taskledger_domain::time::Timestamp;
 use tracing::{debug, info, warn, Instrument};
 
+use super::jitter;
 use crate::service::Service;
 
 /// Deliveries in flight at once.
@@ -21,11 +22,6 @@ const IDLE: Duration = Duration::from_millis(500);
 
 fn now_ms() -> i64 {
     Timestamp::now().unix_nanos() / 1_000_000
-}
-
-/// Uniform in [0, 1), for backoff jitter.
-pub fn jitter() -> f64 {
-    (uuid::Uuid::new_v4().as_u128() % 1_000_000) as f64 / 1_000_000.0
 }
 
 /// One attempt at one outbox entry, and its bookkeeping.

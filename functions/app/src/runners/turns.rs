@@ -1,27 +1,20 @@
-//! The agent worker and the embedded relay. A turn (task, sequence of its `AgentWorkRequested`
-//! event) runs the agent on that work; duplicates and superseded turns do nothing, and a
-//! finished turn is recorded (`AgentTurnFinished`) so redelivery never repeats it.
+//! The turn handler every queue and feed drives: a turn (task, sequence of its
+//! `AgentWorkRequested` event) runs the agent on that work; duplicates and superseded turns do
+//! nothing, and a finished turn is recorded (`AgentTurnFinished`) so redelivery never repeats it.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::sync::Arc;
 
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::WorkFeed;
 use taskledger_domain::task::{TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::turns::AgentTurn;
+use taskledger_domain::turns::{AgentTurn, WORK_EVENT};
 use taskledger_domain::wire::Role;
-use tracing::{debug, warn, Instrument};
+use tracing::{warn, Instrument};
 
-use crate::agent::{TurnBudget, TurnEnd};
+use crate::agent::{TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
 use crate::service::{Actor, Service};
 
-/// Feed entries the relay reads at once.
-pub const RELAY_BATCH: u32 = 100;
-/// The relay polls at least this often, even without a nudge.
-const RELAY_IDLE: Duration = Duration::from_millis(250);
 /// Events one command may append: the window searched for a turn's input message.
 const INPUT_WINDOW: u64 = 16;
 
@@ -61,6 +54,24 @@ pub async fn handle_turn_within(
     turn: &AgentTurn,
     budget: TurnBudget,
 ) -> Result<TurnOutcome, AppError> {
+    run_turn(svc, turn, budget, Delivery::AtLeastOnce).await
+}
+
+/// How often a turn may be delivered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Delivery {
+    /// From a queue or a feed: a finished turn is recorded so a redelivery does nothing.
+    AtLeastOnce,
+    /// Handed over once in this process (in-process dispatch): no record is needed.
+    Once,
+}
+
+pub(crate) async fn run_turn(
+    svc: &Arc<Service>,
+    turn: &AgentTurn,
+    budget: TurnBudget,
+    delivery: Delivery,
+) -> Result<TurnOutcome, AppError> {
     let Ok(task_id) = TaskId::parse(turn.task_id.clone()) else {
         return Ok(TurnOutcome::Nothing);
     };
@@ -86,7 +97,7 @@ pub async fn handle_turn_within(
     // back, whose sequence number a different event may hold by now).
     let requested = events
         .iter()
-        .any(|e| e.seq == turn.work_seq && e.event_type == taskledger_domain::turns::WORK_EVENT);
+        .any(|e| e.seq == turn.work_seq && e.event_type == WORK_EVENT);
     if !requested {
         warn!(task_id = %task_id, work_seq = turn.work_seq, "no work request at this sequence; the turn does nothing");
         return Ok(TurnOutcome::Nothing);
@@ -106,9 +117,10 @@ pub async fn handle_turn_within(
             _ => None,
         });
     let span = tracing::info_span!("turn", task_id = %task_id, work_seq = turn.work_seq);
+    let port: Arc<dyn TaskPort> = svc.clone();
     let end = svc
         .agent()
-        .run_turn(svc.clone(), task_id.clone(), input, budget)
+        .run_turn(port, task_id.clone(), input, budget)
         .instrument(span)
         .await?;
     if end == TurnEnd::Continued {
@@ -117,6 +129,9 @@ pub async fn handle_turn_within(
     }
     // A task the turn finished needs no record (a redelivery finds it terminal); one that waits
     // (input required, sub-tasks) does, or a redelivery would run the agent on it again.
+    if delivery == Delivery::Once {
+        return Ok(TurnOutcome::Ran);
+    }
     let terminal = svc
         .load(&task_id)
         .await?
@@ -126,61 +141,4 @@ pub async fn handle_turn_within(
         finish(svc, &task_id, turn.work_seq).await?;
     }
     Ok(TurnOutcome::Ran)
-}
-
-/// The embedded relay: tails the store's work feed and runs each turn on the worker, one turn
-/// at a time per task. The consumer's cursor advances past an entry only once its turn (and
-/// every earlier one) is done, so work committed before a crash runs after the restart.
-pub async fn run_feed_relay(svc: Arc<Service>, feed: Arc<dyn WorkFeed>, consumer: &'static str) {
-    let locks: Arc<Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>> = Arc::default();
-    let mut read = match feed.feed_cursor(consumer).await {
-        Ok(c) => c,
-        Err(e) => {
-            warn!(error = %e, "relay cannot read its cursor");
-            0
-        }
-    };
-    // Positions in flight, and the highest dispatched: the cursor may pass only finished ones.
-    let progress: Arc<Mutex<(BTreeSet<u64>, u64)>> = Arc::new(Mutex::new((BTreeSet::new(), read)));
-    loop {
-        let entries = match feed.feed_after(read, RELAY_BATCH).await {
-            Ok(e) => e,
-            Err(e) => {
-                warn!(error = %e, "relay cannot read the feed");
-                Vec::new()
-            }
-        };
-        for (pos, turn) in entries {
-            read = pos;
-            if let Ok(mut p) = progress.lock() {
-                p.0.insert(pos);
-                p.1 = p.1.max(pos);
-            }
-            let lock = locks
-                .lock()
-                .map(|mut l| l.entry(turn.task_id.clone()).or_default().clone())
-                .unwrap_or_default();
-            let (svc, progress, feed) = (svc.clone(), progress.clone(), feed.clone());
-            tokio::spawn(async move {
-                let _one_at_a_time = lock.lock().await;
-                match handle_turn(&svc, &turn).await {
-                    Ok(outcome) => debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
-                    Err(e) => warn!(task_id = %turn.task_id, error = %e, "turn failed"),
-                }
-                let safe = progress.lock().ok().map(|mut p| {
-                    p.0.remove(&pos);
-                    p.0.first().map_or(p.1, |first| first.saturating_sub(1))
-                });
-                if let Some(c) = safe {
-                    if let Err(e) = feed.save_feed_cursor(consumer, c).await {
-                        warn!(error = %e, "relay cannot save its cursor");
-                    }
-                }
-            });
-        }
-        tokio::select! {
-            _ = svc.work_committed() => {}
-            _ = tokio::time::sleep(RELAY_IDLE) => {}
-        }
-    }
 }

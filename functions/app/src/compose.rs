@@ -1,0 +1,149 @@
+//! Composition shared by the Lambda functions and the local server: which agent works on tasks
+//! (the built-in scenario agent, a model behind an OpenAI-compatible endpoint, or Bedrock),
+//! with the defaults defined once whether read by clap or from a Lambda's environment, and the
+//! Lambda service set-up. The only module of the crate that names infra's adapters.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::skills::SkillCatalog;
+use taskledger_infra::llm::{Bedrock, OpenAiCompatible, OpenAiSettings};
+
+use crate::agent::{Agent, LlmAgent, ScenarioAgent, ScenarioTimings};
+use crate::service::{Service, ServiceSettings};
+
+pub use crate::agent::{DEFAULT_MAX_TURNS, DEFAULT_TURN_MARGIN};
+
+/// Model used when a task names none (`/model` overrides per task).
+pub const DEFAULT_LLM_MODEL: &str = "gpt-4o-mini";
+/// Prefix of the DynamoDB table names (`<prefix>tasks`).
+pub const DEFAULT_TABLE_PREFIX: &str = "taskledger-";
+/// How long a blocking SendMessage waits locally, and behind API Gateway (below its 30 s).
+pub const LOCAL_BLOCKING_TIMEOUT_SECS: u64 = 60;
+pub const LAMBDA_BLOCKING_TIMEOUT_SECS: u64 = 25;
+
+/// The agent that works on tasks.
+#[derive(Debug, Clone)]
+pub enum AgentChoice {
+    /// The built-in one: the scripted model behind the conformance rules.
+    Scenario,
+    /// A model behind an OpenAI-compatible Chat Completions endpoint.
+    OpenAi {
+        settings: OpenAiSettings,
+        max_turns: u32,
+        /// Folder of skills (one sub-folder with a SKILL.md per skill).
+        skills_dir: Option<PathBuf>,
+    },
+    /// A Bedrock model through the Converse API (credentials and region from the environment).
+    Bedrock {
+        model: String,
+        max_turns: u32,
+        skills_dir: Option<PathBuf>,
+    },
+}
+
+fn var(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// A whole number of seconds from the environment, or its default.
+pub fn secs_from_env(name: &str, default: Duration) -> Result<Duration, String> {
+    match var(name) {
+        None => Ok(default),
+        Some(v) => v
+            .trim()
+            .parse()
+            .map(Duration::from_secs)
+            .map_err(|_| format!("{name} must be a whole number of seconds (got {v:?})")),
+    }
+}
+
+impl AgentChoice {
+    /// From a Lambda's environment, with the same names and defaults as the local server's
+    /// flags: `TASKLEDGER_BEDROCK_MODEL`, or `TASKLEDGER_LLM_BASE_URL` (+ `_API_KEY`, `_MODEL`),
+    /// else the scenario agent; `TASKLEDGER_MAX_TURNS`, `TASKLEDGER_SKILLS_DIR`.
+    pub fn from_env() -> Result<Self, String> {
+        let max_turns = match var("TASKLEDGER_MAX_TURNS") {
+            None => DEFAULT_MAX_TURNS,
+            Some(t) => t
+                .trim()
+                .parse()
+                .map_err(|_| format!("TASKLEDGER_MAX_TURNS must be a number (got {t:?})"))?,
+        };
+        let skills_dir = var("TASKLEDGER_SKILLS_DIR").map(PathBuf::from);
+        if let Some(model) = var("TASKLEDGER_BEDROCK_MODEL") {
+            return Ok(Self::Bedrock {
+                model,
+                max_turns,
+                skills_dir,
+            });
+        }
+        Ok(match var("TASKLEDGER_LLM_BASE_URL") {
+            Some(url) => {
+                let model = var("TASKLEDGER_LLM_MODEL").unwrap_or_else(|| DEFAULT_LLM_MODEL.into());
+                let mut settings = OpenAiSettings::new(url, model);
+                settings.api_key = var("TASKLEDGER_LLM_API_KEY");
+                Self::OpenAi {
+                    settings,
+                    max_turns,
+                    skills_dir,
+                }
+            }
+            None => Self::Scenario,
+        })
+    }
+
+    /// The agent itself.
+    pub async fn build(&self, timings: ScenarioTimings) -> Result<Arc<dyn Agent>, String> {
+        Ok(match self {
+            Self::Scenario => ScenarioAgent::new(timings),
+            Self::OpenAi {
+                settings,
+                max_turns,
+                skills_dir,
+            } => {
+                let model = OpenAiCompatible::new(settings.clone()).map_err(|e| e.to_string())?;
+                LlmAgent::with_skills(Arc::new(model), *max_turns, skills(skills_dir.as_deref()))
+            }
+            Self::Bedrock {
+                model,
+                max_turns,
+                skills_dir,
+            } => {
+                let model = Bedrock::new(Bedrock::client(None).await, model.clone());
+                LlmAgent::with_skills(Arc::new(model), *max_turns, skills(skills_dir.as_deref()))
+            }
+        })
+    }
+}
+
+/// The skill catalog of a folder; skills that cannot be read are skipped and reported.
+fn skills(dir: Option<&Path>) -> SkillCatalog {
+    let skills = dir
+        .map(taskledger_infra::skills::load_catalog)
+        .unwrap_or_default();
+    for p in &skills.problems {
+        tracing::warn!(problem = %p, "skill skipped");
+    }
+    skills
+}
+
+/// A Lambda's service on the DynamoDB store named by `TASKLEDGER_TABLE_PREFIX`, page tokens
+/// signed with `TASKLEDGER_CURSOR_KEY`.
+pub async fn lambda_service(
+    agent: Arc<dyn Agent>,
+    settings: ServiceSettings,
+) -> Result<Arc<Service>, Box<dyn std::error::Error + Send + Sync>> {
+    let store = taskledger_infra::lambda::store_from_env().await?;
+    let cursor_key = var("TASKLEDGER_CURSOR_KEY")
+        .ok_or("TASKLEDGER_CURSOR_KEY must be set (signs ListTasks page tokens)")?;
+    Ok(Service::new(
+        store.clone(),
+        store,
+        agent,
+        CursorCodec::new(cursor_key.into_bytes()),
+        settings,
+    ))
+}

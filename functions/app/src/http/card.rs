@@ -1,0 +1,88 @@
+//! The agent card (cached: Cache-Control, ETag, Last-Modified, 304) and the JWK Set of the key
+//! that signs push deliveries.
+
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, IF_NONE_MATCH, LAST_MODIFIED};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::json;
+use sha2::{Digest, Sha256};
+use taskledger_domain::card::{agent_card, CardSettings};
+
+use super::{AppState, CARD_MAX_AGE_SECS};
+
+/// The public keys push deliveries are signed with (JWK Set, RFC 7517).
+pub(super) async fn jwks(State(state): State<Arc<AppState>>) -> Response {
+    match &state.settings.jwks {
+        Some(keys) => (
+            [
+                (CONTENT_TYPE, "application/jwk-set+json"),
+                (CACHE_CONTROL, "public, max-age=300"),
+            ],
+            keys.to_string(),
+        )
+            .into_response(),
+        None => (
+            StatusCode::NOT_FOUND,
+            [(CONTENT_TYPE, "application/json")],
+            json!({"error": "push deliveries are not signed on this server"}).to_string(),
+        )
+            .into_response(),
+    }
+}
+
+fn base_url(state: &AppState, headers: &HeaderMap) -> String {
+    if let Some(u) = &state.settings.public_url {
+        return u.trim_end_matches('/').to_string();
+    }
+    let host = headers
+        .get(HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("127.0.0.1");
+    let proto = headers
+        .get("x-forwarded-proto")
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or("http");
+    format!("{proto}://{host}")
+}
+
+pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let card = agent_card(&CardSettings {
+        public_url: base_url(&state, &headers),
+        name: state.settings.name.clone(),
+        description: state.settings.description.clone(),
+        version: state.settings.version.clone(),
+        bearer_auth: state.auth.requires_bearer(),
+        push_notifications: state.service.push_enabled(),
+    });
+    let body = serde_json::to_vec(&card).unwrap_or_default();
+    let digest = Sha256::digest(&body);
+    let etag = format!(
+        "\"{}\"",
+        digest[..16]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect::<String>()
+    );
+    let mut h = HeaderMap::new();
+    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    if let Ok(v) = HeaderValue::from_str(&format!("public, max-age={CARD_MAX_AGE_SECS}")) {
+        h.insert(CACHE_CONTROL, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&etag) {
+        h.insert(ETAG, v);
+    }
+    if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(state.started)) {
+        h.insert(LAST_MODIFIED, v);
+    }
+    let not_modified = headers
+        .get(IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|t| t.trim() == etag || t.trim() == "*"));
+    if not_modified {
+        return (StatusCode::NOT_MODIFIED, h).into_response();
+    }
+    (StatusCode::OK, h, body).into_response()
+}

@@ -1,0 +1,87 @@
+//! The A2A HTTP surface (one axum Router for Lambda and the local server): the agent card and
+//! its keys (`card`), and the JSON-RPC 2.0 binding (`jsonrpc`). Bodies are bounded before
+//! parsing; every error is a binding error with an ErrorInfo; nothing a request sends can panic
+//! the server.
+
+mod card;
+mod jsonrpc;
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use axum::extract::Request;
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::Value;
+use taskledger_domain::card::JSONRPC_PATH;
+use tower_http::request_id::{MakeRequestUuid, PropagateRequestIdLayer, SetRequestIdLayer};
+use tower_http::trace::TraceLayer;
+use tracing::info_span;
+
+use crate::identity::Authenticator;
+use crate::service::Service;
+
+/// Largest request body accepted, checked before anything is parsed.
+pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// The protocol major version served.
+pub const SUPPORTED_MAJOR: u32 = 1;
+/// Header and query parameter naming the client's protocol version.
+pub const VERSION_HEADER: &str = "A2A-Version";
+/// Header making task creation safe to retry.
+pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
+/// `max-age` of the agent card.
+const CARD_MAX_AGE_SECS: u32 = 300;
+
+#[derive(Debug, Clone)]
+pub struct HttpSettings {
+    /// Base URL for the card; when unset it is derived from the request's Host header.
+    pub public_url: Option<String>,
+    pub name: String,
+    pub description: String,
+    pub version: String,
+    /// The push signing key set served at `/.well-known/jwks.json` (none: not served).
+    pub jwks: Option<Value>,
+}
+
+pub struct AppState {
+    pub service: Arc<Service>,
+    pub auth: Arc<dyn Authenticator>,
+    pub settings: HttpSettings,
+    started: SystemTime,
+}
+
+impl AppState {
+    pub fn new(
+        service: Arc<Service>,
+        auth: Arc<dyn Authenticator>,
+        settings: HttpSettings,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            service,
+            auth,
+            settings,
+            started: SystemTime::now(),
+        })
+    }
+}
+
+pub fn router(state: Arc<AppState>) -> Router {
+    let jsonrpc_slash = format!("{JSONRPC_PATH}/");
+    Router::new()
+        .route("/.well-known/agent-card.json", get(card::card))
+        .route("/.well-known/jwks.json", get(card::jwks))
+        .route(JSONRPC_PATH, post(jsonrpc::jsonrpc))
+        .route(&jsonrpc_slash, post(jsonrpc::jsonrpc))
+        .route("/", post(jsonrpc::jsonrpc))
+        .with_state(state)
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
+            let request_id = req
+                .headers()
+                .get("x-request-id")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("");
+            info_span!("http", method = %req.method(), path = %req.uri().path(), request_id)
+        }))
+        .layer(PropagateRequestIdLayer::x_request_id())
+        .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}

@@ -1,0 +1,33 @@
+//! In-process dispatch (stores without a durable feed, tests): turns committed by this process
+//! run right away on the turn handler, one at a time per task. Nothing survives a crash here;
+//! the durable paths are the embedded feed relay and the stream relay with its queue.
+
+use std::sync::{Arc, Weak};
+
+use taskledger_domain::turns::AgentTurn;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tracing::{debug, warn};
+
+use super::turns::{run_turn, Delivery};
+use super::TaskLocks;
+use crate::agent::TurnBudget;
+use crate::service::Service;
+
+/// Runs the service's committed turns until the service is gone.
+pub fn start(svc: &Arc<Service>, mut turns: UnboundedReceiver<AgentTurn>) {
+    let svc: Weak<Service> = Arc::downgrade(svc);
+    let locks = TaskLocks::default();
+    tokio::spawn(async move {
+        while let Some(turn) = turns.recv().await {
+            let Some(svc) = svc.upgrade() else { return };
+            let locks = locks.clone();
+            tokio::spawn(async move {
+                let _one_at_a_time = locks.acquire(&turn.task_id).await;
+                match run_turn(&svc, &turn, TurnBudget::unlimited(), Delivery::Once).await {
+                    Ok(outcome) => debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
+                    Err(e) => warn!(task_id = %turn.task_id, error = %e, "turn failed"),
+                }
+            });
+        }
+    });
+}

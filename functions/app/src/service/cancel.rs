@@ -1,0 +1,48 @@
+//! CancelTask (a client's) and a failure the agent cannot recover from (the agent's): both end
+//! a task; the cancel cascades to unfinished sub-tasks through `family`.
+
+use taskledger_domain::ids::{HistoryLength, Principal, TaskId};
+use taskledger_domain::task::TaskCommand;
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::{CancelTaskRequest, Message, Task, TaskState};
+use tracing::warn;
+
+use super::{task_id_of, Actor, Service};
+use crate::error::AppError;
+
+impl Service {
+    pub async fn cancel_task(
+        &self,
+        who: &Principal,
+        req: CancelTaskRequest,
+    ) -> Result<Task, AppError> {
+        let task_id = task_id_of(&req.id)?;
+        self.execute(Actor::Client(who), &task_id, None, |_| {
+            vec![TaskCommand::CancelTask {
+                at: Timestamp::now(),
+            }]
+        })
+        .await?;
+        self.view(who, &task_id, HistoryLength::All, true).await
+    }
+
+    /// The agent reports a failure it cannot recover from; the task fails with a reason.
+    pub async fn fail_task(&self, task_id: &TaskId, reason: &str) {
+        let message = Message::agent_text(uuid::Uuid::new_v4().to_string(), reason);
+        let r = self
+            .execute(Actor::Agent, task_id, None, |s| {
+                if s.head().is_some_and(|h| h.status.state.is_terminal()) {
+                    return vec![];
+                }
+                vec![TaskCommand::ChangeStatus {
+                    state: TaskState::Failed,
+                    message: Some(message.clone()),
+                    at: Timestamp::now(),
+                }]
+            })
+            .await;
+        if let Err(e) = r {
+            warn!(task_id = %task_id, error = %e, "could not mark the task failed");
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! THE commit path: load the head (or replay), decide every command on the state the previous
+//! one left, fold, append with optimistic concurrency (deciding again after a lost race), and
+//! only after the append: announce the change, wake the push worker, dispatch agent work.
+
+use std::time::Duration;
+
+use taskledger_domain::error::DomainError;
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::ports::{commit_for, IdempotencyRecord, MessageKey, StoreError};
+use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::turns::turns_from;
+use tracing::debug;
+
+use super::{Actor, Dispatch, Service, TaskChanged};
+use crate::error::AppError;
+
+/// How often a command is re-decided after losing a race before the caller gets an error.
+pub const MAX_COMMAND_ATTEMPTS: u32 = 12;
+/// Longest pause between two attempts (full jitter below it).
+const MAX_BACKOFF_MS: u64 = 200;
+
+/// Which task a commit is for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Target {
+    /// An existing task the actor may see (else TaskNotFound).
+    Existing,
+    /// A task that must not exist yet: a lost race is reported, not re-decided.
+    New,
+}
+
+/// Idempotency items written with the commit.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Keys {
+    pub message: Option<MessageKey>,
+    pub idempotency: Option<IdempotencyRecord>,
+}
+
+/// The state a commit reached and the events it appended (none: nothing to do).
+pub(crate) struct Committed {
+    pub state: TaskAggregate,
+    pub events: Vec<TaskEvent>,
+}
+
+impl Service {
+    /// Decides `build`'s commands on the task's current state and appends their events as one
+    /// atomic commit.
+    pub(crate) async fn commit<F>(
+        &self,
+        actor: Actor<'_>,
+        task_id: &TaskId,
+        target: Target,
+        keys: Keys,
+        build: F,
+    ) -> Result<Committed, AppError>
+    where
+        F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
+    {
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let before = match target {
+                Target::Existing => self.load_visible(actor, task_id).await?,
+                Target::New => TaskAggregate::default(),
+            };
+            let mut after = before.clone();
+            let mut events = Vec::new();
+            for command in build(&before) {
+                let decided = after
+                    .decide(command)
+                    .map_err(|e| with_task_id(e, task_id))?;
+                for e in &decided {
+                    after.apply_event(e);
+                }
+                events.extend(decided);
+            }
+            if events.is_empty() {
+                return Ok(Committed {
+                    state: before,
+                    events,
+                });
+            }
+            let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
+            commit.message_key = keys.message.clone();
+            commit.idempotency = keys.idempotency.clone();
+            let pushes = !commit.pushes.is_empty();
+            let turns = turns_from(task_id.as_str(), &commit.events);
+            let state = commit.snapshot.clone();
+            match self.store.append(commit).await {
+                Ok(()) => {
+                    self.announce(task_id, state.version);
+                    if pushes {
+                        self.pushes.notify_one();
+                    }
+                    if !turns.is_empty() {
+                        self.dispatch(turns);
+                    }
+                    return Ok(Committed { state, events });
+                }
+                Err(StoreError::Conflict(_))
+                    if target == Target::Existing && attempt < MAX_COMMAND_ATTEMPTS =>
+                {
+                    debug!(task_id = %task_id, attempt, "lost a race, deciding again");
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+
+    fn announce(&self, task_id: &TaskId, version: u64) {
+        // No receiver is fine: nobody is waiting.
+        let _ = self.changes.send(TaskChanged {
+            task_id: task_id.clone(),
+            version,
+        });
+    }
+
+    /// Committed work requests reach the agent: through the durable feed (the relay is only
+    /// nudged), or the in-process dispatcher.
+    fn dispatch(&self, turns: Vec<taskledger_domain::turns::AgentTurn>) {
+        match (&self.settings.dispatch, &self.turns) {
+            (Dispatch::Feed, _) => self.work.notify_one(),
+            (Dispatch::InProcess, Some(tx)) => {
+                for t in turns {
+                    // A closed dispatcher means the process is ending.
+                    let _ = tx.send(t);
+                }
+            }
+            (Dispatch::InProcess, None) => {}
+        }
+    }
+}
+
+/// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.
+fn backoff(attempt: u32) -> Duration {
+    let cap = (2u64 << attempt.min(10)).min(MAX_BACKOFF_MS);
+    let r = (crate::runners::jitter() * (cap + 1) as f64) as u64;
+    Duration::from_millis(r.max(1))
+}
+
+fn with_task_id(e: DomainError, task_id: &TaskId) -> DomainError {
+    match e {
+        DomainError::TaskNotFound { .. } => DomainError::TaskNotFound {
+            task_id: task_id.to_string(),
+        },
+        other => other,
+    }
+}

@@ -1,0 +1,276 @@
+//! Tasks that belong together: after a commit, a child's new state is recorded on its parent
+//! (a parent whose children are all resolved goes back to its agent) and a canceled parent
+//! cancels its unfinished children; the agent spawns sub-tasks here.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use taskledger_domain::error::ErrorKind;
+use taskledger_domain::ext::{self, Participant, Role, TaskExtensionData, TaskRef};
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::ports::{MessageKey, StoreError};
+use taskledger_domain::task::{CreateTask, TaskAggregate, TaskCommand, TaskEvent, TaskHead};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::Message;
+use tracing::warn;
+
+use super::commit::{Keys, Target};
+use super::{Actor, Service};
+use crate::error::AppError;
+
+impl Service {
+    /// Runs commands against a task as one atomic commit, re-deciding after a lost race, then
+    /// carries the consequences to related tasks (parents, children).
+    /// Returns the new state and the events committed (none: nothing to do).
+    pub async fn execute<F>(
+        &self,
+        actor: Actor<'_>,
+        task_id: &TaskId,
+        message_key: Option<MessageKey>,
+        build: F,
+    ) -> Result<(TaskAggregate, Vec<TaskEvent>), AppError>
+    where
+        F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
+    {
+        let keys = Keys {
+            message: message_key,
+            idempotency: None,
+        };
+        let c = self
+            .commit(actor, task_id, Target::Existing, keys, build)
+            .await?;
+        if !c.events.is_empty() {
+            self.follow_up(&c.state, &c.events).await;
+        }
+        Ok((c.state, c.events))
+    }
+
+    /// Consequences for related tasks: a child's state is recorded on its parent; a canceled
+    /// parent cancels its unfinished children.
+    pub(crate) fn follow_up<'a>(
+        &'a self,
+        state: &'a TaskAggregate,
+        events: &'a [TaskEvent],
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + 'a>> {
+        Box::pin(async move {
+            let Some(head) = state.head() else { return };
+            let status_changed = events.iter().any(|e| {
+                matches!(
+                    e,
+                    TaskEvent::StatusChanged { .. }
+                        | TaskEvent::TaskCanceled { .. }
+                        | TaskEvent::HelpRequested { .. }
+                        | TaskEvent::HelpAnswered { .. }
+                )
+            });
+            if status_changed {
+                let parents = head
+                    .ext
+                    .as_ref()
+                    .map(|d| d.parent_tasks.clone())
+                    .unwrap_or_default();
+                for parent in parents.iter().filter(|p| p.agent.is_none()) {
+                    self.record_on_parent(&parent.task_id, head).await;
+                }
+            }
+            if events
+                .iter()
+                .any(|e| matches!(e, TaskEvent::TaskCanceled { .. }))
+            {
+                for child in head.unresolved_children() {
+                    let Ok(child_id) = TaskId::parse(child.clone()) else {
+                        continue;
+                    };
+                    self.cancel_child(&child_id).await;
+                }
+            }
+        })
+    }
+
+    async fn cancel_child(&self, child_id: &TaskId) {
+        let r = self
+            .commit(
+                Actor::Agent,
+                child_id,
+                Target::Existing,
+                Keys::default(),
+                |s| {
+                    if s.head().is_some_and(|h| h.status.state.is_terminal()) {
+                        return vec![];
+                    }
+                    vec![TaskCommand::CancelTask {
+                        at: Timestamp::now(),
+                    }]
+                },
+            )
+            .await;
+        match r {
+            Ok(c) => self.follow_up(&c.state, &c.events).await,
+            Err(e) => warn!(task_id = %child_id, error = %e, "could not cancel a sub-task"),
+        }
+    }
+
+    async fn record_on_parent(&self, parent: &str, child: &TaskHead) {
+        let Ok(parent_id) = TaskId::parse(parent.to_string()) else {
+            return;
+        };
+        let summary = child
+            .status
+            .message
+            .as_ref()
+            .map(Message::text)
+            .unwrap_or_default();
+        let (child_id, state) = (child.id.to_string(), child.status.state);
+        let r = self
+            .commit(
+                Actor::Agent,
+                &parent_id,
+                Target::Existing,
+                Keys::default(),
+                |_| {
+                    vec![TaskCommand::RecordChildState {
+                        child_id: child_id.clone(),
+                        state,
+                        summary: summary.clone(),
+                        at: Timestamp::now(),
+                    }]
+                },
+            )
+            .await;
+        // The agent is woken by the commit's AgentWorkRequested, when all are resolved.
+        if let Err(e) = r {
+            warn!(task_id = %parent_id, error = %e, "could not record a sub-task's state");
+        }
+    }
+
+    /// Spawns a sub-task `<parent>.<n>` (same context, linked both ways, optionally from a plan
+    /// step). With `for_participant`, it is a task for that participant: they become its
+    /// assignee (the previous assignee a watcher) and it waits for their first message.
+    pub async fn spawn_subtask(
+        &self,
+        parent_id: &TaskId,
+        name: &str,
+        goal: &str,
+        step: Option<String>,
+        for_participant: Option<String>,
+    ) -> Result<TaskId, AppError> {
+        let linked = self
+            .commit(
+                Actor::Agent,
+                parent_id,
+                Target::Existing,
+                Keys::default(),
+                |_| {
+                    vec![TaskCommand::SpawnSubTask {
+                        step: step.clone(),
+                        at: Timestamp::now(),
+                    }]
+                },
+            )
+            .await?;
+        let child = linked
+            .events
+            .iter()
+            .find_map(|e| match e {
+                TaskEvent::SubTaskSpawned { child_id, .. } => Some(child_id.clone()),
+                _ => None,
+            })
+            .ok_or_else(|| AppError::protocol(ErrorKind::Internal, "no sub-task was spawned"))?;
+        let head = linked
+            .state
+            .head()
+            .ok_or_else(|| AppError::task_not_found(parent_id.as_str()))?;
+        let child_id = TaskId::parse(child).map_err(|e| AppError::invalid_params("id", e))?;
+        let create = child_of(head, &child_id, name, goal, for_participant)?;
+        let created = self
+            .commit(
+                Actor::Agent,
+                &child_id,
+                Target::New,
+                Keys::default(),
+                |_| vec![TaskCommand::CreateTask(create.clone())],
+            )
+            .await;
+        match created {
+            Ok(c) => self.follow_up(&c.state, &c.events).await,
+            // Already created by an earlier attempt of this same spawn.
+            Err(AppError::Store(StoreError::Conflict(_))) => {}
+            Err(e) => return Err(e),
+        }
+        Ok(child_id)
+    }
+}
+
+/// The creation of a sub-task of `parent`: its participants (a task for a participant makes
+/// them the assignee, any other assignee a watcher), its goal message, the parent's model.
+fn child_of(
+    parent: &TaskHead,
+    child_id: &TaskId,
+    name: &str,
+    goal: &str,
+    for_participant: Option<String>,
+) -> Result<CreateTask, AppError> {
+    let parent_ext = parent.ext.clone();
+    let mut participants: Vec<Participant> = parent_ext
+        .as_ref()
+        .map(|d| d.participants.clone())
+        .unwrap_or_default();
+    if let Some(target) = &for_participant {
+        for p in &mut participants {
+            if p.role == Role::Assignee && &p.id != target {
+                p.role = Role::Watcher;
+            }
+        }
+        match participants.iter_mut().find(|p| &p.id == target) {
+            Some(p) => p.role = Role::Assignee,
+            None => {
+                return Err(AppError::invalid_params(
+                    "participant_id",
+                    format!("{target:?} is not a participant of {}", parent.id),
+                ))
+            }
+        }
+    }
+    let data = TaskExtensionData {
+        name: name.to_string(),
+        goal: goal.to_string(),
+        kind: None,
+        description: String::new(),
+        acceptance_criteria: vec![],
+        participants,
+        parent_tasks: vec![TaskRef::local(parent.id.as_str(), None)],
+        sub_tasks: vec![],
+        plan: None,
+        lifecycle: None,
+        model: parent_ext.as_ref().and_then(|d| d.model.clone()),
+        reasoning_effort: parent_ext.as_ref().and_then(|d| d.reasoning_effort),
+    };
+    let mut goal_message = Message {
+        message_id: format!("{child_id}:goal"),
+        context_id: None,
+        task_id: None,
+        role: taskledger_domain::wire::Role::User,
+        parts: vec![taskledger_domain::wire::Part::text(goal)],
+        metadata: None,
+        extensions: vec![],
+        reference_task_ids: vec![parent.id.to_string()],
+    };
+    if let Some(p) = data.participants.iter().find(|p| p.role == Role::Admin) {
+        goal_message
+            .metadata
+            .get_or_insert_with(Default::default)
+            .insert(
+                ext::PARTICIPANT_ID_KEY.into(),
+                serde_json::Value::String(p.id.clone()),
+            );
+    }
+    Ok(CreateTask {
+        task_id: child_id.clone(),
+        context_id: parent.context_id.clone(),
+        owner: parent.owner.clone(),
+        message: goal_message,
+        at: Timestamp::now(),
+        extension: Some(Box::new(data)),
+        awaiting_assignee: for_participant,
+    })
+}

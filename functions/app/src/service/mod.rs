@@ -1,0 +1,195 @@
+//! The command service: every change to a task goes through one commit path (`commit`), and
+//! each A2A operation is a use case beside it (`send`, `queries`, `push_configs`, `family`).
+//! The service owns the stores and the in-process change feed; agents reach it through the
+//! small `TaskPort` it implements (`crate::agent::TaskPort`), never the other way round.
+
+mod agent_port;
+mod cancel;
+mod commit;
+mod family;
+mod push_configs;
+mod queries;
+mod send;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::events::StoredEvent;
+use taskledger_domain::ids::{Principal, TaskId};
+use taskledger_domain::ports::{replay_state, restore, EventStore, TaskReadModel};
+use taskledger_domain::push::AddressPolicy;
+use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::turns::AgentTurn;
+use tokio::sync::{broadcast, mpsc};
+
+use crate::agent::Agent;
+use crate::error::AppError;
+
+pub use commit::MAX_COMMAND_ATTEMPTS;
+
+/// Capacity of the in-process change feed that wakes blocking requests.
+const CHANGE_FEED_CAPACITY: usize = 4096;
+
+#[derive(Debug, Clone)]
+pub struct ServiceSettings {
+    /// How long a blocking SendMessage waits for the task to settle before answering as it is.
+    pub blocking_timeout: Duration,
+    /// How committed agent work reaches the agent.
+    pub dispatch: Dispatch,
+    /// Whether webhook deliveries are made (a push worker runs): push config operations and
+    /// `capabilities.pushNotifications` depend on it.
+    pub push_enabled: bool,
+    /// Which webhook addresses configs may name (literal addresses are checked at creation).
+    pub push_policy: AddressPolicy,
+}
+
+/// How committed `AgentWorkRequested` events reach the agent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dispatch {
+    /// Right after the commit, in this process (tests; stores without a durable feed): the
+    /// turns go to the in-process dispatcher (`runners::dispatch`).
+    InProcess,
+    /// Through the durable feed: a relay turns events into turns and a worker runs them, so
+    /// work survives a crash. The service only nudges the relay.
+    Feed,
+}
+
+impl Default for ServiceSettings {
+    fn default() -> Self {
+        Self {
+            blocking_timeout: Duration::from_secs(60),
+            dispatch: Dispatch::InProcess,
+            push_enabled: false,
+            push_policy: AddressPolicy::strict(),
+        }
+    }
+}
+
+/// A committed change: task and the version it reached.
+#[derive(Debug, Clone)]
+pub struct TaskChanged {
+    pub task_id: TaskId,
+    pub version: u64,
+}
+
+pub struct Service {
+    store: Arc<dyn EventStore>,
+    reads: Arc<dyn TaskReadModel>,
+    agent: Arc<dyn Agent>,
+    cursors: CursorCodec,
+    changes: broadcast::Sender<TaskChanged>,
+    settings: ServiceSettings,
+    /// Wakes the relay when new work was committed (feed dispatch).
+    work: tokio::sync::Notify,
+    /// Wakes the push worker when a commit made deliveries.
+    pushes: tokio::sync::Notify,
+    /// Turns committed with in-process dispatch, for the dispatcher the service started.
+    turns: Option<mpsc::UnboundedSender<AgentTurn>>,
+}
+
+/// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
+#[derive(Debug, Clone, Copy)]
+pub enum Actor<'a> {
+    Client(&'a Principal),
+    Agent,
+}
+
+impl Service {
+    pub fn new(
+        store: Arc<dyn EventStore>,
+        reads: Arc<dyn TaskReadModel>,
+        agent: Arc<dyn Agent>,
+        cursors: CursorCodec,
+        settings: ServiceSettings,
+    ) -> Arc<Self> {
+        let (changes, _) = broadcast::channel(CHANGE_FEED_CAPACITY);
+        let (turns, queue) = match settings.dispatch {
+            Dispatch::InProcess => {
+                let (tx, rx) = mpsc::unbounded_channel();
+                (Some(tx), Some(rx))
+            }
+            Dispatch::Feed => (None, None),
+        };
+        let svc = Arc::new(Self {
+            store,
+            reads,
+            agent,
+            cursors,
+            changes,
+            settings,
+            work: tokio::sync::Notify::new(),
+            pushes: tokio::sync::Notify::new(),
+            turns,
+        });
+        if let Some(queue) = queue {
+            crate::runners::dispatch::start(&svc, queue);
+        }
+        svc
+    }
+
+    /// Resolves when a commit made webhook deliveries (the push worker's wake-up).
+    pub async fn pushes_committed(&self) {
+        self.pushes.notified().await
+    }
+
+    pub fn push_enabled(&self) -> bool {
+        self.settings.push_enabled
+    }
+
+    /// Subscribes to committed changes (blocking sends; later, streams).
+    pub fn changes(&self) -> broadcast::Receiver<TaskChanged> {
+        self.changes.subscribe()
+    }
+
+    /// Resolves when agent work was committed (the relay's wake-up).
+    pub async fn work_committed(&self) {
+        self.work.notified().await
+    }
+
+    pub fn agent(&self) -> Arc<dyn Agent> {
+        self.agent.clone()
+    }
+
+    /// Events of a task after `after` (the worker looks up what requested a turn).
+    pub async fn events(&self, task_id: &TaskId, after: u64) -> Result<Vec<StoredEvent>, AppError> {
+        Ok(self.store.events(task_id, after).await?)
+    }
+
+    /// Loads the current state of a task (snapshot + tail; full replay if the snapshot is stale).
+    pub async fn load(&self, task_id: &TaskId) -> Result<Option<TaskAggregate>, AppError> {
+        let Some(loaded) = self.store.load(task_id).await? else {
+            return Ok(None);
+        };
+        match restore(&loaded)? {
+            Some(state) => Ok(Some(state)),
+            None => Ok(Some(replay_state(&self.store.events(task_id, 0).await?)?)),
+        }
+    }
+
+    /// The task if `actor` may see it: the agent sees every task, a client only its own.
+    async fn load_visible(
+        &self,
+        actor: Actor<'_>,
+        task_id: &TaskId,
+    ) -> Result<TaskAggregate, AppError> {
+        self.load(task_id)
+            .await?
+            .filter(|s| visible_to(s, actor))
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))
+    }
+}
+
+fn visible_to(state: &TaskAggregate, actor: Actor<'_>) -> bool {
+    match actor {
+        Actor::Agent => state.head.is_some(),
+        Actor::Client(p) => state.head.as_ref().is_some_and(|h| &h.owner == p),
+    }
+}
+
+/// A task id from the wire: one that cannot be an id names no task.
+fn task_id_of(raw: &str) -> Result<TaskId, AppError> {
+    let id = TaskId::parse(raw.to_string()).map_err(|_| AppError::task_not_found(raw))?;
+    tracing::Span::current().record("task_id", id.as_str());
+    Ok(id)
+}

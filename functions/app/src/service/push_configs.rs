@@ -1,0 +1,168 @@
+//! Push notification config operations: configs are events on the task (`PushConfigSet`,
+//! `PushConfigDeleted`), scoped to the task's owner, available where a push worker runs.
+
+use taskledger_domain::error::ErrorKind;
+use taskledger_domain::ids::Principal;
+use taskledger_domain::ports::Cursor;
+use taskledger_domain::push::{self, PushConfigSpec};
+use taskledger_domain::task::{TaskAggregate, TaskCommand};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::{
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    TaskPushNotificationConfig, TaskPushNotificationConfigRef,
+};
+
+use super::{task_id_of, Actor, Service};
+use crate::error::AppError;
+
+fn push_not_supported() -> AppError {
+    AppError::protocol(
+        ErrorKind::PushNotificationNotSupported,
+        "push notifications are not enabled on this server (capabilities.pushNotifications is false)",
+    )
+}
+
+impl Service {
+    fn require_push(&self) -> Result<(), AppError> {
+        if self.settings.push_enabled {
+            Ok(())
+        } else {
+            Err(push_not_supported())
+        }
+    }
+
+    /// A config from the wire, validated; a missing id is generated.
+    pub(super) fn push_spec(
+        &self,
+        wire: &TaskPushNotificationConfig,
+        field: &str,
+    ) -> Result<PushConfigSpec, AppError> {
+        self.require_push()?;
+        Ok(PushConfigSpec::parse(
+            wire,
+            &uuid::Uuid::new_v4().to_string(),
+            &self.settings.push_policy,
+            field,
+        )?)
+    }
+
+    /// The caller's task, or TaskNotFound.
+    async fn own_task(&self, who: &Principal, raw_id: &str) -> Result<TaskAggregate, AppError> {
+        let task_id = task_id_of(raw_id)?;
+        self.load_visible(Actor::Client(who), &task_id).await
+    }
+
+    pub async fn create_push_config(
+        &self,
+        who: &Principal,
+        req: TaskPushNotificationConfig,
+    ) -> Result<TaskPushNotificationConfig, AppError> {
+        let raw_id = req.task_id.clone().unwrap_or_default();
+        if raw_id.is_empty() {
+            return Err(AppError::invalid_params("taskId", "is required"));
+        }
+        let spec = self.push_spec(&req, "")?;
+        let task_id = task_id_of(&raw_id)?;
+        let (state, _) = self
+            .execute(Actor::Client(who), &task_id, None, |_| {
+                vec![TaskCommand::SetPushConfig {
+                    config: spec.clone(),
+                    at: Timestamp::now(),
+                }]
+            })
+            .await?;
+        state
+            .head()
+            .and_then(|h| h.push.iter().find(|p| p.id == spec.id))
+            .map(|p| p.to_wire(task_id.as_str()))
+            .ok_or_else(|| AppError::protocol(ErrorKind::Internal, "the config was not stored"))
+    }
+
+    pub async fn get_push_config(
+        &self,
+        who: &Principal,
+        req: TaskPushNotificationConfigRef,
+    ) -> Result<TaskPushNotificationConfig, AppError> {
+        self.require_push()?;
+        let state = self.own_task(who, &req.task_id).await?;
+        state
+            .head()
+            .and_then(|h| h.push.iter().find(|p| p.id == req.id))
+            .map(|p| p.to_wire(&req.task_id))
+            .ok_or_else(|| {
+                AppError::protocol(
+                    ErrorKind::TaskNotFound,
+                    format!(
+                        "task {} has no push notification config {:?}",
+                        req.task_id, req.id
+                    ),
+                )
+            })
+    }
+
+    pub async fn list_push_configs(
+        &self,
+        who: &Principal,
+        req: ListTaskPushNotificationConfigsRequest,
+    ) -> Result<ListTaskPushNotificationConfigsResponse, AppError> {
+        self.require_push()?;
+        let page_size = match req.page_size {
+            None | Some(0) => push::DEFAULT_PUSH_CONFIG_PAGE,
+            Some(n) if n > 0 && n as usize <= push::MAX_PUSH_CONFIG_PAGE => n as usize,
+            Some(n) => {
+                return Err(AppError::invalid_params(
+                    "pageSize",
+                    format!(
+                        "must be between 1 and {} (got {n})",
+                        push::MAX_PUSH_CONFIG_PAGE
+                    ),
+                ))
+            }
+        };
+        let state = self.own_task(who, &req.task_id).await?;
+        let scope = format!("push|{who}|{}", req.task_id);
+        let start = match req.page_token.as_deref() {
+            None | Some("") => 0,
+            Some(t) => self.page_cursor(t, &scope)?.status_nanos.max(0) as usize,
+        };
+        let all = state.head().map(|h| h.push.as_slice()).unwrap_or_default();
+        let page: Vec<_> = all
+            .iter()
+            .skip(start)
+            .take(page_size)
+            .map(|p| p.to_wire(&req.task_id))
+            .collect();
+        let end = start + page.len();
+        let next_page_token = if end < all.len() {
+            let cursor = Cursor {
+                status_nanos: end as i64,
+                task_id: req.task_id.clone(),
+            };
+            self.page_token(&cursor, &scope)
+        } else {
+            String::new()
+        };
+        Ok(ListTaskPushNotificationConfigsResponse {
+            configs: page,
+            next_page_token,
+        })
+    }
+
+    /// Deleting a config that does not exist succeeds (idempotent); the task must exist.
+    pub async fn delete_push_config(
+        &self,
+        who: &Principal,
+        req: TaskPushNotificationConfigRef,
+    ) -> Result<(), AppError> {
+        self.require_push()?;
+        let task_id = task_id_of(&req.task_id)?;
+        self.execute(Actor::Client(who), &task_id, None, |_| {
+            vec![TaskCommand::DeletePushConfig {
+                id: req.id.clone(),
+                at: Timestamp::now(),
+            }]
+        })
+        .await?;
+        Ok(())
+    }
+}

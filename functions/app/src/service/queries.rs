@@ -1,0 +1,150 @@
+//! GetTask and ListTasks, scoped to the caller, and the agent's view of a task; the only owner
+//! of the page-token codec (ListTasks and the push config list page with it).
+
+use taskledger_domain::ids::{ContextId, HistoryLength, PageSize, Principal, TaskId};
+use taskledger_domain::ports::{Cursor, ListQuery, ViewOptions};
+use taskledger_domain::projection::assemble;
+use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::{
+    GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, Task, TaskState,
+};
+
+use super::{task_id_of, Service};
+use crate::error::AppError;
+
+impl Service {
+    /// A page token for `cursor`, good only for `scope` (the caller and the filters).
+    pub(super) fn page_token(&self, cursor: &Cursor, scope: &str) -> String {
+        self.cursors
+            .encode(cursor, scope, Timestamp::now().unix_secs())
+    }
+
+    /// The cursor a page token carries, if it was issued for `scope` and has not expired.
+    pub(super) fn page_cursor(&self, token: &str, scope: &str) -> Result<Cursor, AppError> {
+        self.cursors
+            .decode(token, scope, Timestamp::now().unix_secs())
+            .map_err(|e| AppError::invalid_params("pageToken", e))
+    }
+
+    pub(super) async fn view(
+        &self,
+        who: &Principal,
+        task_id: &TaskId,
+        history: HistoryLength,
+        include_artifacts: bool,
+    ) -> Result<Task, AppError> {
+        let v = self
+            .reads
+            .get(
+                who,
+                task_id,
+                ViewOptions {
+                    history,
+                    include_artifacts,
+                },
+            )
+            .await?
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        Ok(assemble(&v.head, v.history, v.chunks))
+    }
+
+    pub async fn get_task(&self, who: &Principal, req: GetTaskRequest) -> Result<Task, AppError> {
+        let history = HistoryLength::parse(req.history_length)
+            .map_err(|e| AppError::invalid_params("historyLength", e))?;
+        let task_id = task_id_of(&req.id)?;
+        self.view(who, &task_id, history, true).await
+    }
+
+    pub async fn list_tasks(
+        &self,
+        who: &Principal,
+        req: ListTasksRequest,
+    ) -> Result<ListTasksResponse, AppError> {
+        let page_size =
+            PageSize::parse(req.page_size).map_err(|e| AppError::invalid_params("pageSize", e))?;
+        let history = HistoryLength::parse(req.history_length)
+            .map_err(|e| AppError::invalid_params("historyLength", e))?;
+        let context_id = req
+            .context_id
+            .clone()
+            .filter(|c| !c.is_empty())
+            .map(ContextId::parse)
+            .transpose()
+            .map_err(|e| AppError::invalid_params("contextId", e))?;
+        let state = req.status.filter(|s| *s != TaskState::Unspecified);
+        let include_artifacts = req.include_artifacts.unwrap_or(false);
+        // A token is only good for the caller and filters it was issued for.
+        let scope = format!(
+            "{}|{}|{}|{}",
+            who,
+            context_id.as_ref().map(ContextId::as_str).unwrap_or(""),
+            state.map(TaskState::as_str).unwrap_or(""),
+            req.status_timestamp_after
+                .map(|t| t.unix_nanos().to_string())
+                .unwrap_or_default()
+        );
+        let after = match req.page_token.as_deref() {
+            None | Some("") => None,
+            Some(t) => Some(self.page_cursor(t, &scope)?),
+        };
+        let page = self
+            .reads
+            .list(
+                who,
+                &ListQuery {
+                    context_id,
+                    state,
+                    status_after: req.status_timestamp_after,
+                    after,
+                    page_size,
+                    view: ViewOptions {
+                        history,
+                        include_artifacts,
+                    },
+                },
+            )
+            .await?;
+        Ok(ListTasksResponse {
+            tasks: page
+                .tasks
+                .into_iter()
+                .map(|v| assemble(&v.head, v.history, v.chunks))
+                .collect(),
+            next_page_token: page
+                .next
+                .map(|c| self.page_token(&c, &scope))
+                .unwrap_or_default(),
+            page_size: page_size.get() as i32,
+            total_size: i32::try_from(page.total_size).unwrap_or(i32::MAX),
+        })
+    }
+
+    /// What the agent sees of a task: its state and its whole history.
+    pub async fn agent_view(
+        &self,
+        task_id: &TaskId,
+    ) -> Result<(TaskAggregate, Vec<Message>), AppError> {
+        let state = self
+            .load(task_id)
+            .await?
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        let owner = state
+            .head()
+            .map(|h| h.owner.clone())
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        let view = self
+            .reads
+            .get(
+                &owner,
+                task_id,
+                ViewOptions {
+                    history: HistoryLength::All,
+                    include_artifacts: false,
+                },
+            )
+            .await?
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        Ok((state, view.history.unwrap_or_default()))
+    }
+}
