@@ -3,14 +3,15 @@
 //! (`agent`), the A2A bindings (`http`), the loops that drive the service (`runners`), who is
 //! calling (`identity`), and the composition the binaries share (`compose`).
 //!
-//! Rooms depend downwards only: `http` → `service` → `agent` (the port) ← `runners`; `compose`
-//! may name everything, infra's adapters included.
+//! Rooms depend downwards only: `http` and `runners` → `service` → `agent` (the port), all on
+//! the leaf `locks` and `error`; `compose` may name everything, infra's adapters included.
 
 pub mod agent;
 pub mod compose;
 pub mod error;
 pub mod http;
 pub mod identity;
+mod locks;
 pub mod runners;
 pub mod service;
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 use taskledger_domain::ports::WorkFeed;
 use tracing::{debug, warn};
 
-use super::{handle_turn, TaskLocks};
+use crate::locks::TaskLocks;
+use crate::service::turns::handle_turn;
 use crate::service::Service;
 
 /// Feed entries the relay reads at once.

@@ -12,7 +12,7 @@ use taskledger_domain::push::{NextStep, RetryPolicy};
 use taskledger_domain::time::Timestamp;
 use tracing::{debug, info, warn, Instrument};
 
-use super::jitter;
+use crate::locks::jitter;
 use crate::service::Service;
 
 /// Deliveries in flight at once.

@@ -135,7 +135,7 @@ impl Service {
 /// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.
 fn backoff(attempt: u32) -> Duration {
     let cap = (2u64 << attempt.min(10)).min(MAX_BACKOFF_MS);
-    let r = (crate::runners::jitter() * (cap + 1) as f64) as u64;
+    let r = (crate::locks::jitter() * (cap + 1) as f64) as u64;
     Duration::from_millis(r.max(1))
 }
 

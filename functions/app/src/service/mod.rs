@@ -6,10 +6,12 @@
 mod agent_port;
 mod cancel;
 mod commit;
+mod dispatch;
 mod family;
 mod push_configs;
 mod queries;
 mod send;
+pub mod turns;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -123,7 +125,7 @@ impl Service {
             turns,
         });
         if let Some(queue) = queue {
-            crate::runners::dispatch::start(&svc, queue);
+            dispatch::start(&svc, queue);
         }
         svc
     }

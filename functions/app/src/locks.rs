@@ -1,10 +1,15 @@
 //! One turn at a time per task: a map of per-task locks whose entries go away with their last
-//! holder, so it holds only tasks with work in flight.
+//! holder, so it holds only tasks with work in flight; and the one jitter every backoff uses.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 type Slot = Arc<tokio::sync::Mutex<()>>;
+
+/// Uniform in [0, 1): the jitter of every backoff (commit retries, push retries).
+pub fn jitter() -> f64 {
+    (uuid::Uuid::new_v4().as_u128() % 1_000_000) as f64 / 1_000_000.0
+}
 
 #[derive(Clone, Default)]
 pub struct TaskLocks {

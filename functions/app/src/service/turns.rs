@@ -1,4 +1,4 @@
-//! The turn handler every queue and feed drives: a turn (task, sequence of its
+//! The turn handler every queue, feed and the in-process dispatcher drive: a turn (task, sequence of its
 //! `AgentWorkRequested` event) runs the agent on that work; duplicates and superseded turns do
 //! nothing, and a finished turn is recorded (`AgentTurnFinished`) so redelivery never repeats it.
 
@@ -11,9 +11,9 @@ use taskledger_domain::turns::{AgentTurn, WORK_EVENT};
 use taskledger_domain::wire::Role;
 use tracing::{warn, Instrument};
 
+use super::{Actor, Service};
 use crate::agent::{TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
-use crate::service::{Actor, Service};
 
 /// Events one command may append: the window searched for a turn's input message.
 const INPUT_WINDOW: u64 = 16;

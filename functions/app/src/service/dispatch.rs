@@ -9,9 +9,9 @@ use tokio::sync::mpsc::UnboundedReceiver;
 use tracing::{debug, warn};
 
 use super::turns::{run_turn, Delivery};
-use super::TaskLocks;
+use super::Service;
 use crate::agent::TurnBudget;
-use crate::service::Service;
+use crate::locks::TaskLocks;
 
 /// Runs the service's committed turns until the service is gone.
 pub fn start(svc: &Arc<Service>, mut turns: UnboundedReceiver<AgentTurn>) {
