@@ -25,21 +25,18 @@ use taskledger_domain::wire::Message;
 
 use super::schema::{self, BY_CONTEXT, BY_OWNER, BY_STATE};
 
+pub use super::schema::SHARDS;
+
 /// DynamoDB's item size limit, and the margin we keep below it for attribute names.
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 const ITEM_MARGIN_BYTES: usize = 1024;
 /// DynamoDB's limits for one `TransactWriteItems`.
 pub const MAX_TRANSACTION_ITEMS: usize = 100;
 pub const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
-/// Shards of the `by-shard` index that lets rebuilds walk every task without a Scan.
-pub const SHARDS: u32 = 16;
 /// Attribute of an event item holding the `StreamResponse` JSON the event pushes.
 pub const PUSH_ATTR: &str = "push";
 /// Pages a counting query may walk before giving up on an exact total.
 const MAX_COUNT_PAGES: usize = 1000;
-
-/// Separator inside composite keys; ids cannot contain control characters.
-const SEP: char = '\u{1f}';
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -63,32 +60,6 @@ fn s(v: impl Into<String>) -> AttributeValue {
 
 fn n(v: impl ToString) -> AttributeValue {
     AttributeValue::N(v.to_string())
-}
-
-fn task_pk(id: &str) -> String {
-    format!("T#{id}")
-}
-
-fn padded(n: u64) -> String {
-    format!("{n:020}")
-}
-
-fn owner_key(p: &Principal) -> String {
-    format!("{}{SEP}{}", p.tenant, p.subject)
-}
-
-fn list_sort_key(status_nanos: i64, task_id: &str) -> String {
-    format!("{}#{task_id}", padded(status_nanos.max(0) as u64))
-}
-
-fn shard_of(task_id: &str) -> u32 {
-    // FNV-1a: stable across processes and versions.
-    let mut h: u32 = 0x811c_9dc5;
-    for b in task_id.bytes() {
-        h ^= b as u32;
-        h = h.wrapping_mul(0x0100_0193);
-    }
-    h % SHARDS
 }
 
 fn get_s<'a>(item: &'a Item, k: &str) -> Result<&'a str, StoreError> {
@@ -237,29 +208,30 @@ impl DynamoStore {
             .timestamp
             .unwrap_or(head.created_at)
             .unix_nanos();
-        let owner = owner_key(&head.owner);
-        let sort = list_sort_key(status_nanos, id);
         Ok(HashMap::from([
-            ("pk".into(), s(task_pk(id))),
-            ("sk".into(), s("HEAD")),
+            ("pk".into(), s(schema::task_pk(id))),
+            ("sk".into(), s(schema::HEAD_SK)),
             ("v".into(), n(c.snapshot.version)),
             ("schema".into(), n(SNAPSHOT_SCHEMA)),
             ("snap".into(), s(json(&c.snapshot)?)),
             ("state".into(), s(head.status.state.as_str())),
-            ("g1pk".into(), s(owner.clone())),
-            ("g1sk".into(), s(sort)),
-            ("g2pk".into(), s(format!("{owner}{SEP}{}", head.context_id))),
+            ("g1pk".into(), s(schema::owner_key(&head.owner))),
+            ("g1sk".into(), s(schema::list_sort_key(status_nanos, id))),
+            (
+                "g2pk".into(),
+                s(schema::context_key(&head.owner, &head.context_id)),
+            ),
             (
                 "g3pk".into(),
-                s(format!("{owner}{SEP}{}", head.status.state.as_str())),
+                s(schema::state_key(&head.owner, head.status.state)),
             ),
-            ("shard".into(), s(shard_of(id).to_string())),
+            ("shard".into(), s(schema::shard_key(schema::shard_of(id)))),
         ]))
     }
 
     fn transaction(&self, c: &Commit) -> Result<(Vec<TransactWriteItem>, Vec<Slot>), StoreError> {
         let id = c.task_id.as_str();
-        let pk = task_pk(id);
+        let pk = schema::task_pk(id);
         let mut items: Vec<(Item, Slot)> = Vec::new();
         let mut deletes: Vec<Item> = Vec::new();
         if let Some(k) = &c.message_key {
@@ -268,7 +240,7 @@ impl DynamoStore {
                     ("pk".into(), s(&pk)),
                     (
                         "sk".into(),
-                        s(format!("K#{}{SEP}{}", k.message_id, k.fingerprint)),
+                        s(schema::message_key_sk(&k.message_id, &k.fingerprint)),
                     ),
                 ]),
                 Slot::MessageKey,
@@ -277,11 +249,8 @@ impl DynamoStore {
         if let Some(i) = &c.idempotency {
             items.push((
                 HashMap::from([
-                    (
-                        "pk".into(),
-                        s(format!("I#{}{SEP}{}", owner_key(&i.owner), i.key)),
-                    ),
-                    ("sk".into(), s("IDEM")),
+                    ("pk".into(), s(schema::idempotency_pk(&i.owner, &i.key))),
+                    ("sk".into(), s(schema::IDEMPOTENCY_SK)),
                     ("task".into(), s(i.task_id.as_str())),
                     ("fp".into(), s(&i.fingerprint)),
                 ]),
@@ -292,7 +261,7 @@ impl DynamoStore {
         for e in &c.events {
             let mut item = HashMap::from([
                 ("pk".into(), s(&pk)),
-                ("sk".into(), s(format!("E#{}", padded(e.seq)))),
+                ("sk".into(), s(schema::event_sk(e.seq))),
                 ("type".into(), s(&e.event_type)),
                 ("ver".into(), s(&e.event_version)),
                 ("payload".into(), s(json(&e.payload)?)),
@@ -310,7 +279,7 @@ impl DynamoStore {
                 ReadWrite::History(h) => items.push((
                     HashMap::from([
                         ("pk".into(), s(&pk)),
-                        ("sk".into(), s(format!("B#{}", padded(h.pos)))),
+                        ("sk".into(), s(schema::history_sk(h.pos))),
                         ("msg".into(), s(json(&h.message)?)),
                     ]),
                     Slot::ReadModel,
@@ -319,16 +288,16 @@ impl DynamoStore {
                     for chunk in 0..*chunks {
                         deletes.push(HashMap::from([
                             ("pk".into(), s(&pk)),
-                            ("sk".into(), s(chunk_sk(*ord, chunk))),
+                            ("sk".into(), s(schema::chunk_sk(*ord, chunk))),
                         ]));
                     }
                 }
                 ReadWrite::ArtifactChunk(ch) => {
-                    deletes.retain(|d| d.get("sk") != Some(&s(chunk_sk(ch.ord, ch.chunk))));
+                    deletes.retain(|d| d.get("sk") != Some(&s(schema::chunk_sk(ch.ord, ch.chunk))));
                     items.push((
                         HashMap::from([
                             ("pk".into(), s(&pk)),
-                            ("sk".into(), s(chunk_sk(ch.ord, ch.chunk))),
+                            ("sk".into(), s(schema::chunk_sk(ch.ord, ch.chunk))),
                             ("art".into(), s(json(&ch.artifact)?)),
                         ]),
                         Slot::ReadModel,
@@ -408,8 +377,8 @@ impl DynamoStore {
             .client
             .get_item()
             .table_name(&self.table)
-            .key("pk", s(format!("I#{}{SEP}{}", owner_key(owner), key)))
-            .key("sk", s("IDEM"))
+            .key("pk", s(schema::idempotency_pk(owner, key)))
+            .key("sk", s(schema::IDEMPOTENCY_SK))
             .consistent_read(true)
             .send()
             .await
@@ -431,8 +400,8 @@ impl DynamoStore {
             .client
             .get_item()
             .table_name(&self.table)
-            .key("pk", s(task_pk(task_id)))
-            .key("sk", s("HEAD"))
+            .key("pk", s(schema::task_pk(task_id)))
+            .key("sk", s(schema::HEAD_SK))
             .consistent_read(true)
             .send()
             .await
@@ -450,7 +419,7 @@ impl DynamoStore {
                 .query()
                 .table_name(&self.table)
                 .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
-                .expression_attribute_values(":pk", s(task_pk(task_id)))
+                .expression_attribute_values(":pk", s(schema::task_pk(task_id)))
                 .expression_attribute_values(":a", s(from))
                 .expression_attribute_values(":b", s(to))
                 .consistent_read(true)
@@ -490,20 +459,27 @@ impl DynamoStore {
                     chunks: view.include_artifacts.then(Vec::new),
                 })
             }
-            (true, true) => (format!("B#{}", padded(first_pos)), "C#~".to_string()),
-            (true, false) => (format!("B#{}", padded(first_pos)), "B#~".to_string()),
-            (false, true) => ("C#".to_string(), "C#~".to_string()),
+            (true, true) => (
+                schema::history_sk(first_pos),
+                schema::CHUNKS_END.to_string(),
+            ),
+            (true, false) => (
+                schema::history_sk(first_pos),
+                schema::HISTORY_END.to_string(),
+            ),
+            (false, true) => (
+                schema::CHUNKS_START.to_string(),
+                schema::CHUNKS_END.to_string(),
+            ),
         };
         let mut history = Vec::new();
         let mut chunks = Vec::new();
         for item in self.range(&id, &from, &to).await? {
             let sk = get_s(&item, "sk")?;
-            if sk.starts_with("B#") {
+            if schema::is_history_sk(sk) {
                 history.push(parse::<Message>(get_s(&item, "msg")?)?);
-            } else if let Some(rest) = sk.strip_prefix("C#") {
-                let (ord, chunk) = rest
-                    .split_once('#')
-                    .and_then(|(o, c)| Some((o.parse().ok()?, c.parse().ok()?)))
+            } else if schema::is_chunk_sk(sk) {
+                let (ord, chunk) = schema::parse_chunk_sk(sk)
                     .ok_or_else(|| StoreError::Corrupt(format!("bad chunk key {sk}")))?;
                 chunks.push(ArtifactChunk {
                     ord,
@@ -531,12 +507,12 @@ impl DynamoStore {
             .table_name(&self.table)
             .index_name(schema::BY_SHARD)
             .key_condition_expression("shard = :s")
-            .expression_attribute_values(":s", s(shard.to_string()))
+            .expression_attribute_values(":s", s(schema::shard_key(shard)))
             .set_exclusive_start_key(start.map(|pk| {
                 HashMap::from([
-                    ("shard".into(), s(shard.to_string())),
+                    ("shard".into(), s(schema::shard_key(shard))),
                     ("pk".into(), s(&pk)),
-                    ("sk".into(), s("HEAD")),
+                    ("sk".into(), s(schema::HEAD_SK)),
                 ])
             }))
             .send()
@@ -548,7 +524,9 @@ impl DynamoStore {
             .iter()
             .map(|i| {
                 let pk = get_s(i, "pk")?;
-                TaskId::parse(pk.trim_start_matches("T#")).map_err(StoreError::Corrupt)
+                let id = schema::parse_task_pk(pk)
+                    .ok_or_else(|| StoreError::Corrupt(format!("bad task key {pk}")))?;
+                TaskId::parse(id).map_err(StoreError::Corrupt)
             })
             .collect::<Result<Vec<_>, _>>()?;
         let next = match out.last_evaluated_key {
@@ -581,13 +559,13 @@ impl DynamoStore {
         for w in &commit.writes {
             match w {
                 ReadWrite::History(h) => items.push(HashMap::from([
-                    ("pk".into(), s(task_pk(task_id.as_str()))),
-                    ("sk".into(), s(format!("B#{}", padded(h.pos)))),
+                    ("pk".into(), s(schema::task_pk(task_id.as_str()))),
+                    ("sk".into(), s(schema::history_sk(h.pos))),
                     ("msg".into(), s(json(&h.message)?)),
                 ])),
                 ReadWrite::ArtifactChunk(ch) => items.push(HashMap::from([
-                    ("pk".into(), s(task_pk(task_id.as_str()))),
-                    ("sk".into(), s(chunk_sk(ch.ord, ch.chunk))),
+                    ("pk".into(), s(schema::task_pk(task_id.as_str()))),
+                    ("sk".into(), s(schema::chunk_sk(ch.ord, ch.chunk))),
                     ("art".into(), s(json(&ch.artifact)?)),
                 ])),
                 ReadWrite::ArtifactReset { .. } => {}
@@ -598,13 +576,16 @@ impl DynamoStore {
             .iter()
             .filter_map(|i| i.get("sk").and_then(|v| v.as_s().ok()).cloned())
             .collect();
-        for old in self.range(task_id.as_str(), "C#", "C#~").await? {
+        for old in self
+            .range(task_id.as_str(), schema::CHUNKS_START, schema::CHUNKS_END)
+            .await?
+        {
             let sk = get_s(&old, "sk")?.to_string();
             if !keep.contains(&sk) {
                 self.client
                     .delete_item()
                     .table_name(&self.table)
-                    .key("pk", s(task_pk(task_id.as_str())))
+                    .key("pk", s(schema::task_pk(task_id.as_str())))
                     .key("sk", s(sk))
                     .send()
                     .await
@@ -624,17 +605,11 @@ impl DynamoStore {
     }
 }
 
-fn chunk_sk(ord: u32, chunk: u32) -> String {
-    format!("C#{ord:010}#{chunk:010}")
-}
-
 fn decode_event(item: &Item) -> Result<StoredEvent, StoreError> {
     let sk = get_s(item, "sk")?;
     Ok(StoredEvent {
-        seq: sk
-            .trim_start_matches("E#")
-            .parse()
-            .map_err(|_| StoreError::Corrupt(format!("bad event key {sk}")))?,
+        seq: schema::parse_event_sk(sk)
+            .ok_or_else(|| StoreError::Corrupt(format!("bad event key {sk}")))?,
         event_type: get_s(item, "type")?.to_string(),
         event_version: get_s(item, "ver")?.to_string(),
         payload: parse(get_s(item, "payload")?)?,
@@ -658,7 +633,11 @@ impl EventStore for DynamoStore {
 
     async fn events(&self, task_id: &TaskId, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
         let items = self
-            .range(task_id.as_str(), &format!("E#{}", padded(after + 1)), "E#~")
+            .range(
+                task_id.as_str(),
+                &schema::event_sk(after + 1),
+                schema::EVENTS_END,
+            )
             .await?;
         items.iter().map(decode_event).collect()
     }
@@ -754,28 +733,22 @@ impl TaskReadModel for DynamoStore {
         let Some(item) = self.head(task_id.as_str()).await? else {
             return Ok(None);
         };
-        if get_s(&item, "g1pk")? != owner_key(owner) {
+        if get_s(&item, "g1pk")? != schema::owner_key(owner) {
             return Ok(None);
         }
         Ok(Some(self.view_of(snapshot_of(&item)?, view).await?))
     }
 
     async fn list(&self, owner: &Principal, q: &ListQuery) -> Result<ListPage, StoreError> {
-        let owner_k = owner_key(owner);
         // Context and state each have an index; both together filter the context index.
         let (index, pk_attr, pk_value, filter_state) = match (&q.context_id, q.state) {
-            (Some(c), st) => (BY_CONTEXT, "g2pk", format!("{owner_k}{SEP}{c}"), st),
-            (None, Some(st)) => (
-                BY_STATE,
-                "g3pk",
-                format!("{owner_k}{SEP}{}", st.as_str()),
-                None,
-            ),
-            (None, None) => (BY_OWNER, "g1pk", owner_k.clone(), None),
+            (Some(c), st) => (BY_CONTEXT, "g2pk", schema::context_key(owner, c), st),
+            (None, Some(st)) => (BY_STATE, "g3pk", schema::state_key(owner, st), None),
+            (None, None) => (BY_OWNER, "g1pk", schema::owner_key(owner), None),
         };
         let lower = q
             .status_after
-            .map(|t| format!("{}#", padded(t.unix_nanos().max(0) as u64)));
+            .map(|t| schema::list_sort_floor(t.unix_nanos()));
         let key_cond = match &lower {
             Some(_) => format!("{pk_attr} = :p AND g1sk >= :lo"),
             None => format!("{pk_attr} = :p"),
@@ -795,21 +768,18 @@ impl TaskReadModel for DynamoStore {
                 b = b
                     .filter_expression("#st = :st")
                     .expression_attribute_names("#st", "g3pk")
-                    .expression_attribute_values(
-                        ":st",
-                        s(format!("{owner_k}{SEP}{}", st.as_str())),
-                    );
+                    .expression_attribute_values(":st", s(schema::state_key(owner, st)));
             }
             b
         };
         let page_size = q.page_size.get() as usize;
         let start = q.after.as_ref().map(|c| {
             let mut k = HashMap::from([
-                ("pk".to_string(), s(task_pk(&c.task_id))),
-                ("sk".to_string(), s("HEAD")),
+                ("pk".to_string(), s(schema::task_pk(&c.task_id))),
+                ("sk".to_string(), s(schema::HEAD_SK)),
                 (
                     "g1sk".to_string(),
-                    s(list_sort_key(c.status_nanos, &c.task_id)),
+                    s(schema::list_sort_key(c.status_nanos, &c.task_id)),
                 ),
             ]);
             k.insert(pk_attr.to_string(), s(&pk_value));
@@ -835,8 +805,7 @@ impl TaskReadModel for DynamoStore {
             let snapshot = snapshot_of(item)?;
             if i + 1 == page_size && (items.len() > page_size || more_in_index) {
                 let sk = get_s(item, "g1sk")?;
-                let (nanos, id) = sk
-                    .split_once('#')
+                let (nanos, id) = schema::split_list_sort_key(sk)
                     .ok_or_else(|| StoreError::Corrupt(format!("bad list key {sk}")))?;
                 next = Some(Cursor {
                     status_nanos: nanos
@@ -851,7 +820,7 @@ impl TaskReadModel for DynamoStore {
             // A filtered window ran out before the page filled: continue after its last item.
             if let Some(last) = items.last() {
                 let sk = get_s(last, "g1sk")?;
-                if let Some((nanos, id)) = sk.split_once('#') {
+                if let Some((nanos, id)) = schema::split_list_sort_key(sk) {
                     next = nanos.parse().ok().map(|status_nanos| Cursor {
                         status_nanos,
                         task_id: id.to_string(),
@@ -981,8 +950,8 @@ pub(crate) mod tests {
             .client
             .delete_item()
             .table_name(&store.table)
-            .key("pk", s(task_pk(id.as_str())))
-            .key("sk", s(format!("B#{}", padded(0))))
+            .key("pk", s(schema::task_pk(id.as_str())))
+            .key("sk", s(schema::history_sk(0)))
             .send()
             .await
             .unwrap();
