@@ -102,7 +102,9 @@ pub const SHARDS: u32 = 16;
 pub const HEAD_SK: &str = "HEAD";
 /// Sort key of an idempotency item.
 pub const IDEMPOTENCY_SK: &str = "IDEM";
-/// Upper bounds of a task's event and history sort keys, and the bounds of its chunk keys.
+/// Bounds of a task's event and chunk sort keys (`EVENTS_START` is also their common prefix),
+/// and the upper bound of its history sort keys.
+pub const EVENTS_START: &str = "E#";
 pub const EVENTS_END: &str = "E#~";
 pub const HISTORY_END: &str = "B#~";
 pub const CHUNKS_START: &str = "C#";
@@ -129,7 +131,7 @@ pub fn event_sk(seq: u64) -> String {
 
 /// The sequence of an event sort key; `None` for other sort keys.
 pub fn parse_event_sk(sk: &str) -> Option<u64> {
-    sk.strip_prefix("E#")?.parse().ok()
+    sk.strip_prefix(EVENTS_START)?.parse().ok()
 }
 
 /// Task id and sequence of an event item's keys; `None` for any other item.
@@ -326,8 +328,14 @@ mod tests {
         assert_eq!(parse_chunk_sk(&chunk_sk(2, 5)), Some((2, 5)));
         assert_eq!(parse_chunk_sk("C#x"), None);
         assert_eq!(
-            (EVENTS_END, HISTORY_END, CHUNKS_START, CHUNKS_END),
-            ("E#~", "B#~", "C#", "C#~")
+            (
+                EVENTS_START,
+                EVENTS_END,
+                HISTORY_END,
+                CHUNKS_START,
+                CHUNKS_END
+            ),
+            ("E#", "E#~", "B#~", "C#", "C#~")
         );
         assert_eq!(
             message_key_sk(&MessageId::parse("m-1").unwrap(), "fp"),
