@@ -1,4 +1,5 @@
-//! Adapters behind the domain's ports: the embedded default store on SQLite and the DynamoDB store.
+//! Adapters behind the domain's ports: SQLite and DynamoDB stores passing one contract suite, SQS
+//! queues, the DynamoDB Streams reader and relay, webhooks, LLM providers, skills, Lambda helpers.
 
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;

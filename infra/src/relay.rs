@@ -7,6 +7,7 @@
 use serde_json::Value;
 use taskledger_domain::turns::{turns_from_stream, StreamedEvent, TurnQueue};
 
+use crate::dynamo::schema;
 use crate::dynamo::store::PUSH_ATTR;
 use crate::dynamo::DynamoStore;
 use crate::push_relay;
@@ -30,10 +31,9 @@ pub fn streamed(image: &Value) -> Option<StreamedEvent> {
             .and_then(|v| v.get("S"))
             .and_then(|v| v.as_str())
     };
-    let task_id = s("pk")?.strip_prefix("T#")?.to_string();
-    let seq = s("sk")?.strip_prefix("E#")?.parse().ok()?;
+    let (task_id, seq) = schema::parse_event_key(s("pk")?, s("sk")?)?;
     Some(StreamedEvent {
-        task_id,
+        task_id: task_id.to_string(),
         seq,
         event_type: s("type")?.to_string(),
     })

@@ -1,6 +1,7 @@
-//! Loads the skill catalog from a directory (one folder per skill). A folder whose `SKILL.md`
-//! has invalid front matter is skipped and reported; resources over the size limit or not UTF-8
-//! are skipped and reported too.
+//! Loads the skill catalog from a directory (one folder per skill).
+//!
+//! A folder whose `SKILL.md` has invalid front matter is skipped and reported; resources over the
+//! size limit or not UTF-8 are skipped and reported too.
 
 use std::path::Path;
 

@@ -1,9 +1,10 @@
-//! The webhook sender: POSTs one delivery, SSRF-guarded. Every address a host name resolves to
-//! is checked by the address policy inside the connector's resolver, so the check and the
-//! connection use the same answer (no DNS-rebinding gap); literal addresses are checked before
-//! sending. Redirects are not followed, proxies are not used, and each attempt has a timeout.
-//! Optionally each body is signed (detached JWS, ES256) with a key whose public half is served
-//! at `/.well-known/jwks.json`.
+//! The webhook sender: POSTs one delivery, SSRF-guarded, optionally signed (detached JWS, ES256)
+//! with a key whose public half is served at `/.well-known/jwks.json`.
+//!
+//! Every address a host name resolves to is checked by the address policy inside the connector's
+//! resolver, so the check and the connection use the same answer (no DNS-rebinding gap); literal
+//! addresses are checked before sending. Redirects are not followed, proxies are not used, and
+//! each attempt has a timeout.
 
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;

@@ -32,8 +32,8 @@ async fn pushed_items(
         .query()
         .table_name(table)
         .key_condition_expression("pk = :pk AND begins_with(sk, :e)")
-        .expression_attribute_values(":pk", AttributeValue::S(format!("T#{task}")))
-        .expression_attribute_values(":e", AttributeValue::S("E#".into()))
+        .expression_attribute_values(":pk", AttributeValue::S(schema::task_pk(task)))
+        .expression_attribute_values(":e", AttributeValue::S(schema::EVENTS_START.into()))
         .consistent_read(true)
         .send()
         .await
@@ -42,13 +42,7 @@ async fn pushed_items(
         .iter()
         .filter_map(|i| {
             let body = i.get(dynamo::store::PUSH_ATTR)?.as_s().ok()?.clone();
-            let seq = i
-                .get("sk")?
-                .as_s()
-                .ok()?
-                .trim_start_matches("E#")
-                .parse()
-                .ok()?;
+            let seq = schema::parse_event_sk(i.get("sk")?.as_s().ok()?)?;
             Some((seq, body))
         })
         .collect()

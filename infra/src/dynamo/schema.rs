@@ -1,11 +1,13 @@
-//! The DynamoDB table definition, in one place: `create_tables` builds it, and a test checks that
-//! `template.yaml` declares the same keys, indexes and stream.
+//! The DynamoDB table and its key format, in one place: `create_tables` builds the table (a test
+//! checks `template.yaml` declares the same), and every key of every item is made and read here.
 
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
 };
 use aws_sdk_dynamodb::Client;
+use taskledger_domain::ids::{ContextId, IdempotencyKey, MessageId, Principal};
+use taskledger_domain::wire::TaskState;
 
 /// A global secondary index: partition key, sort key, and the non-key attributes it carries
 /// (`None`: keys only).
@@ -84,6 +86,139 @@ pub const TABLES: &[TableDef] = &[TASKS];
 
 pub fn table_name(prefix: &str, def: &TableDef) -> String {
     format!("{prefix}{}", def.suffix)
+}
+
+// Keys. Items of task `t` share the partition `T#t`: `HEAD` (snapshot + list-index keys),
+// `E#seq` (events), `B#pos` (history), `C#ord#chunk` (artifact chunks), `K#messageId␟digest`
+// (message keys). Idempotency keys live in their own partitions (`I#tenant␟owner␟key`, `IDEM`).
+// Numbers in sort keys are zero-padded, so that they sort as numbers.
+
+/// Separator inside composite keys; ids cannot contain control characters.
+pub const SEP: char = '\u{1f}';
+/// Shards of the `by-shard` index that lets rebuilds walk every task without a Scan.
+pub const SHARDS: u32 = 16;
+
+/// Sort key of a task's head item.
+pub const HEAD_SK: &str = "HEAD";
+/// Sort key of an idempotency item.
+pub const IDEMPOTENCY_SK: &str = "IDEM";
+/// Bounds of a task's event and chunk sort keys (`EVENTS_START` is also their common prefix),
+/// and the upper bound of its history sort keys.
+pub const EVENTS_START: &str = "E#";
+pub const EVENTS_END: &str = "E#~";
+pub const HISTORY_END: &str = "B#~";
+pub const CHUNKS_START: &str = "C#";
+pub const CHUNKS_END: &str = "C#~";
+
+fn padded(n: u64) -> String {
+    format!("{n:020}")
+}
+
+/// Partition key of every item of a task.
+pub fn task_pk(task_id: &str) -> String {
+    format!("T#{task_id}")
+}
+
+/// The task id of a task partition key; `None` for other partitions.
+pub fn parse_task_pk(pk: &str) -> Option<&str> {
+    pk.strip_prefix("T#")
+}
+
+/// Sort key of a task's event `seq`.
+pub fn event_sk(seq: u64) -> String {
+    format!("E#{}", padded(seq))
+}
+
+/// The sequence of an event sort key; `None` for other sort keys.
+pub fn parse_event_sk(sk: &str) -> Option<u64> {
+    sk.strip_prefix(EVENTS_START)?.parse().ok()
+}
+
+/// Task id and sequence of an event item's keys; `None` for any other item.
+pub fn parse_event_key<'a>(pk: &'a str, sk: &str) -> Option<(&'a str, u64)> {
+    Some((parse_task_pk(pk)?, parse_event_sk(sk)?))
+}
+
+/// Sort key of the history message at `pos`.
+pub fn history_sk(pos: u64) -> String {
+    format!("B#{}", padded(pos))
+}
+
+pub fn is_history_sk(sk: &str) -> bool {
+    sk.starts_with("B#")
+}
+
+/// Sort key of chunk `chunk` of the artifact at `ord`.
+pub fn chunk_sk(ord: u32, chunk: u32) -> String {
+    format!("C#{ord:010}#{chunk:010}")
+}
+
+pub fn is_chunk_sk(sk: &str) -> bool {
+    sk.starts_with("C#")
+}
+
+/// `(ord, chunk)` of a chunk sort key; `None` for other sort keys.
+pub fn parse_chunk_sk(sk: &str) -> Option<(u32, u32)> {
+    sk.strip_prefix("C#")?
+        .split_once('#')
+        .and_then(|(o, c)| Some((o.parse().ok()?, c.parse().ok()?)))
+}
+
+/// Sort key of a message key item: a message id with the digest of its content.
+pub fn message_key_sk(message_id: &MessageId, fingerprint: &str) -> String {
+    format!("K#{message_id}{SEP}{fingerprint}")
+}
+
+/// Partition key of an idempotency item: the key, scoped to its owner.
+pub fn idempotency_pk(owner: &Principal, key: &IdempotencyKey) -> String {
+    format!("I#{}{SEP}{key}", owner_key(owner))
+}
+
+/// Partition key of the `by-owner` index (`g1pk`): tenant and subject.
+pub fn owner_key(owner: &Principal) -> String {
+    format!("{}{SEP}{}", owner.tenant, owner.subject)
+}
+
+/// Partition key of the `by-context` index (`g2pk`): owner and context.
+pub fn context_key(owner: &Principal, context_id: &ContextId) -> String {
+    format!("{}{SEP}{context_id}", owner_key(owner))
+}
+
+/// Partition key of the `by-state` index (`g3pk`): owner and task state.
+pub fn state_key(owner: &Principal, state: TaskState) -> String {
+    format!("{}{SEP}{}", owner_key(owner), state.as_str())
+}
+
+/// Sort key of the list indexes (`g1sk`): status time, then task id, so that a page read
+/// backwards is newest first.
+pub fn list_sort_key(status_nanos: i64, task_id: &str) -> String {
+    format!("{}#{task_id}", padded(status_nanos.max(0) as u64))
+}
+
+/// The least list sort key of a task whose status time is `status_nanos` or later.
+pub fn list_sort_floor(status_nanos: i64) -> String {
+    format!("{}#", padded(status_nanos.max(0) as u64))
+}
+
+/// The status time (digits, unparsed) and task id of a list sort key.
+pub fn split_list_sort_key(sk: &str) -> Option<(&str, &str)> {
+    sk.split_once('#')
+}
+
+/// The `by-shard` shard of a task.
+pub fn shard_of(task_id: &str) -> u32 {
+    // FNV-1a: stable across processes and versions.
+    let mut h: u32 = 0x811c_9dc5;
+    for b in task_id.bytes() {
+        h ^= b as u32;
+        h = h.wrapping_mul(0x0100_0193);
+    }
+    h % SHARDS
+}
+
+/// Partition key of the `by-shard` index.
+pub fn shard_key(shard: u32) -> String {
+    shard.to_string()
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -169,6 +304,66 @@ pub async fn create_tables(client: &Client, prefix: &str) -> Result<Vec<String>,
 mod tests {
     use super::*;
     use serde_yaml::Value;
+
+    /// The stored key format, spelled out: changing any of these strands existing tables.
+    #[test]
+    fn keys_keep_their_stored_format() {
+        let alice = Principal::new("acme", "alice").unwrap();
+        assert_eq!(task_pk("abc.1"), "T#abc.1");
+        assert_eq!(parse_task_pk("T#abc.1"), Some("abc.1"));
+        assert_eq!(parse_task_pk("I#x"), None);
+        assert_eq!(event_sk(7), "E#00000000000000000007");
+        assert_eq!(parse_event_sk("E#00000000000000000007"), Some(7));
+        assert_eq!(parse_event_sk(HEAD_SK), None);
+        assert_eq!(
+            parse_event_key("T#abc.1", "E#00000000000000000007"),
+            Some(("abc.1", 7))
+        );
+        assert_eq!(parse_event_key("T#abc", "HEAD"), None);
+        assert_eq!((HEAD_SK, IDEMPOTENCY_SK), ("HEAD", "IDEM"));
+        assert_eq!(history_sk(3), "B#00000000000000000003");
+        assert!(is_history_sk(&history_sk(3)) && !is_history_sk(&chunk_sk(0, 0)));
+        assert_eq!(chunk_sk(2, 5), "C#0000000002#0000000005");
+        assert!(is_chunk_sk(&chunk_sk(2, 5)));
+        assert_eq!(parse_chunk_sk(&chunk_sk(2, 5)), Some((2, 5)));
+        assert_eq!(parse_chunk_sk("C#x"), None);
+        assert_eq!(
+            (
+                EVENTS_START,
+                EVENTS_END,
+                HISTORY_END,
+                CHUNKS_START,
+                CHUNKS_END
+            ),
+            ("E#", "E#~", "B#~", "C#", "C#~")
+        );
+        assert_eq!(
+            message_key_sk(&MessageId::parse("m-1").unwrap(), "fp"),
+            "K#m-1\u{1f}fp"
+        );
+        assert_eq!(
+            idempotency_pk(&alice, &IdempotencyKey::parse("k-1").unwrap()),
+            "I#acme\u{1f}alice\u{1f}k-1"
+        );
+        assert_eq!(owner_key(&alice), "acme\u{1f}alice");
+        assert_eq!(
+            context_key(&alice, &ContextId::parse("ctx").unwrap()),
+            "acme\u{1f}alice\u{1f}ctx"
+        );
+        assert_eq!(
+            state_key(&alice, TaskState::Working),
+            "acme\u{1f}alice\u{1f}TASK_STATE_WORKING"
+        );
+        assert_eq!(list_sort_key(5, "t"), "00000000000000000005#t");
+        assert_eq!(list_sort_key(-1, "t"), "00000000000000000000#t");
+        assert_eq!(list_sort_floor(5), "00000000000000000005#");
+        assert_eq!(
+            split_list_sort_key("00000000000000000005#t"),
+            Some(("00000000000000000005", "t"))
+        );
+        assert_eq!((shard_of("t-1"), shard_of("abc.1"), SHARDS), (1, 10, 16));
+        assert_eq!(shard_key(3), "3");
+    }
 
     fn get<'a>(v: &'a Value, k: &str) -> &'a Value {
         v.get(k).unwrap_or_else(|| panic!("template has no {k}"))

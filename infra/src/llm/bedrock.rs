@@ -1,6 +1,8 @@
-//! Amazon Bedrock through the Converse API (aws-sdk-bedrockruntime): one request shape for every
-//! Bedrock model that supports tools. Throttling and transient errors are retried by the SDK
-//! (exponential backoff); what still fails is "unavailable", validation errors "rejected".
+//! Amazon Bedrock as a language model, through the Converse API (aws-sdk-bedrockruntime): one
+//! request shape for every Bedrock model that supports tools.
+//!
+//! Throttling and transient errors are retried by the SDK (exponential backoff); what still fails
+//! is "unavailable", validation errors "rejected".
 
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::error::ProvideErrorMetadata;

@@ -1,6 +1,8 @@
-//! Any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, gateways): base URL +
-//! key. Timeouts; 429 and 5xx retried with exponential backoff (honouring `Retry-After`);
-//! other 4xx are the request's fault and not retried.
+//! Any OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, Ollama, gateways) as a language
+//! model: base URL + key.
+//!
+//! Timeouts; 429 and 5xx retried with exponential backoff (honouring `Retry-After`); other 4xx
+//! are the request's fault and not retried.
 
 use std::time::Duration;
 

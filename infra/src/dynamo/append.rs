@@ -1,0 +1,329 @@
+//! A commit as one `TransactWriteItems` (keys, head, events, read model), checked against
+//! DynamoDB's limits before it is sent; a canceled transaction's reasons become store errors.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use taskledger_domain::ports::{Commit, StoreError, SNAPSHOT_SCHEMA};
+use taskledger_domain::projection::ReadWrite;
+
+use super::schema;
+use super::store::{
+    json, n, s, sdk_err, DynamoStore, Item, ITEM_MARGIN_BYTES, MAX_ITEM_BYTES,
+    MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS, PUSH_ATTR,
+};
+
+/// Rough DynamoDB size of an item: names plus values.
+fn item_size(item: &Item) -> usize {
+    item.iter()
+        .map(|(k, v)| {
+            k.len()
+                + match v {
+                    AttributeValue::S(s) | AttributeValue::N(s) => s.len(),
+                    _ => 16,
+                }
+        })
+        .sum()
+}
+
+/// What each transaction item is, to read cancellation reasons.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    MessageKey,
+    Idempotency,
+    Head,
+    Event,
+    ReadModel,
+}
+
+impl DynamoStore {
+    fn put(
+        &self,
+        item: Item,
+        condition: Option<&str>,
+        values: &[(&str, AttributeValue)],
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut b = Put::builder().table_name(&self.table).set_item(Some(item));
+        if let Some(c) = condition {
+            b = b.condition_expression(c);
+        }
+        for (k, v) in values {
+            b = b.expression_attribute_values(*k, v.clone());
+        }
+        let put = b
+            .build()
+            .map_err(|e| StoreError::Other(format!("cannot build put: {e}")))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    pub(super) fn head_item(&self, c: &Commit) -> Result<Item, StoreError> {
+        let head = c
+            .head()
+            .ok_or_else(|| StoreError::Other("a commit must leave a created task".into()))?;
+        let id = c.task_id.as_str();
+        let status_nanos = head
+            .status
+            .timestamp
+            .unwrap_or(head.created_at)
+            .unix_nanos();
+        Ok(HashMap::from([
+            ("pk".into(), s(schema::task_pk(id))),
+            ("sk".into(), s(schema::HEAD_SK)),
+            ("v".into(), n(c.snapshot.version)),
+            ("schema".into(), n(SNAPSHOT_SCHEMA)),
+            ("snap".into(), s(json(&c.snapshot)?)),
+            ("state".into(), s(head.status.state.as_str())),
+            ("g1pk".into(), s(schema::owner_key(&head.owner))),
+            ("g1sk".into(), s(schema::list_sort_key(status_nanos, id))),
+            (
+                "g2pk".into(),
+                s(schema::context_key(&head.owner, &head.context_id)),
+            ),
+            (
+                "g3pk".into(),
+                s(schema::state_key(&head.owner, head.status.state)),
+            ),
+            ("shard".into(), s(schema::shard_key(schema::shard_of(id)))),
+        ]))
+    }
+
+    fn transaction(&self, c: &Commit) -> Result<(Vec<TransactWriteItem>, Vec<Slot>), StoreError> {
+        let id = c.task_id.as_str();
+        let pk = schema::task_pk(id);
+        let mut items: Vec<(Item, Slot)> = Vec::new();
+        let mut deletes: Vec<Item> = Vec::new();
+        if let Some(k) = &c.message_key {
+            items.push((
+                HashMap::from([
+                    ("pk".into(), s(&pk)),
+                    (
+                        "sk".into(),
+                        s(schema::message_key_sk(&k.message_id, &k.fingerprint)),
+                    ),
+                ]),
+                Slot::MessageKey,
+            ));
+        }
+        if let Some(i) = &c.idempotency {
+            items.push((
+                HashMap::from([
+                    ("pk".into(), s(schema::idempotency_pk(&i.owner, &i.key))),
+                    ("sk".into(), s(schema::IDEMPOTENCY_SK)),
+                    ("task".into(), s(i.task_id.as_str())),
+                    ("fp".into(), s(&i.fingerprint)),
+                ]),
+                Slot::Idempotency,
+            ));
+        }
+        items.push((self.head_item(c)?, Slot::Head));
+        for e in &c.events {
+            let mut item = HashMap::from([
+                ("pk".into(), s(&pk)),
+                ("sk".into(), s(schema::event_sk(e.seq))),
+                ("type".into(), s(&e.event_type)),
+                ("ver".into(), s(&e.event_version)),
+                ("payload".into(), s(json(&e.payload)?)),
+                ("at".into(), n(e.recorded_at.unix_nanos())),
+            ]);
+            // The update this event pushes to webhook subscribers: the stream relay turns it
+            // into deliveries (one per subscription registered before the event).
+            if let Some(p) = c.pushes.iter().find(|p| p.seq == e.seq) {
+                item.insert(PUSH_ATTR.into(), s(&p.body));
+            }
+            items.push((item, Slot::Event));
+        }
+        for w in &c.writes {
+            match w {
+                ReadWrite::History(h) => items.push((
+                    HashMap::from([
+                        ("pk".into(), s(&pk)),
+                        ("sk".into(), s(schema::history_sk(h.pos))),
+                        ("msg".into(), s(json(&h.message)?)),
+                    ]),
+                    Slot::ReadModel,
+                )),
+                ReadWrite::ArtifactReset { ord, chunks } => {
+                    for chunk in 0..*chunks {
+                        deletes.push(HashMap::from([
+                            ("pk".into(), s(&pk)),
+                            ("sk".into(), s(schema::chunk_sk(*ord, chunk))),
+                        ]));
+                    }
+                }
+                ReadWrite::ArtifactChunk(ch) => {
+                    deletes.retain(|d| d.get("sk") != Some(&s(schema::chunk_sk(ch.ord, ch.chunk))));
+                    items.push((
+                        HashMap::from([
+                            ("pk".into(), s(&pk)),
+                            ("sk".into(), s(schema::chunk_sk(ch.ord, ch.chunk))),
+                            ("art".into(), s(json(&ch.artifact)?)),
+                        ]),
+                        Slot::ReadModel,
+                    ))
+                }
+            }
+        }
+        // Limits, checked before anything is written.
+        let count = items.len() + deletes.len();
+        if count > MAX_TRANSACTION_ITEMS {
+            return Err(StoreError::TooLarge(format!(
+                "this change would write {count} DynamoDB items in one transaction; the limit is {MAX_TRANSACTION_ITEMS}"
+            )));
+        }
+        let mut total = 0;
+        for (item, slot) in &items {
+            let size = item_size(item);
+            total += size;
+            if size + ITEM_MARGIN_BYTES > MAX_ITEM_BYTES {
+                let what = match slot {
+                    Slot::Head => "the task's head (status message and metadata)",
+                    Slot::Event => "an event",
+                    _ => "a message or artifact",
+                };
+                return Err(StoreError::TooLarge(format!(
+                    "{what} would take {} KiB, over DynamoDB's {} KiB item limit; send large files by URL",
+                    size / 1024,
+                    MAX_ITEM_BYTES / 1024
+                )));
+            }
+        }
+        if total > MAX_TRANSACTION_BYTES {
+            return Err(StoreError::TooLarge(format!(
+                "this change would write {} KiB in one transaction; the limit is {} KiB",
+                total / 1024,
+                MAX_TRANSACTION_BYTES / 1024
+            )));
+        }
+        let mut tx = Vec::with_capacity(count);
+        let mut slots = Vec::with_capacity(count);
+        for (item, slot) in items {
+            let w = match slot {
+                Slot::MessageKey | Slot::Idempotency | Slot::Event => {
+                    self.put(item, Some("attribute_not_exists(pk)"), &[])?
+                }
+                Slot::Head if c.expected_version == 0 => {
+                    self.put(item, Some("attribute_not_exists(pk)"), &[])?
+                }
+                Slot::Head => self.put(
+                    item,
+                    Some("v = :expected"),
+                    &[(":expected", n(c.expected_version))],
+                )?,
+                Slot::ReadModel => self.put(item, None, &[])?,
+            };
+            tx.push(w);
+            slots.push(slot);
+        }
+        for key in deletes {
+            let d = Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key))
+                .build()
+                .map_err(|e| StoreError::Other(format!("cannot build delete: {e}")))?;
+            tx.push(TransactWriteItem::builder().delete(d).build());
+            slots.push(Slot::ReadModel);
+        }
+        Ok((tx, slots))
+    }
+
+    /// Commits as one `TransactWriteItems`; a canceled transaction says why, as a store error.
+    pub(super) async fn transact(&self, commit: Commit) -> Result<(), StoreError> {
+        let (items, slots) = self.transaction(&commit)?;
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            // Lets the SDK's own retries of this exact request succeed instead of conflicting.
+            .client_request_token(uuid::Uuid::new_v4().to_string())
+            .send()
+            .await;
+        let err = match result {
+            Ok(_) => return Ok(()),
+            Err(e) => e,
+        };
+        if let Some(aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError::TransactionCanceledException(tc)) =
+            err.as_service_error()
+        {
+            let reasons = tc.cancellation_reasons();
+            let failed = |slot: Slot| {
+                reasons.iter().zip(&slots).any(|(r, s)| {
+                    *s == slot && r.code() == Some("ConditionalCheckFailed")
+                })
+            };
+            if failed(Slot::MessageKey) {
+                if let Some(k) = &commit.message_key {
+                    return Err(StoreError::DuplicateMessage(k.message_id.clone()));
+                }
+            }
+            if failed(Slot::Idempotency) {
+                if let Some(i) = &commit.idempotency {
+                    if let Some(rec) = self.idempotency_record(&i.owner, &i.key).await? {
+                        return Err(StoreError::IdempotencyKeyUsed {
+                            task_id: rec.task_id,
+                            fingerprint: rec.fingerprint,
+                        });
+                    }
+                }
+            }
+            let conflict = reasons.iter().any(|r| {
+                matches!(r.code(), Some("ConditionalCheckFailed") | Some("TransactionConflict"))
+            });
+            if conflict {
+                return Err(StoreError::Conflict(commit.task_id.clone()));
+            }
+            let throttled = reasons.iter().any(|r| {
+                matches!(
+                    r.code(),
+                    Some("ThrottlingError") | Some("ProvisionedThroughputExceeded")
+                )
+            });
+            if throttled {
+                return Err(StoreError::Unavailable(
+                    "DynamoDB throttled the transaction".into(),
+                ));
+            }
+        }
+        if err.code() == Some("TransactionConflictException") {
+            return Err(StoreError::Conflict(commit.task_id.clone()));
+        }
+        Err(sdk_err("TransactWriteItems", err))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use taskledger_domain::ports::EventStore;
+    use taskledger_domain::time::Timestamp;
+
+    use super::super::store::tests::fresh_store;
+    use super::*;
+
+    #[tokio::test]
+    async fn an_oversized_message_is_refused_before_any_write() {
+        let Some(store) = fresh_store().await else {
+            return;
+        };
+        let id = crate::contract::create_task(&store, "t-big", "c").await;
+        let loaded = store.load(&id).await.unwrap().unwrap();
+        let before = taskledger_domain::ports::restore(&loaded).unwrap().unwrap();
+        let big = crate::contract::user_message("m-big", &"x".repeat(MAX_ITEM_BYTES));
+        let events = before
+            .decide(taskledger_domain::task::TaskCommand::AppendUserMessage(
+                taskledger_domain::task::AppendUserMessage {
+                    message: big,
+                    at: Timestamp::now(),
+                },
+            ))
+            .unwrap();
+        let commit =
+            taskledger_domain::ports::commit_for(id.clone(), &before, &events, Timestamp::now());
+        let err = store.append(commit).await.expect_err("too large");
+        assert!(matches!(err, StoreError::TooLarge(_)), "{err}");
+        assert_eq!(
+            store.events(&id, 0).await.unwrap().len(),
+            3,
+            "nothing written"
+        );
+    }
+}

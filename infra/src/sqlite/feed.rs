@@ -1,0 +1,107 @@
+//! The SQLite store as the work feed: agent turns in commit order, consumer cursors that never
+//! move back, and pruning of entries every consumer has passed.
+
+use async_trait::async_trait;
+use rusqlite::{params, OptionalExtension};
+use taskledger_domain::ports::{StoreError, WorkFeed};
+use taskledger_domain::turns::AgentTurn;
+
+use super::codec::db_err;
+use super::SqliteStore;
+
+#[async_trait]
+impl WorkFeed for SqliteStore {
+    async fn feed_after(
+        &self,
+        cursor: u64,
+        limit: u32,
+    ) -> Result<Vec<(u64, AgentTurn)>, StoreError> {
+        self.read_now(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT pos, task_id, seq FROM feed WHERE pos > ?1 ORDER BY pos LIMIT ?2",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![cursor as i64, limit as i64], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                    ))
+                })
+                .map_err(db_err)?;
+            rows.map(|r| {
+                let (pos, task_id, seq) = r.map_err(db_err)?;
+                Ok((
+                    pos as u64,
+                    AgentTurn {
+                        task_id,
+                        work_seq: seq as u64,
+                    },
+                ))
+            })
+            .collect()
+        })
+    }
+
+    async fn feed_cursor(&self, consumer: &str) -> Result<u64, StoreError> {
+        self.read_now(|conn| {
+            conn.prepare_cached("SELECT pos FROM feed_cursors WHERE consumer = ?1")
+                .and_then(|mut s| {
+                    s.query_row(params![consumer], |r| r.get::<_, i64>(0))
+                        .optional()
+                })
+                .map(|p| p.unwrap_or(0) as u64)
+                .map_err(db_err)
+        })
+    }
+
+    async fn save_feed_cursor(&self, consumer: &str, cursor: u64) -> Result<(), StoreError> {
+        let consumer = consumer.to_string();
+        self.write(move |conn| {
+            conn.execute(
+                "INSERT INTO feed_cursors (consumer, pos) VALUES (?1, ?2) \
+                 ON CONFLICT(consumer) DO UPDATE SET pos = MAX(pos, excluded.pos)",
+                params![consumer, cursor as i64],
+            )
+            .map_err(db_err)?;
+            // Entries every consumer has passed are done: the feed stays small.
+            conn.execute(
+                "DELETE FROM feed WHERE pos <= (SELECT MIN(pos) FROM feed_cursors)",
+                [],
+            )
+            .map(|_| ())
+            .map_err(db_err)
+        })
+        .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn work_requests_land_in_the_feed_with_their_commit_and_cursors_persist() {
+        let store = SqliteStore::in_memory();
+        let id = crate::contract::create_task(&store, "t-feed", "c").await;
+        let entries = store.feed_after(0, 10).await.unwrap();
+        assert_eq!(entries.len(), 1, "task creation requests work");
+        assert_eq!(entries[0].1.task_id, id.as_str());
+        assert_eq!(entries[0].1.work_seq, 3);
+        assert_eq!(store.feed_cursor("relay").await.unwrap(), 0);
+        store.save_feed_cursor("relay", entries[0].0).await.unwrap();
+        store.save_feed_cursor("relay", 0).await.unwrap();
+        assert_eq!(
+            store.feed_cursor("relay").await.unwrap(),
+            entries[0].0,
+            "never moves back"
+        );
+        assert!(store.feed_after(entries[0].0, 10).await.unwrap().is_empty());
+        assert!(
+            store.feed_after(0, 10).await.unwrap().is_empty(),
+            "passed entries are pruned"
+        );
+    }
+}

@@ -1,0 +1,162 @@
+//! The SQLite store as the push outbox: due deliveries (one in flight per group), retries,
+//! dead letters and their redrive.
+
+use async_trait::async_trait;
+use rusqlite::params;
+use taskledger_domain::ports::{DeadLetter, OutboxEntry, PushOutbox, StoreError};
+
+use super::codec::{db_err, now_ms, parse};
+use super::SqliteStore;
+
+#[async_trait]
+impl PushOutbox for SqliteStore {
+    async fn due(
+        &self,
+        now_ms: i64,
+        limit: u32,
+        busy: &[u64],
+    ) -> Result<Vec<OutboxEntry>, StoreError> {
+        let busy: std::collections::HashSet<u64> = busy.iter().copied().collect();
+        self.read_now(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT o.id, o.delivery, o.attempts, o.first_ms FROM push_outbox o \
+                     WHERE o.dead = 0 AND o.due_ms <= ?1 \
+                     AND o.id = (SELECT MIN(id) FROM push_outbox WHERE grp = o.grp AND dead = 0) \
+                     ORDER BY o.due_ms, o.id LIMIT ?2",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![now_ms, i64::from(limit) + busy.len() as i64], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, i64>(3)?,
+                    ))
+                })
+                .map_err(db_err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (id, delivery, attempts, first_ms) = row.map_err(db_err)?;
+                if busy.contains(&(id as u64)) {
+                    continue;
+                }
+                out.push(OutboxEntry {
+                    id: id as u64,
+                    delivery: parse(&delivery)?,
+                    attempts: attempts as u32,
+                    first_attempt_ms: first_ms,
+                });
+                if out.len() >= limit as usize {
+                    break;
+                }
+            }
+            Ok(out)
+        })
+    }
+
+    async fn next_due(&self) -> Result<Option<i64>, StoreError> {
+        self.read_now(|conn| {
+            conn.prepare_cached("SELECT MIN(due_ms) FROM push_outbox WHERE dead = 0")
+                .and_then(|mut s| s.query_row([], |r| r.get::<_, Option<i64>>(0)))
+                .map_err(db_err)
+        })
+    }
+
+    async fn delivered(&self, id: u64) -> Result<(), StoreError> {
+        self.write(move |conn| {
+            conn.prepare_cached("DELETE FROM push_outbox WHERE id = ?1")
+                .and_then(|mut s| s.execute(params![id as i64]))
+                .map(|_| ())
+                .map_err(db_err)
+        })
+        .await
+    }
+
+    async fn retry_at(
+        &self,
+        id: u64,
+        attempts: u32,
+        first_attempt_ms: i64,
+        at_ms: i64,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        let reason = reason.to_string();
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "UPDATE push_outbox SET attempts = ?2, first_ms = ?3, due_ms = ?4, reason = ?5 \
+                 WHERE id = ?1",
+            )
+            .and_then(|mut s| {
+                s.execute(params![
+                    id as i64,
+                    attempts,
+                    first_attempt_ms,
+                    at_ms,
+                    reason
+                ])
+            })
+            .map(|_| ())
+            .map_err(db_err)
+        })
+        .await
+    }
+
+    async fn dead_letter(&self, id: u64, attempts: u32, reason: &str) -> Result<(), StoreError> {
+        let reason = reason.to_string();
+        self.write(move |conn| {
+            conn.prepare_cached(
+                "UPDATE push_outbox SET dead = 1, attempts = ?2, reason = ?3 WHERE id = ?1",
+            )
+            .and_then(|mut s| s.execute(params![id as i64, attempts, reason]))
+            .map(|_| ())
+            .map_err(db_err)
+        })
+        .await
+    }
+
+    async fn dead_letters(&self, limit: u32) -> Result<Vec<DeadLetter>, StoreError> {
+        self.read_now(|conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT id, delivery, attempts, COALESCE(reason, '') FROM push_outbox \
+                     WHERE dead = 1 ORDER BY id LIMIT ?1",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![limit], |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                    ))
+                })
+                .map_err(db_err)?;
+            rows.map(|row| {
+                let (id, delivery, attempts, reason) = row.map_err(db_err)?;
+                Ok(DeadLetter {
+                    id: id as u64,
+                    delivery: parse(&delivery)?,
+                    attempts: attempts as u32,
+                    reason,
+                })
+            })
+            .collect()
+        })
+    }
+
+    async fn redrive(&self) -> Result<u64, StoreError> {
+        self.write(|conn| {
+            conn.execute(
+                "UPDATE push_outbox SET dead = 0, attempts = 0, first_ms = 0, due_ms = ?1, \
+                 reason = NULL WHERE dead = 1",
+                params![now_ms()],
+            )
+            .map(|n| n as u64)
+            .map_err(db_err)
+        })
+        .await
+    }
+}

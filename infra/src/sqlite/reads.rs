@@ -1,0 +1,191 @@
+//! The SQLite store as the read model: GetTask (one head, its history and artifact chunks as
+//! the view asks) and ListTasks (filtered, counted, paged by status time).
+
+use async_trait::async_trait;
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params, Connection, OptionalExtension};
+use taskledger_domain::ids::{HistoryLength, Principal, TaskId};
+use taskledger_domain::ports::{
+    Cursor, ListPage, ListQuery, StoreError, TaskReadModel, TaskView, ViewOptions,
+};
+use taskledger_domain::projection::ArtifactChunk;
+use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::wire::Message;
+
+use super::codec::{db_err, parse};
+use super::SqliteStore;
+
+fn read_view(
+    conn: &Connection,
+    task_id: &str,
+    snapshot: &str,
+    view: ViewOptions,
+) -> Result<TaskView, StoreError> {
+    let state: TaskAggregate = parse(snapshot)?;
+    let head = state
+        .head
+        .ok_or_else(|| StoreError::Corrupt(format!("head of {task_id} has no task")))?;
+    let history = match view.history {
+        HistoryLength::Last(0) => None,
+        len => {
+            let (sql, limit) = match len {
+                HistoryLength::Last(n) => (
+                    "SELECT message FROM history WHERE task_id = ?1 ORDER BY pos DESC LIMIT ?2",
+                    n as i64,
+                ),
+                HistoryLength::All => (
+                    "SELECT message FROM history WHERE task_id = ?1 ORDER BY pos DESC LIMIT ?2",
+                    -1,
+                ),
+            };
+            let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![task_id, limit], |r| r.get::<_, String>(0))
+                .map_err(db_err)?;
+            let mut msgs = rows
+                .map(|r| parse::<Message>(&r.map_err(db_err)?))
+                .collect::<Result<Vec<_>, _>>()?;
+            msgs.reverse();
+            Some(msgs)
+        }
+    };
+    let chunks = if view.include_artifacts && !head.artifacts.is_empty() {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT ord, chunk, artifact FROM artifact_chunks WHERE task_id = ?1 ORDER BY ord, chunk",
+            )
+            .map_err(db_err)?;
+        let rows = stmt
+            .query_map(params![task_id], |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, i64>(1)?,
+                    r.get::<_, String>(2)?,
+                ))
+            })
+            .map_err(db_err)?;
+        let chunks = rows
+            .map(|r| {
+                let (ord, chunk, a) = r.map_err(db_err)?;
+                Ok(ArtifactChunk {
+                    ord: ord as u32,
+                    chunk: chunk as u32,
+                    artifact: parse(&a)?,
+                })
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        Some(chunks)
+    } else if view.include_artifacts {
+        Some(Vec::new())
+    } else {
+        None
+    };
+    Ok(TaskView {
+        head,
+        history,
+        chunks,
+    })
+}
+
+#[async_trait]
+impl TaskReadModel for SqliteStore {
+    async fn get(
+        &self,
+        owner: &Principal,
+        task_id: &TaskId,
+        view: ViewOptions,
+    ) -> Result<Option<TaskView>, StoreError> {
+        let (owner, id) = (owner.clone(), task_id.to_string());
+        self.read_now(move |conn| {
+            let snapshot: Option<String> = conn
+                .prepare_cached(
+                    "SELECT snapshot FROM heads WHERE task_id = ?1 AND tenant = ?2 AND owner = ?3",
+                )
+                .and_then(|mut s| {
+                    s.query_row(
+                        params![id, owner.tenant.as_str(), owner.subject.as_str()],
+                        |r| r.get(0),
+                    )
+                    .optional()
+                })
+                .map_err(db_err)?;
+            snapshot
+                .map(|snap| read_view(conn, &id, &snap, view))
+                .transpose()
+        })
+    }
+
+    async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError> {
+        let (owner, q) = (owner.clone(), query.clone());
+        self.read(move |conn| {
+            let mut filter = String::from("tenant = ? AND owner = ?");
+            let mut args: Vec<SqlValue> = vec![
+                SqlValue::Text(owner.tenant.to_string()),
+                SqlValue::Text(owner.subject.to_string()),
+            ];
+            if let Some(c) = &q.context_id {
+                filter.push_str(" AND context_id = ?");
+                args.push(SqlValue::Text(c.to_string()));
+            }
+            if let Some(s) = q.state {
+                filter.push_str(" AND state = ?");
+                args.push(SqlValue::Text(s.as_str().to_string()));
+            }
+            if let Some(t) = q.status_after {
+                filter.push_str(" AND status_nanos >= ?");
+                args.push(SqlValue::Integer(t.unix_nanos()));
+            }
+            let total: i64 = conn
+                .prepare_cached(&format!("SELECT COUNT(*) FROM heads WHERE {filter}"))
+                .and_then(|mut s| {
+                    s.query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0))
+                })
+                .map_err(db_err)?;
+            if let Some(c) = &q.after {
+                filter.push_str(" AND (status_nanos < ? OR (status_nanos = ? AND task_id < ?))");
+                args.push(SqlValue::Integer(c.status_nanos));
+                args.push(SqlValue::Integer(c.status_nanos));
+                args.push(SqlValue::Text(c.task_id.clone()));
+            }
+            let limit = q.page_size.get() as i64;
+            args.push(SqlValue::Integer(limit + 1));
+            let sql = format!(
+                "SELECT task_id, status_nanos, snapshot FROM heads WHERE {filter} \
+                 ORDER BY status_nanos DESC, task_id DESC LIMIT ?"
+            );
+            let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, String>(2)?,
+                    ))
+                })
+                .map_err(db_err)?
+                .collect::<Result<Vec<_>, _>>()
+                .map_err(db_err)?;
+            let more = rows.len() as i64 > limit;
+            let mut tasks = Vec::with_capacity(rows.len());
+            let mut next = None;
+            for (i, (id, nanos, snap)) in rows.into_iter().enumerate() {
+                if i as i64 == limit {
+                    break;
+                }
+                if more && i as i64 == limit - 1 {
+                    next = Some(Cursor {
+                        status_nanos: nanos,
+                        task_id: id.clone(),
+                    });
+                }
+                tasks.push(read_view(conn, &id, &snap, q.view)?);
+            }
+            Ok(ListPage {
+                tasks,
+                total_size: total as u64,
+                next,
+            })
+        })
+        .await
+    }
+}
