@@ -9,9 +9,12 @@
 pub mod agent;
 pub mod compose;
 pub mod error;
+#[cfg(feature = "grpc")]
+pub mod grpc;
 pub mod http;
 pub mod identity;
 mod locks;
+pub mod request;
 pub mod runners;
 pub mod service;
 

@@ -21,8 +21,9 @@ use taskledger_domain::wire::{
 };
 use tracing::{debug, error, info_span, Instrument};
 
-use super::{AppState, IDEMPOTENCY_HEADER, MAX_BODY_BYTES, SUPPORTED_MAJOR, VERSION_HEADER};
+use super::{AppState, IDEMPOTENCY_HEADER, MAX_BODY_BYTES, VERSION_HEADER};
 use crate::error::AppError;
+use crate::request;
 
 /// A JSON-RPC error reply. Errors of a method travel with HTTP 200, as JSON-RPC responses do;
 /// a request refused before it is read as JSON-RPC (too large, not authenticated) travels with
@@ -129,7 +130,7 @@ fn check_content_type(headers: &HeaderMap) -> Result<(), RpcFailure> {
     }
 }
 
-/// `A2A-Version` from the header or the query; missing means 0.3, which is not served.
+/// `A2A-Version` from the header or the query; the rule is `request::check_version`.
 fn check_version(headers: &HeaderMap, query: Option<&str>, id: &Value) -> Result<(), RpcFailure> {
     let from_query = query.and_then(|q| {
         q.split('&').find_map(|kv| {
@@ -142,27 +143,11 @@ fn check_version(headers: &HeaderMap, query: Option<&str>, id: &Value) -> Result
         .get(VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_string())
-        .or(from_query)
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| "0.3".to_string());
-    let major = requested
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u32>().ok());
-    if major == Some(SUPPORTED_MAJOR) {
-        return Ok(());
-    }
-    Err(RpcFailure {
+        .or(from_query);
+    request::check_version(requested).map_err(|error| RpcFailure {
         id: id.clone(),
         before_rpc: false,
-        error: AppError::protocol(
-            ErrorKind::VersionNotSupported,
-            format!(
-                "A2A protocol version {requested} is not supported; send {VERSION_HEADER}: 1.0"
-            ),
-        )
-        .with("requestedVersion", requested)
-        .with("supportedVersions", "1.0"),
+        error,
     })
 }
 
@@ -172,15 +157,7 @@ fn params<T: DeserializeOwned>(params: Option<&Value>) -> Result<T, AppError> {
         Some(v @ Value::Object(_)) => v.clone(),
         Some(_) => return Err(AppError::invalid_params("params", "must be an object")),
     };
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = e.path().to_string();
-        let field = if path == "." {
-            "params".to_string()
-        } else {
-            format!("params.{path}")
-        };
-        AppError::invalid_params(field, e.into_inner())
-    })
+    request::decode(value, "params")
 }
 
 fn to_value<T: Serialize>(v: &T) -> Result<Value, AppError> {
@@ -317,14 +294,8 @@ async fn dispatch(
             &svc.cancel_task(who, params::<CancelTaskRequest>(raw)?)
                 .await?,
         ),
-        "GetExtendedAgentCard" => Err(AppError::protocol(
-            ErrorKind::UnsupportedOperation,
-            "this agent declares no extended agent card (capabilities.extendedAgentCard is false)",
-        )),
-        "SendStreamingMessage" | "SubscribeToTask" => Err(AppError::protocol(
-            ErrorKind::UnsupportedOperation,
-            format!("{method}: streaming is not supported (capabilities.streaming is false)"),
-        )),
+        "GetExtendedAgentCard" => Err(request::extended_card_unsupported()),
+        "SendStreamingMessage" | "SubscribeToTask" => Err(request::streaming_unsupported(method)),
         "CreateTaskPushNotificationConfig" => to_value(
             &svc.create_push_config(who, params::<TaskPushNotificationConfig>(raw)?)
                 .await?,

@@ -23,10 +23,9 @@ use crate::service::Service;
 
 /// Largest request body accepted, checked before anything is parsed.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
-/// The protocol major version served.
-pub const SUPPORTED_MAJOR: u32 = 1;
-/// Header and query parameter naming the client's protocol version.
-pub const VERSION_HEADER: &str = "A2A-Version";
+/// The protocol major version served, and the header (or query parameter) naming the
+/// client's: the rule itself is `crate::request::check_version`, shared with gRPC.
+pub use crate::request::{SUPPORTED_MAJOR, VERSION_HEADER};
 /// Header making task creation safe to retry.
 pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
 /// `max-age` of the agent card.

@@ -1,0 +1,29 @@
+//! With the `grpc` feature: compiles `proto/lf/a2a/v1/a2a.proto` with protox (pure Rust, no
+//! protoc on the machine) into tonic stubs, and keeps the encoded descriptor set in OUT_DIR for
+//! the ProtoJSON transcoding and the reflection service.
+
+use std::path::PathBuf;
+
+const PROTO: &str = "proto/lf/a2a/v1/a2a.proto";
+/// The descriptor set the `grpc` module embeds.
+const DESCRIPTOR: &str = "a2a_descriptor.bin";
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-changed=proto");
+    println!("cargo:rerun-if-changed=build.rs");
+    if std::env::var_os("CARGO_FEATURE_GRPC").is_none() {
+        return Ok(());
+    }
+    let out = PathBuf::from(std::env::var("OUT_DIR")?);
+    let mut compiler = protox::Compiler::new(["proto"])?;
+    compiler.include_imports(true).include_source_info(false);
+    compiler.open_file(PROTO)?;
+    std::fs::write(out.join(DESCRIPTOR), compiler.encode_file_descriptor_set())?;
+    let mut config = tonic_prost_build::Config::new();
+    config.enable_type_names();
+    tonic_prost_build::configure()
+        .build_server(true)
+        .build_client(true)
+        .compile_fds_with_config(compiler.file_descriptor_set(), config)?;
+    Ok(())
+}

@@ -1,0 +1,191 @@
+//! ProtoJSON transcoding between the generated protobuf messages and the domain's wire types.
+//!
+//! A request goes protobuf → `DynamicMessage` → ProtoJSON (`serde_json::Value`, camelCase,
+//! enum names, defaults omitted) → the same `taskledger_domain::wire` type, and through the same
+//! decoder (`request::decode`), as a JSON-RPC `params` object; a response takes the reverse way.
+//! Both bindings therefore share one set of serde types and one validation, and a field the
+//! domain can read on JSON-RPC is readable on gRPC by construction.
+
+use std::sync::OnceLock;
+
+use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, MessageDescriptor};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use serde_json::Value;
+use taskledger_domain::error::ErrorKind;
+
+use crate::error::AppError;
+use crate::request;
+
+/// The encoded `FileDescriptorSet` of `a2a.proto` and its imports (built by build.rs).
+pub const FILE_DESCRIPTOR_SET: &[u8] =
+    include_bytes!(concat!(env!("OUT_DIR"), "/a2a_descriptor.bin"));
+
+/// Name of the request object in an InvalidParams field path (`request.message.parts`).
+pub const REQUEST_ROOT: &str = "request";
+
+fn pool() -> &'static DescriptorPool {
+    static POOL: OnceLock<DescriptorPool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        DescriptorPool::decode(FILE_DESCRIPTOR_SET)
+            .expect("the descriptor set built from a2a.proto decodes")
+    })
+}
+
+fn internal(what: &str, e: impl std::fmt::Display) -> AppError {
+    AppError::protocol(ErrorKind::Internal, format!("{what}: {e}"))
+}
+
+fn descriptor<M: prost::Name>() -> Result<MessageDescriptor, AppError> {
+    let name = M::full_name();
+    pool()
+        .get_message_by_name(&name)
+        .ok_or_else(|| internal("no descriptor", name))
+}
+
+/// The ProtoJSON form of a protobuf message.
+pub fn to_protojson<M: prost::Message + prost::Name>(message: &M) -> Result<Value, AppError> {
+    let mut dynamic = DynamicMessage::new(descriptor::<M>()?);
+    dynamic
+        .transcode_from(message)
+        .map_err(|e| internal("cannot read the request", e))?;
+    serde_json::to_value(&dynamic).map_err(|e| internal("cannot transcode the request", e))
+}
+
+/// A protobuf message from its ProtoJSON form. Members the proto does not define are dropped:
+/// the domain's types only emit proto fields, and a stray one must not fail a reply.
+pub fn from_protojson<M>(value: Value) -> Result<M, AppError>
+where
+    M: prost::Message + prost::Name + Default,
+{
+    let options = DeserializeOptions::new().deny_unknown_fields(false);
+    let dynamic = DynamicMessage::deserialize_with_options(descriptor::<M>()?, value, &options)
+        .map_err(|e| internal("cannot transcode the result", e))?;
+    dynamic
+        .transcode_to::<M>()
+        .map_err(|e| internal("cannot encode the result", e))
+}
+
+/// A gRPC request as the domain's typed request (validated like JSON-RPC `params`), with its
+/// ProtoJSON form (the idempotency fingerprint is taken of it).
+pub fn request<M, T>(message: &M) -> Result<(T, Value), AppError>
+where
+    M: prost::Message + prost::Name,
+    T: DeserializeOwned,
+{
+    let value = to_protojson(message)?;
+    let typed = request::decode(value.clone(), REQUEST_ROOT)?;
+    Ok((typed, value))
+}
+
+/// A domain result as its gRPC response message.
+pub fn response<T, M>(result: &T) -> Result<M, AppError>
+where
+    T: Serialize,
+    M: prost::Message + prost::Name + Default,
+{
+    let value =
+        serde_json::to_value(result).map_err(|e| internal("cannot serialise the result", e))?;
+    from_protojson(value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grpc::proto;
+    use serde_json::json;
+    use taskledger_domain::wire;
+
+    #[test]
+    fn every_service_message_has_a_descriptor() {
+        let service = pool()
+            .get_service_by_name("lf.a2a.v1.A2AService")
+            .expect("service");
+        assert_eq!(service.methods().count(), 11);
+        assert!(descriptor::<proto::Task>().is_ok());
+        assert!(descriptor::<proto::ListTaskPushNotificationConfigsRequest>().is_ok());
+    }
+
+    #[test]
+    fn a_request_reads_as_its_protojson_and_the_domain_type() {
+        let m = proto::SendMessageRequest {
+            message: Some(proto::Message {
+                message_id: "m1".into(),
+                role: proto::Role::User as i32,
+                parts: vec![proto::Part {
+                    content: Some(proto::part::Content::Raw(b"hi".to_vec())),
+                    media_type: "text/plain".into(),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            configuration: Some(proto::SendMessageConfiguration {
+                history_length: Some(0),
+                return_immediately: true,
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let (typed, value): (wire::SendMessageRequest, Value) = request(&m).unwrap();
+        assert_eq!(
+            value,
+            json!({
+                "message": {"messageId": "m1", "role": "ROLE_USER",
+                            "parts": [{"raw": "aGk=", "mediaType": "text/plain"}]},
+                "configuration": {"historyLength": 0, "returnImmediately": true}
+            })
+        );
+        assert_eq!(typed.message.role, wire::Role::User);
+        assert_eq!(
+            typed.message.parts[0].content,
+            wire::PartContent::Raw(b"hi".to_vec())
+        );
+        assert_eq!(typed.configuration.unwrap().history_length, Some(0));
+    }
+
+    #[test]
+    fn a_missing_required_field_is_invalid_params_naming_it() {
+        let e = request::<_, wire::SendMessageRequest>(&proto::SendMessageRequest::default())
+            .unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidParams);
+        assert_eq!(e.metadata()["field"], "request");
+        assert!(e.to_string().contains("message"), "{e}");
+        let e = request::<_, wire::GetTaskRequest>(&proto::GetTaskRequest::default()).unwrap_err();
+        assert!(e.to_string().contains("missing field `id`"), "{e}");
+    }
+
+    #[test]
+    fn a_task_comes_back_with_every_member() {
+        let task: wire::Task = serde_json::from_value(json!({
+            "id": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_COMPLETED", "timestamp": "2026-01-02T03:04:05.678Z",
+                       "message": {"messageId": "a", "role": "ROLE_AGENT", "parts": [{"text": "done"}]}},
+            "artifacts": [{"artifactId": "x", "parts": [{"data": {"k": [1.5, "two", null]}}]}],
+            "history": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"url": "https://e/x"}],
+                         "metadata": {"n": 1.5}}],
+            "metadata": {"a": {"b": true}}
+        }))
+        .unwrap();
+        let p: proto::Task = response(&task).unwrap();
+        assert_eq!(
+            p.status.as_ref().unwrap().state,
+            proto::TaskState::Completed as i32
+        );
+        assert_eq!(
+            p.status.as_ref().unwrap().timestamp.unwrap().nanos,
+            678_000_000
+        );
+        let back: wire::Task = serde_json::from_value(to_protojson(&p).unwrap()).unwrap();
+        assert_eq!(back, task);
+    }
+
+    #[test]
+    fn a_send_result_keeps_its_oneof() {
+        let r = wire::SendMessageResponse::Message(wire::Message::agent_text("m", "hi"));
+        let p: proto::SendMessageResponse = response(&r).unwrap();
+        assert!(matches!(
+            p.payload,
+            Some(proto::send_message_response::Payload::Message(_))
+        ));
+    }
+}

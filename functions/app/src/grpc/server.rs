@@ -1,0 +1,87 @@
+//! A gRPC server for the binding: HTTP/2 in plaintext (h2c, development) or TLS (rustls, PEM
+//! certificate chain and key), with the server reflection service so tools such as grpcurl
+//! find the methods without the proto file. Configuration errors (a bad certificate or key)
+//! surface when the server is built, before anything listens.
+
+use std::future::Future;
+
+use tokio::net::TcpListener;
+use tonic::transport::server::{Router, TcpIncoming};
+use tonic::transport::{Identity, Server, ServerTlsConfig};
+
+use super::proto::a2a_service_server::A2aServiceServer;
+use super::{A2aGrpc, FILE_DESCRIPTOR_SET};
+use crate::http::MAX_BODY_BYTES;
+
+/// A PEM certificate chain and its private key.
+#[derive(Debug, Clone)]
+pub struct TlsPem {
+    pub cert: String,
+    pub key: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum GrpcServeError {
+    #[error("gRPC TLS configuration: {0}")]
+    Tls(tonic::transport::Error),
+    #[error("gRPC reflection: {0}")]
+    Reflection(#[from] tonic_reflection::server::Error),
+    #[error("gRPC server: {0}")]
+    Transport(tonic::transport::Error),
+}
+
+/// The A2A service (and reflection), ready to serve on a listener.
+pub struct GrpcServer {
+    router: Router,
+}
+
+impl GrpcServer {
+    pub fn new(binding: A2aGrpc, tls: Option<&TlsPem>) -> Result<Self, GrpcServeError> {
+        let mut builder = Server::builder();
+        if let Some(pem) = tls {
+            let identity = Identity::from_pem(&pem.cert, &pem.key);
+            builder = builder
+                .tls_config(ServerTlsConfig::new().identity(identity))
+                .map_err(GrpcServeError::Tls)?;
+        }
+        let a2a = A2aServiceServer::new(binding)
+            .max_decoding_message_size(MAX_BODY_BYTES)
+            .max_encoding_message_size(usize::MAX);
+        let reflection = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+            .build_v1()?;
+        let reflection_alpha = tonic_reflection::server::Builder::configure()
+            .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
+            .build_v1alpha()?;
+        let router = builder
+            .add_service(a2a)
+            .add_service(reflection)
+            .add_service(reflection_alpha);
+        Ok(Self { router })
+    }
+
+    /// Serves on `listener` until `shutdown` resolves.
+    pub async fn serve(
+        self,
+        listener: TcpListener,
+        shutdown: impl Future<Output = ()> + Send + 'static,
+    ) -> Result<(), GrpcServeError> {
+        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+        self.router
+            .serve_with_incoming_shutdown(incoming, shutdown)
+            .await
+            .map_err(GrpcServeError::Transport)
+    }
+}
+
+/// Builds and serves in one step (see `GrpcServer`).
+pub async fn serve(
+    binding: A2aGrpc,
+    tls: Option<&TlsPem>,
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), GrpcServeError> {
+    GrpcServer::new(binding, tls)?
+        .serve(listener, shutdown)
+        .await
+}

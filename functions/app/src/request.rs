@@ -1,0 +1,133 @@
+//! What every binding reads the same way before a method runs: the protocol version the
+//! client speaks (`A2A-Version`), the extensions it asks for (`A2A-Extensions`), and a request
+//! object decoded into its typed wire request with the failing field named. JSON-RPC and gRPC
+//! both call these, so a refusal is the same error on either.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use taskledger_domain::error::ErrorKind;
+
+use crate::error::AppError;
+
+/// The protocol major version served.
+pub const SUPPORTED_MAJOR: u32 = 1;
+/// Header (HTTP, any case) and gRPC metadata key (lowercase) naming the client's version.
+pub const VERSION_HEADER: &str = "A2A-Version";
+/// Header and gRPC metadata key listing the extensions the client wants active.
+pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
+
+/// The version rule: a missing or empty value means 0.3, which is not served; any `1.x` is.
+/// `requested` is the value as the binding found it (a header already trimmed).
+pub fn check_version(requested: Option<String>) -> Result<(), AppError> {
+    let requested = requested
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| "0.3".to_string());
+    let major = requested
+        .split('.')
+        .next()
+        .and_then(|m| m.parse::<u32>().ok());
+    if major == Some(SUPPORTED_MAJOR) {
+        return Ok(());
+    }
+    Err(AppError::protocol(
+        ErrorKind::VersionNotSupported,
+        format!("A2A protocol version {requested} is not supported; send {VERSION_HEADER}: 1.0"),
+    )
+    .with("requestedVersion", requested)
+    .with("supportedVersions", "1.0"))
+}
+
+/// The extension URIs a client asks for (comma-separated, blanks dropped). Unknown URIs are
+/// kept here and ignored by whoever reads the list: none of taskledger's extensions is
+/// required, so no request is refused for what it leaves out.
+pub fn requested_extensions(values: &[&str]) -> Vec<String> {
+    values
+        .iter()
+        .flat_map(|v| v.split(','))
+        .map(str::trim)
+        .filter(|u| !u.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Decodes a request object into its typed request; a failure is InvalidParams naming the
+/// field under `root` (`params.message.parts` on JSON-RPC), or `root` itself for the object.
+pub fn decode<T: DeserializeOwned>(value: Value, root: &str) -> Result<T, AppError> {
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let field = if path == "." {
+            root.to_string()
+        } else {
+            format!("{root}.{path}")
+        };
+        AppError::invalid_params(field, e.into_inner())
+    })
+}
+
+/// `SendStreamingMessage` and `SubscribeToTask`: the card declares no streaming.
+pub fn streaming_unsupported(method: &str) -> AppError {
+    AppError::protocol(
+        ErrorKind::UnsupportedOperation,
+        format!("{method}: streaming is not supported (capabilities.streaming is false)"),
+    )
+}
+
+/// `GetExtendedAgentCard`: the card declares no extended card.
+pub fn extended_card_unsupported() -> AppError {
+    AppError::protocol(
+        ErrorKind::UnsupportedOperation,
+        "this agent declares no extended agent card (capabilities.extendedAgentCard is false)",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn missing_or_empty_means_0_3_and_is_refused() {
+        for v in [
+            None,
+            Some(String::new()),
+            Some("0.3".into()),
+            Some("99.0".into()),
+        ] {
+            let e = check_version(v).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::VersionNotSupported);
+        }
+        assert_eq!(
+            check_version(None).unwrap_err().metadata()["requestedVersion"],
+            "0.3"
+        );
+    }
+
+    #[test]
+    fn any_1_x_is_served() {
+        for v in ["1.0", "1.1", "1"] {
+            assert!(check_version(Some(v.into())).is_ok(), "{v}");
+        }
+        assert!(check_version(Some("1x".into())).is_err());
+    }
+
+    #[test]
+    fn extensions_split_on_commas_across_values() {
+        assert_eq!(
+            requested_extensions(&["urn:a, urn:b", "", " urn:c "]),
+            vec!["urn:a", "urn:b", "urn:c"]
+        );
+    }
+
+    #[test]
+    fn decode_names_the_failing_field() {
+        use taskledger_domain::wire::GetTaskRequest;
+        let e = decode::<GetTaskRequest>(serde_json::json!({}), "params").unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::InvalidParams);
+        assert_eq!(e.metadata()["field"], "params");
+        let e = decode::<GetTaskRequest>(
+            serde_json::json!({"id": "t", "historyLength": "x"}),
+            "request",
+        )
+        .unwrap_err();
+        assert_eq!(e.metadata()["field"], "request.historyLength");
+    }
+}
