@@ -24,6 +24,23 @@ pub struct CardSettings {
     pub bearer_auth: bool,
     /// Whether webhook deliveries are made (`capabilities.pushNotifications`).
     pub push_notifications: bool,
+    /// `host:port` of the gRPC binding, when it is served (listed as a `GRPC` interface).
+    pub grpc_url: Option<String>,
+}
+
+/// JSON-RPC at `<base>/a2a` first (the binding every client has), then gRPC when served.
+fn interfaces(base: &str, grpc_url: Option<&str>) -> Vec<AgentInterface> {
+    let interface = |url: String, binding: &str| AgentInterface {
+        url,
+        protocol_binding: binding.into(),
+        protocol_version: PROTOCOL_VERSION.into(),
+        tenant: None,
+    };
+    let mut out = vec![interface(format!("{base}{JSONRPC_PATH}"), "JSONRPC")];
+    if let Some(url) = grpc_url {
+        out.push(interface(url.to_string(), "GRPC"));
+    }
+    out
 }
 
 pub fn agent_card(s: &CardSettings) -> AgentCard {
@@ -46,12 +63,7 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
     AgentCard {
         name: s.name.clone(),
         description: s.description.clone(),
-        supported_interfaces: vec![AgentInterface {
-            url: format!("{base}{JSONRPC_PATH}"),
-            protocol_binding: "JSONRPC".into(),
-            protocol_version: PROTOCOL_VERSION.into(),
-            tenant: None,
-        }],
+        supported_interfaces: interfaces(base, s.grpc_url.as_deref()),
         provider: Some(AgentProvider {
             organization: "taskledger".into(),
             url: "https://github.com/taskledger/taskledger".into(),
@@ -126,6 +138,7 @@ mod tests {
             version: "1".into(),
             bearer_auth: true,
             push_notifications: false,
+            grpc_url: None,
         });
         let v = serde_json::to_value(&card).unwrap();
         for k in [
@@ -167,5 +180,42 @@ mod tests {
             .as_array()
             .unwrap()
             .contains(&serde_json::json!(crate::a2ui::MEDIA_TYPE)));
+    }
+
+    #[test]
+    fn a_grpc_interface_is_listed_only_when_served() {
+        let mut settings = CardSettings {
+            public_url: "https://a2a.example.com".into(),
+            name: "n".into(),
+            description: "d".into(),
+            version: "1".into(),
+            bearer_auth: false,
+            push_notifications: false,
+            grpc_url: None,
+        };
+        let bindings = |s: &CardSettings| {
+            agent_card(s)
+                .supported_interfaces
+                .into_iter()
+                .map(|i| (i.protocol_binding, i.url, i.protocol_version))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(bindings(&settings).len(), 1);
+        settings.grpc_url = Some("a2a.example.com:50051".into());
+        assert_eq!(
+            bindings(&settings),
+            vec![
+                (
+                    "JSONRPC".to_string(),
+                    "https://a2a.example.com/a2a".to_string(),
+                    "1.0".to_string()
+                ),
+                (
+                    "GRPC".to_string(),
+                    "a2a.example.com:50051".to_string(),
+                    "1.0".to_string()
+                ),
+            ]
+        );
     }
 }

@@ -1,6 +1,7 @@
 //! Harness for the black-box tests: starts the local server on a free port and talks to it
 //! over real HTTP, like any client would.
 
+pub mod grpc;
 pub mod receiver;
 
 use std::time::Duration;
@@ -70,6 +71,11 @@ impl Server {
         let addr = taskledger_local::spawn(config)
             .await
             .expect("server starts");
+        Self::at(addr)
+    }
+
+    /// A client of a server already listening at `addr`.
+    pub fn at(addr: std::net::SocketAddr) -> Self {
         Self {
             base: format!("http://{addr}"),
             client: reqwest::Client::new(),

@@ -33,6 +33,8 @@ async fn main() -> Result<(), Error> {
         description: "An event-sourced A2A task backend.".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: push.signer.as_ref().map(|s| s.jwks()),
+        // API Gateway carries no gRPC: the card lists JSON-RPC only (README "gRPC").
+        grpc: None,
     };
     let auth = Arc::new(GatewayAuthenticator::new(tenant_claim));
     run(router(AppState::new(service, auth, http))).await

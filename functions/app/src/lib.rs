@@ -19,5 +19,5 @@ pub mod runners;
 pub mod service;
 
 pub use error::AppError;
-pub use http::{router, AppState, HttpSettings};
+pub use http::{router, AppState, GrpcAddress, HttpSettings};
 pub use service::{Dispatch, Service, ServiceSettings};

@@ -1,6 +1,7 @@
 //! The all-in-one local server: the A2A API and the agent in one process, on the embedded
 //! SQLite store under a data directory, or on DynamoDB (an emulator such as LocalStack or moto
-//! via `AWS_ENDPOINT_URL`, or AWS itself). Tests start it in-process on a free port.
+//! via `AWS_ENDPOINT_URL`, or AWS itself). Tests start it in-process on a free port. The gRPC
+//! binding is served on a port of its own when configured (`Config::grpc`).
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -11,8 +12,11 @@ use std::time::Duration;
 
 use taskledger_app::agent::ScenarioTimings;
 pub use taskledger_app::compose::AgentChoice;
+use taskledger_app::grpc::{A2aGrpc, GrpcServeError, GrpcServer, TlsPem};
 use taskledger_app::identity::TokenAuthenticator;
-use taskledger_app::{router, AppState, Dispatch, HttpSettings, Service, ServiceSettings};
+use taskledger_app::{
+    router, AppState, Dispatch, GrpcAddress, HttpSettings, Service, ServiceSettings,
+};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::{EventStore, PushOutbox, TaskReadModel, WorkFeed};
@@ -65,6 +69,31 @@ pub struct Config {
     /// model behind an OpenAI-compatible endpoint or Bedrock.
     pub agent: AgentChoice,
     pub push: PushSettings,
+    /// The gRPC binding on a port of its own; none: not served (and not in the card).
+    pub grpc: Option<GrpcSettings>,
+}
+
+/// Where and how the gRPC binding is served.
+#[derive(Debug, Clone)]
+pub struct GrpcSettings {
+    /// Address to listen on (port 0: a free port).
+    pub listen: SocketAddr,
+    /// Certificate chain and key (PEM): TLS; none: plaintext HTTP/2 (h2c), for development.
+    pub tls: Option<TlsPem>,
+    /// `host:port` published in the agent card; default: the card's host with the port
+    /// listened on.
+    pub public_addr: Option<String>,
+}
+
+impl GrpcSettings {
+    /// Plaintext on 127.0.0.1, on a free port (tests).
+    pub fn loopback() -> Self {
+        Self {
+            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
+            tls: None,
+            public_addr: None,
+        }
+    }
 }
 
 /// Webhook deliveries (push notifications).
@@ -101,6 +130,7 @@ impl Config {
             cursor_key: None,
             agent: AgentChoice::Scenario,
             push: PushSettings::default(),
+            grpc: None,
         }
     }
 }
@@ -126,6 +156,8 @@ pub enum LocalError {
     Queues(String),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
+    #[error(transparent)]
+    Grpc(#[from] GrpcServeError),
 }
 
 /// The opened store: its ports, and the durable work feed when it has one.
@@ -271,6 +303,15 @@ fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
 
 /// Builds the router with its store, service and agent.
 pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
+    Ok(build_bindings(config, None).await?.0)
+}
+
+/// The HTTP router and the gRPC binding on one service; `grpc_port` is where gRPC listens
+/// (for the card), when it is served.
+async fn build_bindings(
+    config: &Config,
+    grpc_port: Option<u16>,
+) -> Result<(axum::Router, A2aGrpc), LocalError> {
     let stores = open_store(&config.storage).await?;
     let dispatch = if stores.feed.is_some() || stores.serverless.is_some() {
         Dispatch::Feed
@@ -333,40 +374,157 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
             "agent",
         ));
     }
+    let auth: Arc<TokenAuthenticator> = Arc::new(TokenAuthenticator::new(config.tokens.clone()));
+    let grpc = A2aGrpc::new(service.clone(), auth.clone());
+    let grpc_address = config.grpc.as_ref().and_then(|g| match &g.public_addr {
+        Some(addr) => Some(GrpcAddress::Fixed(addr.clone())),
+        None => grpc_port.map(GrpcAddress::Port),
+    });
     let state = AppState::new(
         service,
-        Arc::new(TokenAuthenticator::new(config.tokens.clone())),
+        auth,
         HttpSettings {
             public_url: config.public_url.clone(),
             name: "taskledger".into(),
             description: "An event-sourced A2A task backend (local server).".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             jwks: signer.as_ref().map(|s| s.jwks()),
+            grpc: grpc_address,
         },
     );
-    Ok(router(state))
+    Ok((router(state), grpc))
 }
 
-/// Serves until `shutdown` resolves.
+/// The listeners of a server: HTTP, and gRPC when configured.
+pub struct Listeners {
+    pub http: TcpListener,
+    pub grpc: Option<TcpListener>,
+}
+
+impl Listeners {
+    /// HTTP on `http`, gRPC where the configuration says (if it does).
+    pub async fn bind(config: &Config, http: SocketAddr) -> Result<Self, LocalError> {
+        let grpc = match &config.grpc {
+            Some(g) => Some(TcpListener::bind(g.listen).await?),
+            None => None,
+        };
+        Ok(Self {
+            http: TcpListener::bind(http).await?,
+            grpc,
+        })
+    }
+}
+
+/// Where a started server answers.
+#[derive(Debug, Clone, Copy)]
+pub struct Running {
+    pub http: SocketAddr,
+    /// The gRPC binding's address, when `Config::grpc` is set.
+    pub grpc: Option<SocketAddr>,
+}
+
+/// Both servers, ready to run: the configuration (TLS included) has been checked.
+struct Servers {
+    http: (TcpListener, axum::Router),
+    grpc: Option<(TcpListener, GrpcServer)>,
+}
+
+async fn prepare(config: &Config, listeners: Listeners) -> Result<Servers, LocalError> {
+    let grpc_port = match &listeners.grpc {
+        Some(l) => Some(l.local_addr()?.port()),
+        None => None,
+    };
+    let (app, binding) = build_bindings(config, grpc_port).await?;
+    let grpc = match (listeners.grpc, &config.grpc) {
+        (Some(listener), Some(settings)) => {
+            Some((listener, GrpcServer::new(binding, settings.tls.as_ref())?))
+        }
+        _ => None,
+    };
+    Ok(Servers {
+        http: (listeners.http, app),
+        grpc,
+    })
+}
+
+/// Serves until `shutdown` resolves (gRPC too, on its listener, when configured).
 pub async fn serve(
     config: &Config,
     listener: TcpListener,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), LocalError> {
-    let app = build(config).await?;
-    axum::serve(listener, app)
-        .with_graceful_shutdown(shutdown)
-        .await?;
+    let grpc = match &config.grpc {
+        Some(g) => Some(TcpListener::bind(g.listen).await?),
+        None => None,
+    };
+    serve_listeners(
+        config,
+        Listeners {
+            http: listener,
+            grpc,
+        },
+        shutdown,
+    )
+    .await
+}
+
+/// Serves on bound listeners until `shutdown` resolves.
+pub async fn serve_listeners(
+    config: &Config,
+    listeners: Listeners,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), LocalError> {
+    let servers = prepare(config, listeners).await?;
+    let (stop, stopped) = tokio::sync::watch::channel(false);
+    tokio::spawn(async move {
+        shutdown.await;
+        let _ = stop.send(true);
+    });
+    let until = |mut rx: tokio::sync::watch::Receiver<bool>| async move {
+        let _ = rx.wait_for(|stop| *stop).await;
+    };
+    let (listener, app) = servers.http;
+    let http = async {
+        axum::serve(listener, app)
+            .with_graceful_shutdown(until(stopped.clone()))
+            .await
+            .map_err(LocalError::from)
+    };
+    let grpc = async {
+        match servers.grpc {
+            Some((listener, server)) => Ok(server.serve(listener, until(stopped.clone())).await?),
+            None => Ok(()),
+        }
+    };
+    tokio::try_join!(http, grpc)?;
     Ok(())
 }
 
 /// Starts a server on 127.0.0.1 on a free port in the background; returns its address.
 pub async fn spawn(config: Config) -> Result<SocketAddr, LocalError> {
-    let listener = TcpListener::bind("127.0.0.1:0").await?;
-    let addr = listener.local_addr()?;
-    let app = build(&config).await?;
+    Ok(start(config).await?.http)
+}
+
+/// Like `spawn`, and serves gRPC where `Config::grpc` says (port 0: a free port); returns both
+/// addresses.
+pub async fn start(config: Config) -> Result<Running, LocalError> {
+    let listeners = Listeners::bind(&config, SocketAddr::from(([127, 0, 0, 1], 0))).await?;
+    let http = listeners.http.local_addr()?;
+    let grpc = match &listeners.grpc {
+        Some(l) => Some(l.local_addr()?),
+        None => None,
+    };
+    let servers = prepare(&config, listeners).await?;
+    let (listener, app) = servers.http;
     tokio::spawn(async move {
         let _ = axum::serve(listener, app).await;
     });
-    Ok(addr)
+    if let Some((listener, server)) = servers.grpc {
+        tokio::spawn(async move {
+            if let Err(e) = server.serve(listener, std::future::pending()).await {
+                tracing::error!(error = %e, "gRPC server stopped");
+            }
+        });
+    }
+    Ok(Running { http, grpc })
 }

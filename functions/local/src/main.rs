@@ -7,11 +7,11 @@ use std::time::Duration;
 use clap::{Parser, Subcommand, ValueEnum};
 use taskledger_app::agent::ScenarioTimings;
 use taskledger_app::compose;
+use taskledger_app::grpc::TlsPem;
 use taskledger_app::identity::TokenAuthenticator;
 use taskledger_domain::ids::TaskId;
 use taskledger_infra::dynamo::{self, DynamoStore};
-use taskledger_local::{serve, AgentChoice, Config, Storage};
-use tokio::net::TcpListener;
+use taskledger_local::{serve_listeners, AgentChoice, Config, GrpcSettings, Listeners, Storage};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -98,6 +98,19 @@ struct Args {
         default_value_t = taskledger_domain::push::DEFAULT_RETRY_HORIZON.as_secs()
     )]
     push_retry_horizon_secs: u64,
+    /// Serve the gRPC binding (lf.a2a.v1.A2AService) on this address too; off by default.
+    /// Plaintext HTTP/2 (h2c) unless a TLS certificate and key are given.
+    #[arg(long, env = "TASKLEDGER_GRPC_LISTEN")]
+    grpc_listen: Option<SocketAddr>,
+    /// PEM certificate chain for gRPC over TLS (with --grpc-tls-key).
+    #[arg(long, env = "TASKLEDGER_GRPC_TLS_CERT", requires = "grpc_tls_key")]
+    grpc_tls_cert: Option<PathBuf>,
+    /// PEM private key for gRPC over TLS (with --grpc-tls-cert).
+    #[arg(long, env = "TASKLEDGER_GRPC_TLS_KEY", requires = "grpc_tls_cert")]
+    grpc_tls_key: Option<PathBuf>,
+    /// `host:port` the agent card gives for gRPC (default: the card's host with the gRPC port).
+    #[arg(long, env = "TASKLEDGER_GRPC_PUBLIC_ADDR")]
+    grpc_public_addr: Option<String>,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     log_format: String,
@@ -225,6 +238,31 @@ async fn dead_letters(args: &Args, redrive: bool) -> Result<(), Box<dyn std::err
     Ok(())
 }
 
+/// `--grpc-listen` and its TLS files, read now so a missing file stops the start.
+fn grpc_settings(args: &Args) -> Result<Option<GrpcSettings>, String> {
+    let Some(listen) = args.grpc_listen else {
+        if args.grpc_tls_cert.is_some() {
+            return Err("--grpc-tls-cert/--grpc-tls-key need --grpc-listen".into());
+        }
+        return Ok(None);
+    };
+    let read = |flag: &str, path: &PathBuf| {
+        std::fs::read_to_string(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
+    };
+    let tls = match (&args.grpc_tls_cert, &args.grpc_tls_key) {
+        (Some(cert), Some(key)) => Some(TlsPem {
+            cert: read("--grpc-tls-cert", cert)?,
+            key: read("--grpc-tls-key", key)?,
+        }),
+        _ => None,
+    };
+    Ok(Some(GrpcSettings {
+        listen,
+        tls,
+        public_addr: args.grpc_public_addr.clone().filter(|a| !a.is_empty()),
+    }))
+}
+
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     match &args.command {
         Some(Command::Rebuild { task, all }) => return rebuild(&args, task.clone(), *all).await,
@@ -247,6 +285,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         },
     };
+    let grpc = grpc_settings(&args)?;
     let tokens = TokenAuthenticator::parse_table(&args.tokens)
         .map_err(|e| format!("--tokens / TASKLEDGER_TOKENS: {e}"))?;
     let storage = if uses_dynamo(&args) {
@@ -269,6 +308,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         timings: ScenarioTimings::default(),
         cursor_key: None,
         push,
+        grpc,
         agent: match (
             &args.llm_base_url.clone().filter(|u| !u.is_empty()),
             &args.bedrock_model.clone().filter(|m| !m.is_empty()),
@@ -291,10 +331,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             }
         },
     };
-    let listener = TcpListener::bind(args.listen)
-        .await
-        .map_err(|e| format!("cannot listen on {}: {e}", args.listen))?;
-    let addr = listener.local_addr()?;
+    let listeners = Listeners::bind(&config, args.listen).await.map_err(|e| {
+        format!(
+            "cannot listen on {} (or the gRPC address): {e}",
+            args.listen
+        )
+    })?;
+    let addr = listeners.http.local_addr()?;
     let base = args
         .public_url
         .clone()
@@ -309,10 +352,21 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         "agent card: {}/.well-known/agent-card.json",
         base.trim_end_matches('/')
     );
+    if let Some(grpc) = &listeners.grpc {
+        let tls = if args.grpc_tls_cert.is_some() {
+            "TLS"
+        } else {
+            "plaintext h2c"
+        };
+        println!(
+            "gRPC (lf.a2a.v1.A2AService, {tls}) on {}",
+            grpc.local_addr()?
+        );
+    }
     if config.tokens.is_empty() {
         println!("auth: none configured, every caller is the dev principal default/anonymous");
     }
-    serve(&config, listener, async {
+    serve_listeners(&config, listeners, async {
         let _ = tokio::signal::ctrl_c().await;
     })
     .await?;

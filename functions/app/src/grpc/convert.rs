@@ -43,13 +43,41 @@ fn descriptor<M: prost::Name>() -> Result<MessageDescriptor, AppError> {
         .ok_or_else(|| internal("no descriptor", name))
 }
 
-/// The ProtoJSON form of a protobuf message.
+/// Largest magnitude up to which every whole number is exact in a double (2^53).
+const EXACT_IN_DOUBLE: f64 = 9_007_199_254_740_992.0;
+
+/// `google.protobuf.Value` numbers are doubles, so `{"n": 3}` in a Struct arrives as `3.0`.
+/// JSON has one number type and JSON-RPC keeps `3` as written: a whole double within 2^53
+/// becomes an integer again, so metadata reads the same on either binding. (The proto has no
+/// double or float field of its own; every other number is an integer already.)
+fn integral_numbers(v: &mut Value) {
+    match v {
+        Value::Number(n) if n.is_f64() => {
+            let f = n.as_f64().unwrap_or(f64::NAN);
+            if f.fract() == 0.0 && f.abs() <= EXACT_IN_DOUBLE {
+                *v = if f < 0.0 {
+                    Value::from(f as i64)
+                } else {
+                    Value::from(f as u64)
+                };
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(integral_numbers),
+        Value::Object(members) => members.values_mut().for_each(integral_numbers),
+        _ => {}
+    }
+}
+
+/// The ProtoJSON form of a protobuf message (whole numbers in Struct values as integers).
 pub fn to_protojson<M: prost::Message + prost::Name>(message: &M) -> Result<Value, AppError> {
     let mut dynamic = DynamicMessage::new(descriptor::<M>()?);
     dynamic
         .transcode_from(message)
         .map_err(|e| internal("cannot read the request", e))?;
-    serde_json::to_value(&dynamic).map_err(|e| internal("cannot transcode the request", e))
+    let mut value =
+        serde_json::to_value(&dynamic).map_err(|e| internal("cannot transcode the request", e))?;
+    integral_numbers(&mut value);
+    Ok(value)
 }
 
 /// A protobuf message from its ProtoJSON form. Members the proto does not define are dropped:
@@ -177,6 +205,24 @@ mod tests {
         );
         let back: wire::Task = serde_json::from_value(to_protojson(&p).unwrap()).unwrap();
         assert_eq!(back, task);
+    }
+
+    #[test]
+    fn whole_numbers_in_struct_values_read_as_integers() {
+        let m: wire::Message = serde_json::from_value(json!({
+            "messageId": "m", "role": "ROLE_USER", "parts": [{"data": [3, -2, 1.5, 1e300]}],
+            "metadata": {"budget": 3, "big": 1e17}
+        }))
+        .unwrap();
+        let p: proto::Message = response(&m).unwrap();
+        let v = to_protojson(&p).unwrap();
+        assert_eq!(v["metadata"]["budget"], json!(3));
+        assert!(v["metadata"]["budget"].is_u64());
+        assert!(
+            v["metadata"]["big"].is_f64(),
+            "past 2^53 a double stays one"
+        );
+        assert_eq!(v["parts"][0]["data"], json!([3, -2, 1.5, 1e300]));
     }
 
     #[test]

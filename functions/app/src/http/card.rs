@@ -11,7 +11,7 @@ use serde_json::json;
 use sha2::{Digest, Sha256};
 use taskledger_domain::card::{agent_card, CardSettings};
 
-use super::{AppState, CARD_MAX_AGE_SECS};
+use super::{AppState, GrpcAddress, CARD_MAX_AGE_SECS};
 
 /// The public keys push deliveries are signed with (JWK Set, RFC 7517).
 pub(super) async fn jwks(State(state): State<Arc<AppState>>) -> Response {
@@ -48,9 +48,28 @@ fn base_url(state: &AppState, headers: &HeaderMap) -> String {
     format!("{proto}://{host}")
 }
 
+/// The host (no port) of a base URL: `https://h:8443/x` → `h`, `http://[::1]:8080` → `[::1]`.
+fn host_of(base: &str) -> &str {
+    let rest = base.split_once("://").map_or(base, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or(rest);
+    authority
+        .rsplit_once(':')
+        .filter(|(_, port)| !port.is_empty() && port.bytes().all(|b| b.is_ascii_digit()))
+        .map_or(authority, |(host, _)| host)
+}
+
+fn grpc_url(grpc: Option<&GrpcAddress>, base: &str) -> Option<String> {
+    match grpc? {
+        GrpcAddress::Fixed(addr) => Some(addr.clone()),
+        GrpcAddress::Port(port) => Some(format!("{}:{port}", host_of(base))),
+    }
+}
+
 pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let base = base_url(&state, &headers);
     let card = agent_card(&CardSettings {
-        public_url: base_url(&state, &headers),
+        grpc_url: grpc_url(state.settings.grpc.as_ref(), &base),
+        public_url: base,
         name: state.settings.name.clone(),
         description: state.settings.description.clone(),
         version: state.settings.version.clone(),
@@ -85,4 +104,36 @@ pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap)
         return (StatusCode::NOT_MODIFIED, h).into_response();
     }
     (StatusCode::OK, h, body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_grpc_url_is_the_card_host_with_the_grpc_port() {
+        let port = Some(GrpcAddress::Port(50051));
+        for (base, want) in [
+            ("http://127.0.0.1:8080", "127.0.0.1:50051"),
+            ("https://a2a.example.com", "a2a.example.com:50051"),
+            (
+                "https://a2a.example.com:8443/prefix",
+                "a2a.example.com:50051",
+            ),
+            ("http://[::1]:8080", "[::1]:50051"),
+            ("http://[::1]", "[::1]:50051"),
+        ] {
+            assert_eq!(
+                grpc_url(port.as_ref(), base).as_deref(),
+                Some(want),
+                "{base}"
+            );
+        }
+        let fixed = GrpcAddress::Fixed("grpc.example.com:443".into());
+        assert_eq!(
+            grpc_url(Some(&fixed), "http://x").as_deref(),
+            Some("grpc.example.com:443")
+        );
+        assert_eq!(grpc_url(None, "http://x"), None);
+    }
 }

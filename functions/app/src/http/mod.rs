@@ -40,6 +40,17 @@ pub struct HttpSettings {
     pub version: String,
     /// The push signing key set served at `/.well-known/jwks.json` (none: not served).
     pub jwks: Option<Value>,
+    /// Where the gRPC binding is served, for the card's `GRPC` interface (none: not served).
+    pub grpc: Option<GrpcAddress>,
+}
+
+/// The `host:port` the card gives for the gRPC binding (A2A: no scheme).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GrpcAddress {
+    /// Exactly this `host:port`.
+    Fixed(String),
+    /// This port on the host of the card's base URL (the public URL, else the Host header).
+    Port(u16),
 }
 
 pub struct AppState {
