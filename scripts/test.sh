@@ -7,7 +7,8 @@
 #   2. the black-box API tests again with the server on DynamoDB, and a soak of the serverless
 #      path on the emulator (200 blocking sends over two minutes);
 #   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
-#   4. the official Python client (a2a-sdk 1.x) against a freshly started local server.
+#   4. the official Python client (a2a-sdk 1.x) against a freshly started local server, over
+#      JSON-RPC, then over gRPC against a server started with --grpc-listen.
 # Point it at LocalStack or real AWS instead by exporting AWS_ENDPOINT_URL (and credentials)
 # yourself: the emulator is then not started.
 set -euo pipefail
@@ -59,7 +60,7 @@ if command -v sam >/dev/null 2>&1; then SAM_CLI_TELEMETRY=0 sam validate --lint;
 
 echo "==> Python a2a-sdk interop"
 venv=tests/python/.venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a' 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a, grpc' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 fi
@@ -70,6 +71,19 @@ log=$(mktemp)
 pids+=($!)
 wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
 if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port"; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi
+echo "==> Python a2a-sdk interop over gRPC"
+port=$(free_port)
+grpc_port=$(free_port)
+while [ "$grpc_port" = "$port" ]; do grpc_port=$(free_port); done
+log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
+  --grpc-listen "127.0.0.1:$grpc_port" >"$log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
+if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port" grpc; then
   echo "--- server log"; cat "$log"
   exit 1
 fi

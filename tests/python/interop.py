@@ -2,10 +2,12 @@
 """Black-box A2A 1.0 interop test: the official Python client (a2a-sdk 1.x)
 against a running taskledger server.
 
-Usage: python interop.py http://127.0.0.1:PORT
+Usage: python interop.py http://127.0.0.1:PORT [jsonrpc|grpc]
 
-Prints one line per check and finally `N passed, M failed`; exits non-zero
-if any check failed.
+The binding defaults to JSON-RPC; `grpc` drives the same checks through the
+SDK's gRPC transport against the card's GRPC interface (the server started
+with --grpc-listen). Prints one line per check and finally
+`N passed, M failed`; exits non-zero if any check failed.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import sys
 import traceback
 import uuid
 
+import grpc
 import httpx
 
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
@@ -88,9 +91,27 @@ async def send_text(client, message_id: str, text: str) -> Task:
     return responses[0].task
 
 
-async def run(base_url: str, c: Checks) -> None:
+class MetadataRecorder(grpc.aio.UnaryUnaryClientInterceptor):
+    """Keeps the metadata of every unary gRPC call the SDK makes."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict[str, str]]] = []
+
+    async def intercept_unary_unary(self, continuation, client_call_details, request):
+        method = client_call_details.method
+        if isinstance(method, bytes):
+            method = method.decode()
+        metadata = {k: v for k, v in (client_call_details.metadata or [])}
+        self.calls.append((method, metadata))
+        return await continuation(client_call_details, request)
+
+
+async def run(base_url: str, c: Checks, binding: str = 'jsonrpc') -> None:
     base_url = base_url.rstrip('/')
     expected_rpc_url = f'{base_url}/a2a'
+    grpc_run = binding == 'grpc'
+    recorder = MetadataRecorder()
+    channel_urls: list[str] = []
 
     # Record every request the SDK makes so we can check its headers.
     seen_requests: list[httpx.Request] = []
@@ -117,6 +138,17 @@ async def run(base_url: str, c: Checks) -> None:
             (expected_rpc_url, 'JSONRPC', '1.0') in ifaces,
             f'supportedInterfaces={ifaces}',
         )
+        grpc_urls = [u for (u, b, v) in ifaces if b == 'GRPC' and v == '1.0']
+        if grpc_run:
+            c.check(
+                'agent card has GRPC 1.0 interface at host:port (no scheme)',
+                len(grpc_urls) == 1 and '://' not in grpc_urls[0],
+                f'supportedInterfaces={ifaces}',
+            )
+
+        def grpc_channel(url: str) -> grpc.aio.Channel:
+            channel_urls.append(url)
+            return grpc.aio.insecure_channel(url, interceptors=[recorder])
 
         # 2. Client via the SDK's factory, JSON-RPC binding, non-streaming so
         # send_message issues a blocking `SendMessage` call.
@@ -124,17 +156,25 @@ async def run(base_url: str, c: Checks) -> None:
         # `httpx_client.headers.setdefault('A2A-Version', '1.0')` on the
         # client we pass in, so we deliberately do NOT add it here; the
         # header check below verifies the SDK really sent it.
-        config = ClientConfig(
-            streaming=False,
-            httpx_client=http,
-            supported_protocol_bindings=[TransportProtocol.JSONRPC],
-        )
+        if grpc_run:
+            config = ClientConfig(
+                streaming=False,
+                grpc_channel_factory=grpc_channel,
+                supported_protocol_bindings=[TransportProtocol.GRPC],
+            )
+        else:
+            config = ClientConfig(
+                streaming=False,
+                httpx_client=http,
+                supported_protocol_bindings=[TransportProtocol.JSONRPC],
+            )
+        label = 'GRPC' if grpc_run else 'JSONRPC'
         try:
             client = ClientFactory(config).create(card)
         except Exception as e:  # noqa: BLE001
-            c.error('client created from card (JSONRPC)', e)
+            c.error(f'client created from card ({label})', e)
             return
-        c.check('client created from card (JSONRPC)', True)
+        c.check(f'client created from card ({label})', True)
 
         suffix = uuid.uuid4().hex[:12]
         complete_text = f'interop complete {suffix}'
@@ -298,15 +338,47 @@ async def run(base_url: str, c: Checks) -> None:
 
         # 8. GetTask on an unknown id -> SDK raises TaskNotFoundError (-32001)
         name = 'GetTask unknown id -> TaskNotFoundError (-32001)'
+        if grpc_run:
+            name = 'GetTask unknown id -> TaskNotFoundError (NOT_FOUND, TASK_NOT_FOUND)'
         try:
             got = await client.get_task(
                 GetTaskRequest(id=f'no-such-task-{uuid.uuid4()}')
             )
             c.check(name, False, f'no error raised, got task id={got.id!r}')
-        except TaskNotFoundError:
-            c.check(name, True)
+        except TaskNotFoundError as e:
+            cause = e.__cause__
+            c.check(
+                name,
+                not grpc_run
+                or (
+                    isinstance(cause, grpc.aio.AioRpcError)
+                    and cause.code() == grpc.StatusCode.NOT_FOUND
+                ),
+                f'cause={cause!r}',
+            )
         except Exception as e:  # noqa: BLE001
             c.error(name, e)
+
+        if grpc_run:
+            # 9. Metadata the SDK actually sent on its gRPC calls, and where.
+            bad_version = [
+                (m, md.get('a2a-version')) for (m, md) in recorder.calls
+                if md.get('a2a-version') != '1.0'
+            ]
+            c.check(
+                'SDK sent a2a-version: 1.0 on every gRPC call',
+                bool(recorder.calls) and not bad_version,
+                f'calls={len(recorder.calls)} bad={bad_version}',
+            )
+            methods = sorted({m for (m, _) in recorder.calls})
+            c.check(
+                'SDK called lf.a2a.v1.A2AService at the card GRPC address',
+                channel_urls == grpc_urls
+                and all(m.startswith('/lf.a2a.v1.A2AService/') for m in methods),
+                f'channels={channel_urls} card={grpc_urls} methods={methods}',
+            )
+            await client.close()
+            return
 
         # 9. Headers the SDK actually put on the JSON-RPC POSTs.
         posts = [r for r in seen_requests if r.method == 'POST']
@@ -330,12 +402,13 @@ async def run(base_url: str, c: Checks) -> None:
 
 
 def main() -> int:
-    if len(sys.argv) != 2:
-        print(f'usage: {sys.argv[0]} BASE_URL', file=sys.stderr)
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ['jsonrpc'], ['grpc']):
+        print(f'usage: {sys.argv[0]} BASE_URL [jsonrpc|grpc]', file=sys.stderr)
         return 2
+    binding = sys.argv[2] if len(sys.argv) == 3 else 'jsonrpc'
     c = Checks()
     try:
-        asyncio.run(run(sys.argv[1], c))
+        asyncio.run(run(sys.argv[1], c, binding))
     except Exception as e:  # noqa: BLE001
         traceback.print_exc()
         c.error('unexpected error', e)

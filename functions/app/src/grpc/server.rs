@@ -22,12 +22,26 @@ pub struct TlsPem {
 
 #[derive(Debug, thiserror::Error)]
 pub enum GrpcServeError {
+    /// The certificate or key does not load (the message carries the cause's chain: tonic's
+    /// own says only "transport error").
     #[error("gRPC TLS configuration: {0}")]
-    Tls(tonic::transport::Error),
+    Tls(String),
     #[error("gRPC reflection: {0}")]
     Reflection(#[from] tonic_reflection::server::Error),
     #[error("gRPC server: {0}")]
-    Transport(tonic::transport::Error),
+    Transport(String),
+}
+
+/// An error and its causes, `outer: inner: …`.
+fn with_causes(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push_str(": ");
+        out.push_str(&c.to_string());
+        cause = c.source();
+    }
+    out
 }
 
 /// The A2A service (and reflection), ready to serve on a listener.
@@ -42,7 +56,7 @@ impl GrpcServer {
             let identity = Identity::from_pem(&pem.cert, &pem.key);
             builder = builder
                 .tls_config(ServerTlsConfig::new().identity(identity))
-                .map_err(GrpcServeError::Tls)?;
+                .map_err(|e| GrpcServeError::Tls(with_causes(&e)))?;
         }
         let a2a = A2aServiceServer::new(binding)
             .max_decoding_message_size(MAX_BODY_BYTES)
@@ -70,7 +84,7 @@ impl GrpcServer {
         self.router
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await
-            .map_err(GrpcServeError::Transport)
+            .map_err(|e| GrpcServeError::Transport(with_causes(&e)))
     }
 }
 
