@@ -1,20 +1,33 @@
 //! Load bench: starts the local server (release build, embedded SQLite store on disk) as a child
-//! process, drives it over HTTP with N concurrent clients, and prints requests/s, latency
-//! percentiles and the server's peak RSS.
+//! process, drives it with N concurrent clients over JSON-RPC (HTTP/1.1, one pooled connection
+//! per client) or gRPC (`--binding grpc`: HTTP/2 h2c, one channel per client), and prints
+//! requests/s, latency percentiles and the server's peak RSS. With gRPC it also times the
+//! ProtoJSON transcoding of one GetTask in-process.
 //!
 //! cargo build --release -p taskledger-local -p taskledger-tests
 //! target/release/loadbench [--clients 16] [--seconds 10] [--server target/release/taskledger]
+//!                          [--binding jsonrpc|grpc]
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use taskledger_app::grpc::convert;
+use taskledger_app::grpc::proto::{self, a2a_service_client::A2aServiceClient};
+use tonic::transport::Channel;
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Binding {
+    JsonRpc,
+    Grpc,
+}
 
 struct Args {
     clients: usize,
     seconds: u64,
     server: String,
+    binding: Binding,
 }
 
 fn args() -> Args {
@@ -22,6 +35,7 @@ fn args() -> Args {
         clients: 16,
         seconds: 10,
         server: "target/release/taskledger".into(),
+        binding: Binding::JsonRpc,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -30,6 +44,16 @@ fn args() -> Args {
             "--clients" => a.clients = value.parse().unwrap_or(a.clients),
             "--seconds" => a.seconds = value.parse().unwrap_or(a.seconds),
             "--server" => a.server = value,
+            "--binding" => {
+                a.binding = match value.as_str() {
+                    "jsonrpc" => Binding::JsonRpc,
+                    "grpc" => Binding::Grpc,
+                    other => {
+                        eprintln!("--binding is jsonrpc or grpc, not {other:?}");
+                        std::process::exit(2);
+                    }
+                }
+            }
             other => {
                 eprintln!("unknown flag {other}");
                 std::process::exit(2);
@@ -97,6 +121,168 @@ fn send_params(i: usize) -> Value {
     })
 }
 
+fn grpc_send(i: usize) -> tonic::Request<proto::SendMessageRequest> {
+    grpc_request(proto::SendMessageRequest {
+        message: Some(proto::Message {
+            message_id: format!("bench-{i}"),
+            role: proto::Role::User as i32,
+            parts: vec![proto::Part {
+                content: Some(proto::part::Content::Text("benchmark payload".into())),
+                ..Default::default()
+            }],
+            ..Default::default()
+        }),
+        configuration: Some(proto::SendMessageConfiguration {
+            return_immediately: true,
+            history_length: Some(0),
+            ..Default::default()
+        }),
+        ..Default::default()
+    })
+}
+
+fn grpc_request<T>(message: T) -> tonic::Request<T> {
+    let mut r = tonic::Request::new(message);
+    r.metadata_mut().insert(
+        "a2a-version",
+        tonic::metadata::MetadataValue::from_static("1.0"),
+    );
+    r
+}
+
+/// One client's connection: a pooled HTTP client for JSON-RPC, or a gRPC channel.
+#[derive(Clone)]
+enum Api {
+    JsonRpc {
+        client: reqwest::Client,
+        url: String,
+    },
+    Grpc(A2aServiceClient<Channel>),
+}
+
+impl Api {
+    /// SendMessage with returnImmediately; the new task's id.
+    async fn send(&self, i: usize) -> String {
+        match self {
+            Api::JsonRpc { client, url } => {
+                let v = rpc(client, url, "SendMessage", send_params(i)).await;
+                v["result"]["task"]["id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no task: {v}"))
+                    .to_string()
+            }
+            Api::Grpc(c) => {
+                let r = c.clone().send_message(grpc_send(i)).await.expect("send");
+                match r.into_inner().payload {
+                    Some(proto::send_message_response::Payload::Task(t)) => t.id,
+                    other => panic!("no task: {other:?}"),
+                }
+            }
+        }
+    }
+
+    /// GetTask; the task's state name.
+    async fn state(&self, id: &str, history_length: Option<i32>) -> String {
+        match self {
+            Api::JsonRpc { client, url } => {
+                let mut params = json!({"id": id});
+                if let Some(h) = history_length {
+                    params["historyLength"] = json!(h);
+                }
+                let v = rpc(client, url, "GetTask", params).await;
+                v["result"]["status"]["state"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no task: {v}"))
+                    .to_string()
+            }
+            Api::Grpc(c) => {
+                let t = c
+                    .clone()
+                    .get_task(grpc_request(proto::GetTaskRequest {
+                        id: id.to_string(),
+                        history_length,
+                        ..Default::default()
+                    }))
+                    .await
+                    .expect("get")
+                    .into_inner();
+                let state = t.status.map(|s| s.state).unwrap_or_default();
+                proto::TaskState::try_from(state)
+                    .map(|s| s.as_str_name().to_string())
+                    .unwrap_or_default()
+            }
+        }
+    }
+
+    /// ListTasks (page of 50, no history); the total.
+    async fn list(&self) -> i64 {
+        match self {
+            Api::JsonRpc { client, url } => {
+                let v = rpc(
+                    client,
+                    url,
+                    "ListTasks",
+                    json!({"pageSize": 50, "historyLength": 0}),
+                )
+                .await;
+                v["result"]["totalSize"]
+                    .as_i64()
+                    .unwrap_or_else(|| panic!("{v}"))
+            }
+            Api::Grpc(c) => {
+                let r = c
+                    .clone()
+                    .list_tasks(grpc_request(proto::ListTasksRequest {
+                        page_size: Some(50),
+                        history_length: Some(0),
+                        ..Default::default()
+                    }))
+                    .await
+                    .expect("list")
+                    .into_inner();
+                r.total_size as i64
+            }
+        }
+    }
+}
+
+/// Time per transcoding of a stored task (wire → protobuf, as a GetTask reply) and of a
+/// GetTask request (protobuf → wire), in-process: the binding's own overhead.
+fn transcoding_cost(task: &Value) {
+    let task: taskledger_domain::wire::Task = serde_json::from_value(task.clone()).expect("a task");
+    let req = proto::GetTaskRequest {
+        id: task.id.clone(),
+        history_length: Some(10),
+        ..Default::default()
+    };
+    let n = 20_000;
+    let t = Instant::now();
+    for _ in 0..n {
+        let p: proto::Task = convert::response(&task).expect("transcodes");
+        std::hint::black_box(p);
+    }
+    let reply = t.elapsed() / n;
+    let t = Instant::now();
+    for _ in 0..n {
+        let r: (taskledger_domain::wire::GetTaskRequest, Value) =
+            convert::request(&req).expect("transcodes");
+        std::hint::black_box(r);
+    }
+    let request = t.elapsed() / n;
+    let t = Instant::now();
+    for _ in 0..n {
+        std::hint::black_box(serde_json::to_vec(&task).expect("json"));
+    }
+    let json = t.elapsed() / n;
+    println!(
+        "transcoding (in-process, per call): Task reply {:.1} µs, GetTask request {:.1} µs; \
+         for scale, serde_json of the same Task {:.1} µs",
+        reply.as_secs_f64() * 1e6,
+        request.as_secs_f64() * 1e6,
+        json.as_secs_f64() * 1e6
+    );
+}
+
 /// Runs `clients` loops for `seconds`; each iteration is one request. Returns sorted latencies.
 async fn phase<F, Fut>(clients: usize, seconds: u64, op: F) -> (Vec<Duration>, Duration)
 where
@@ -145,14 +331,20 @@ fn report(name: &str, lat: &[Duration], elapsed: Duration) {
 async fn main() {
     let a = args();
     let port = free_port();
+    let grpc_port = free_port();
     let dir = std::env::temp_dir().join(format!("taskledger-bench-{port}"));
     let _ = std::fs::remove_dir_all(&dir);
-    let child = Command::new(&a.server)
+    let mut command = Command::new(&a.server);
+    command
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .arg("--data-dir")
         .arg(&dir)
         .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
+        .stdout(Stdio::null());
+    if a.binding == Binding::Grpc {
+        command.args(["--grpc-listen", &format!("127.0.0.1:{grpc_port}")]);
+    }
+    let child = command
         .spawn()
         .unwrap_or_else(|e| panic!("cannot start {}: {e}", a.server));
     let server = ServerProcess { child, dir };
@@ -174,60 +366,69 @@ async fn main() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let mut apis = Vec::new();
+    for _ in 0..a.clients.max(1) {
+        apis.push(match a.binding {
+            Binding::JsonRpc => Api::JsonRpc {
+                client: client.clone(),
+                url: url.clone(),
+            },
+            Binding::Grpc => {
+                let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}"))
+                    .expect("uri")
+                    .connect()
+                    .await
+                    .expect("gRPC connects");
+                Api::Grpc(A2aServiceClient::new(channel))
+            }
+        });
+    }
+    let apis = Arc::new(apis);
+    let api = apis[0].clone();
     println!(
-        "taskledger loadbench: {} clients, {} s per phase, embedded SQLite store, server pid {pid}",
-        a.clients, a.seconds
+        "taskledger loadbench: {} clients over {}, {} s per phase, embedded SQLite store, server pid {pid}",
+        a.clients,
+        match a.binding {
+            Binding::JsonRpc => "JSON-RPC (HTTP/1.1)",
+            Binding::Grpc => "gRPC (HTTP/2 h2c, a channel each)",
+        },
+        a.seconds
     );
 
     // Tasks to read back.
     let mut ids = Vec::new();
     for i in 0..200 {
-        let v = rpc(&client, &url, "SendMessage", send_params(i)).await;
-        ids.push(
-            v["result"]["task"]["id"]
-                .as_str()
-                .expect("task id")
-                .to_string(),
-        );
+        ids.push(api.send(i).await);
     }
     let ids = Arc::new(ids);
 
-    let (c, u) = (client.clone(), url.clone());
+    let clients = apis.clone();
     let (lat, el) = phase(a.clients, a.seconds, move |cl, i| {
-        let (c, u) = (c.clone(), u.clone());
+        let api = clients[cl].clone();
         async move {
-            let v = rpc(&c, &u, "SendMessage", send_params(cl * 1_000_000 + i)).await;
-            assert!(v.get("result").is_some(), "{v}");
+            api.send(cl * 1_000_000 + i).await;
         }
     })
     .await;
     report("SendMessage(returnImmediately)", &lat, el);
     tokio::time::sleep(Duration::from_millis(500)).await;
 
-    let (c, u, ids2) = (client.clone(), url.clone(), ids.clone());
+    let (clients, ids2) = (apis.clone(), ids.clone());
     let (lat, el) = phase(a.clients, a.seconds, move |cl, i| {
-        let (c, u) = (c.clone(), u.clone());
+        let api = clients[cl].clone();
         let id = ids2[(cl * 7919 + i) % ids2.len()].clone();
         async move {
-            let v = rpc(&c, &u, "GetTask", json!({"id": id})).await;
-            assert!(v.get("result").is_some(), "{v}");
+            assert!(!api.state(&id, None).await.is_empty());
         }
     })
     .await;
     report("GetTask", &lat, el);
 
-    let (c, u) = (client.clone(), url.clone());
-    let (lat, el) = phase(a.clients, a.seconds.min(5), move |_, _| {
-        let (c, u) = (c.clone(), u.clone());
+    let clients = apis.clone();
+    let (lat, el) = phase(a.clients, a.seconds.min(5), move |cl, _| {
+        let api = clients[cl].clone();
         async move {
-            let v = rpc(
-                &c,
-                &u,
-                "ListTasks",
-                json!({"pageSize": 50, "historyLength": 0}),
-            )
-            .await;
-            assert!(v.get("result").is_some(), "{v}");
+            assert!(api.list().await > 0);
         }
     })
     .await;
@@ -237,19 +438,8 @@ async fn main() {
     let mut to_done = Vec::new();
     for i in 0..200 {
         let t = Instant::now();
-        let v = rpc(&client, &url, "SendMessage", send_params(9_000_000 + i)).await;
-        let id = v["result"]["task"]["id"].as_str().expect("id").to_string();
-        loop {
-            let t2 = rpc(
-                &client,
-                &url,
-                "GetTask",
-                json!({"id": id, "historyLength": 0}),
-            )
-            .await;
-            if t2["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
-                break;
-            }
+        let id = api.send(9_000_000 + i).await;
+        while api.state(&id, Some(0)).await != "TASK_STATE_COMPLETED" {
             tokio::time::sleep(Duration::from_micros(200)).await;
         }
         to_done.push(t.elapsed());
@@ -261,10 +451,12 @@ async fn main() {
         percentile(&to_done, 0.99).as_secs_f64() * 1e3
     );
 
-    let total = rpc(&client, &url, "ListTasks", json!({"pageSize": 1})).await["result"]
-        ["totalSize"]
-        .as_i64()
-        .unwrap_or(0);
+    if a.binding == Binding::Grpc {
+        let v = rpc(&client, &url, "GetTask", json!({"id": ids[0]})).await;
+        transcoding_cost(&v["result"]);
+    }
+
+    let total = api.list().await;
     match peak_rss_kib(pid) {
         Some(kib) => println!(
             "server peak RSS: {:.1} MiB ({total} tasks stored)",

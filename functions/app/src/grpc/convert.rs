@@ -14,6 +14,7 @@ use serde::Serialize;
 use serde_json::Value;
 use taskledger_domain::error::ErrorKind;
 
+use super::encode;
 use crate::error::AppError;
 use crate::request;
 
@@ -80,9 +81,22 @@ pub fn to_protojson<M: prost::Message + prost::Name>(message: &M) -> Result<Valu
     Ok(value)
 }
 
-/// A protobuf message from its ProtoJSON form. Members the proto does not define are dropped:
-/// the domain's types only emit proto fields, and a stray one must not fail a reply.
+/// A protobuf message from its ProtoJSON form, encoded by descriptor (`encode`) and decoded into
+/// the generated type. Members the proto does not define are dropped: the domain's types only
+/// emit proto fields, and a stray one must not fail a reply.
 pub fn from_protojson<M>(value: Value) -> Result<M, AppError>
+where
+    M: prost::Message + prost::Name + Default,
+{
+    let mut bytes = Vec::with_capacity(256);
+    encode::message(&descriptor::<M>()?, &value, &mut bytes)
+        .map_err(|e| internal("cannot transcode the result", e))?;
+    M::decode(bytes.as_slice()).map_err(|e| internal("cannot encode the result", e))
+}
+
+/// The same through `DynamicMessage` (prost-reflect's ProtoJSON reader): the reference the
+/// descriptor-driven encoder is tested against.
+pub fn from_protojson_dynamic<M>(value: Value) -> Result<M, AppError>
 where
     M: prost::Message + prost::Name + Default,
 {
@@ -223,6 +237,56 @@ mod tests {
             "past 2^53 a double stays one"
         );
         assert_eq!(v["parts"][0]["data"], json!([3, -2, 1.5, 1e300]));
+    }
+
+    /// The descriptor-driven encoder and prost-reflect agree on every reply shape.
+    #[test]
+    fn the_reply_encoder_matches_dynamic_message() {
+        fn same<M>(v: Value)
+        where
+            M: prost::Message + prost::Name + Default + PartialEq + std::fmt::Debug,
+        {
+            let ours: M = from_protojson(v.clone()).unwrap();
+            let reference: M = from_protojson_dynamic(v.clone()).unwrap();
+            assert_eq!(ours, reference, "{v}");
+        }
+        let task = json!({
+            "id": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_INPUT_REQUIRED", "timestamp": "1969-12-31T23:59:59.5Z",
+                       "message": {"messageId": "a", "role": "ROLE_AGENT", "parts": [{"text": "?"}]}},
+            "artifacts": [{"artifactId": "x", "name": "n", "extensions": ["urn:e"],
+                           "parts": [{"data": null}, {"data": {"k": [1, "two", null, true, {"d": -2.5}]}},
+                                     {"raw": "aGk=", "filename": "f", "mediaType": "text/plain"},
+                                     {"url": "https://e/x"}, {"data": 0}, {"data": ""}]}],
+            "history": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}],
+                         "referenceTaskIds": ["t0"], "metadata": {"n": {"deep": {"er": [[]]}}}}],
+            "metadata": {"a": {"b": true}, "unknown": null},
+            "notAProtoField": 1
+        });
+        same::<proto::Task>(task.clone());
+        same::<proto::SendMessageResponse>(json!({"task": task}));
+        same::<proto::SendMessageResponse>(json!({"message": {"messageId": "m", "role": 2,
+            "parts": [{"text": "hi"}]}}));
+        same::<proto::ListTasksResponse>(json!({"tasks": [task], "nextPageToken": "n",
+            "pageSize": 50, "totalSize": -1}));
+        same::<proto::ListTasksResponse>(json!({"tasks": [], "nextPageToken": "", "pageSize": 0,
+            "totalSize": 0}));
+        same::<proto::ListTaskPushNotificationConfigsResponse>(json!({"configs": [
+            {"id": "c", "taskId": "t", "url": "https://e/h", "token": "x",
+             "authentication": {"scheme": "Bearer", "credentials": "s"}}], "nextPageToken": ""}));
+        let card = serde_json::to_value(taskledger_domain::card::agent_card(
+            &taskledger_domain::card::CardSettings {
+                public_url: "https://a.example".into(),
+                name: "n".into(),
+                description: "d".into(),
+                version: "1".into(),
+                bearer_auth: true,
+                push_notifications: true,
+                grpc_url: Some("a.example:443".into()),
+            },
+        ))
+        .unwrap();
+        same::<proto::AgentCard>(card);
     }
 
     #[test]

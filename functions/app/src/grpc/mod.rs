@@ -1,10 +1,11 @@
 //! The gRPC binding (`lf.a2a.v1.A2AService`, A2A §10), next to the JSON-RPC one in `http`:
 //! the stubs generated from `proto/lf/a2a/v1/a2a.proto` (`proto`), the ProtoJSON transcoding
-//! onto the domain's wire types (`convert`), the error table's gRPC column with ErrorInfo
+//! onto the domain's wire types (`convert`, replies encoded by descriptor in `encode`), the error table's gRPC column with ErrorInfo
 //! details (`errors`), the service that calls the same `Service` methods as JSON-RPC
 //! (`service`), and a server with optional TLS (`server`). Built with the `grpc` feature only.
 
 pub mod convert;
+mod encode;
 pub mod errors;
 pub mod server;
 pub mod service;
