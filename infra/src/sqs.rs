@@ -1,5 +1,7 @@
-//! The agent-turn queue on SQS: FIFO, one message group per task (turns of a task run in order,
-//! one at a time), de-duplicated by turn identity (a replayed stream batch enqueues nothing new).
+//! The SQS queues: the agent-turn queue (FIFO, one message group per task, so a task's turns run
+//! in order, one at a time; de-duplicated by turn identity, so a replayed stream batch enqueues
+//! nothing new) and the push queue (FIFO, one group per task and config, de-duplicated by
+//! delivery id) with its dead-letter queue, as the domain's TurnQueue, PushQueue and PushLedger.
 
 use async_trait::async_trait;
 use aws_sdk_sqs::types::{QueueAttributeName, SendMessageBatchRequestEntry};
@@ -253,6 +255,37 @@ pub struct SqsPushQueue {
     pub dlq_url: String,
 }
 
+/// A message of a Lambda SQS event as a received delivery (the attributes the Lambda event
+/// carries are the ones `receive` asks for).
+pub fn received_push(r: &aws_lambda_events::event::sqs::SqsMessage) -> ReceivedPush {
+    let attr = |k: &str| r.attributes.get(k).cloned();
+    ReceivedPush {
+        body: r.body.clone().unwrap_or_default(),
+        receipt_handle: r.receipt_handle.clone().unwrap_or_default(),
+        receive_count: attr("ApproximateReceiveCount")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(1),
+        first_receive_ms: attr("ApproximateFirstReceiveTimestamp")
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0),
+        group: attr("MessageGroupId").unwrap_or_default(),
+    }
+}
+
+impl ReceivedPush {
+    /// The message as an attempt of the one attempt loop, or why its body is no delivery.
+    pub fn attempt(&self) -> Result<taskledger_domain::ports::DeliveryAttempt, String> {
+        let delivery =
+            serde_json::from_str(&self.body).map_err(|e| format!("unreadable delivery: {e}"))?;
+        Ok(taskledger_domain::ports::DeliveryAttempt {
+            delivery,
+            handle: self.receipt_handle.clone(),
+            attempts: self.receive_count.saturating_sub(1),
+            first_attempt_ms: self.first_receive_ms,
+        })
+    }
+}
+
 /// A received push message, with what SQS says about its attempts.
 #[derive(Debug, Clone)]
 pub struct ReceivedPush {
@@ -264,18 +297,6 @@ pub struct ReceivedPush {
     pub first_receive_ms: i64,
     /// `MessageGroupId`: one (task, config).
     pub group: String,
-}
-
-/// What processing a received delivery did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PushOutcome {
-    /// Sent; the message can be deleted.
-    Delivered,
-    /// Not sent yet: the message stays invisible for the pause, then comes back (its group
-    /// waits behind it). The message must not be deleted.
-    RetryIn(std::time::Duration),
-    /// Given up on: a copy with the reason is in the DLQ; the message can be deleted.
-    DeadLettered(String),
 }
 
 impl SqsPushQueue {
@@ -319,96 +340,34 @@ impl SqsPushQueue {
         Ok(())
     }
 
-    /// Attempts one received delivery and does the queue bookkeeping its outcome needs
-    /// (visibility change for a retry, a DLQ copy with the reason for a dead letter). Deleting
-    /// a finished message is the caller's (the Lambda runtime's, on success).
-    pub async fn process(
+    /// Changes how long a received message stays invisible (a retry's pause, a hold); returns
+    /// the pause applied (whole seconds, at least one).
+    async fn pause(
         &self,
-        sender: &dyn taskledger_domain::ports::WebhookSend,
-        retry: &taskledger_domain::push::RetryPolicy,
-        msg: &ReceivedPush,
-        jitter: f64,
-    ) -> Result<PushOutcome, PushQueueError> {
-        use taskledger_domain::push::NextStep;
-        let delivery: taskledger_domain::push::PushDelivery = match serde_json::from_str(&msg.body)
-        {
-            Ok(d) => d,
-            Err(e) => {
-                // Unreadable: nothing to retry. Keep it in the DLQ for a human.
-                let reason = format!("unreadable delivery: {e}");
-                self.dead_letter_raw(&msg.body, "unreadable", &reason)
-                    .await?;
-                return Ok(PushOutcome::DeadLettered(reason));
-            }
-        };
-        let result = sender.send(&delivery).await;
-        let now = taskledger_domain::time::Timestamp::now().unix_nanos() / 1_000_000;
-        let elapsed = std::time::Duration::from_millis((now - msg.first_receive_ms).max(0) as u64);
-        match retry.next(&result, msg.receive_count.max(1), elapsed, jitter) {
-            NextStep::Done => Ok(PushOutcome::Delivered),
-            NextStep::RetryIn(pause) => {
-                let secs = (pause.as_millis().div_ceil(1000) as i32).clamp(1, MAX_VISIBILITY_SECS);
-                self.client
-                    .change_message_visibility()
-                    .queue_url(&self.queue_url)
-                    .receipt_handle(&msg.receipt_handle)
-                    .visibility_timeout(secs)
-                    .send()
-                    .await
-                    .map_err(sqs_err)?;
-                Ok(PushOutcome::RetryIn(std::time::Duration::from_secs(
-                    secs as u64,
-                )))
-            }
-            NextStep::DeadLetter(reason) => {
-                self.dead_letter_raw(&msg.body, &delivery.group(), &reason)
-                    .await?;
-                Ok(PushOutcome::DeadLettered(reason))
-            }
-        }
+        receipt_handle: &str,
+        pause: std::time::Duration,
+    ) -> Result<std::time::Duration, PushQueueError> {
+        let secs =
+            (pause.as_millis().div_ceil(1000) as i64).clamp(1, i64::from(MAX_VISIBILITY_SECS));
+        self.client
+            .change_message_visibility()
+            .queue_url(&self.queue_url)
+            .receipt_handle(receipt_handle)
+            .visibility_timeout(secs as i32)
+            .send()
+            .await
+            .map_err(sqs_err)?;
+        Ok(std::time::Duration::from_secs(secs as u64))
     }
 
-    /// Processes a received batch in order. Once a delivery of a group is not done, the later
-    /// ones of that group in the batch are not attempted: they wait out the same pause, so each
-    /// subscriber gets its updates in event order. Outcomes match the input positions.
-    pub async fn process_batch(
+    /// A message whose body is not a delivery: nothing to retry, so it goes to the DLQ for a
+    /// human, with the reason.
+    pub async fn dead_letter_unreadable(
         &self,
-        sender: &dyn taskledger_domain::ports::WebhookSend,
-        retry: &taskledger_domain::push::RetryPolicy,
-        msgs: &[ReceivedPush],
-        jitter: impl Fn() -> f64,
-    ) -> Vec<Result<PushOutcome, PushQueueError>> {
-        let mut held: std::collections::HashMap<String, std::time::Duration> =
-            std::collections::HashMap::new();
-        let mut out = Vec::with_capacity(msgs.len());
-        for m in msgs {
-            if let Some(pause) = held.get(&m.group).copied() {
-                let r = self
-                    .client
-                    .change_message_visibility()
-                    .queue_url(&self.queue_url)
-                    .receipt_handle(&m.receipt_handle)
-                    .visibility_timeout(pause.as_secs().clamp(1, MAX_VISIBILITY_SECS as u64) as i32)
-                    .send()
-                    .await
-                    .map_err(sqs_err)
-                    .map(|_| PushOutcome::RetryIn(pause));
-                out.push(r);
-                continue;
-            }
-            let r = self.process(sender, retry, m, jitter()).await;
-            match &r {
-                Ok(PushOutcome::RetryIn(pause)) => {
-                    held.insert(m.group.clone(), *pause);
-                }
-                Err(_) => {
-                    held.insert(m.group.clone(), std::time::Duration::from_secs(1));
-                }
-                Ok(_) => {}
-            }
-            out.push(r);
-        }
-        out
+        msg: &ReceivedPush,
+        reason: &str,
+    ) -> Result<(), PushQueueError> {
+        self.dead_letter_raw(&msg.body, "unreadable", reason).await
     }
 
     async fn dead_letter_raw(
@@ -583,4 +542,66 @@ pub async fn create_push_queues(
     .await
     .map_err(PushQueueError::Sqs)?;
     Ok(SqsPushQueue::new(client.clone(), url, dlq_url))
+}
+
+fn ledger_err(e: PushQueueError) -> taskledger_domain::ports::StoreError {
+    taskledger_domain::ports::StoreError::Unavailable(e.to_string())
+}
+
+#[async_trait]
+impl taskledger_domain::ports::PushQueue for SqsPushQueue {
+    async fn enqueue(
+        &self,
+        deliveries: &[taskledger_domain::push::PushDelivery],
+    ) -> Result<(), QueueError> {
+        SqsPushQueue::enqueue(self, deliveries)
+            .await
+            .map_err(|e| QueueError::Unavailable(e.to_string()))
+    }
+}
+
+/// The queue as the ledger of attempts: SQS counts receives itself, a retry is a visibility
+/// pause (the group waits behind it), a dead letter is a copy with the reason on the DLQ.
+/// Deleting a finished message is the consumer's acknowledgement (the Lambda runtime's on
+/// success, the local poller's explicitly), not the ledger's.
+#[async_trait]
+impl taskledger_domain::ports::PushLedger for SqsPushQueue {
+    async fn delivered(
+        &self,
+        _attempt: &taskledger_domain::ports::DeliveryAttempt,
+    ) -> Result<(), taskledger_domain::ports::StoreError> {
+        Ok(())
+    }
+
+    async fn retry_in(
+        &self,
+        attempt: &taskledger_domain::ports::DeliveryAttempt,
+        _attempts: u32,
+        _first_attempt_ms: i64,
+        pause: std::time::Duration,
+        _reason: &str,
+    ) -> Result<std::time::Duration, taskledger_domain::ports::StoreError> {
+        self.pause(&attempt.handle, pause).await.map_err(ledger_err)
+    }
+
+    async fn hold(
+        &self,
+        attempt: &taskledger_domain::ports::DeliveryAttempt,
+        pause: std::time::Duration,
+    ) -> Result<std::time::Duration, taskledger_domain::ports::StoreError> {
+        self.pause(&attempt.handle, pause).await.map_err(ledger_err)
+    }
+
+    async fn dead_letter(
+        &self,
+        attempt: &taskledger_domain::ports::DeliveryAttempt,
+        _attempts: u32,
+        reason: &str,
+    ) -> Result<(), taskledger_domain::ports::StoreError> {
+        let body = serde_json::to_string(&attempt.delivery)
+            .map_err(|e| taskledger_domain::ports::StoreError::Other(e.to_string()))?;
+        self.dead_letter_raw(&body, &attempt.delivery.group(), reason)
+            .await
+            .map_err(ledger_err)
+    }
 }

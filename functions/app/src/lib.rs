@@ -11,7 +11,7 @@ pub mod compose;
 pub mod error;
 pub mod http;
 pub mod identity;
-mod locks;
+mod per_task;
 pub mod runners;
 pub mod service;
 

@@ -1,10 +1,10 @@
-//! The SQLite store as the work feed: agent turns in commit order, consumer cursors that never
-//! move back, and pruning of entries every consumer has passed.
+//! The SQLite store as the feed of work after each commit: work requests and pushed updates in
+//! commit order, consumer cursors that never move back, and pruning of entries every consumer
+//! has passed.
 
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
-use taskledger_domain::ports::{StoreError, WorkFeed};
-use taskledger_domain::turns::AgentTurn;
+use taskledger_domain::ports::{CommittedEvent, StoreError, WorkFeed};
 
 use super::codec::db_err;
 use super::SqliteStore;
@@ -15,31 +15,30 @@ impl WorkFeed for SqliteStore {
         &self,
         cursor: u64,
         limit: u32,
-    ) -> Result<Vec<(u64, AgentTurn)>, StoreError> {
+    ) -> Result<Vec<(u64, CommittedEvent)>, StoreError> {
         self.read_now(|conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT pos, task_id, seq FROM feed WHERE pos > ?1 ORDER BY pos LIMIT ?2",
+                    "SELECT pos, task_id, seq, event_type, pushed FROM feed WHERE pos > ?1 \
+                     ORDER BY pos LIMIT ?2",
                 )
                 .map_err(db_err)?;
             let rows = stmt
                 .query_map(params![cursor as i64, limit as i64], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, i64>(2)?,
+                        CommittedEvent {
+                            task_id: r.get(1)?,
+                            seq: r.get::<_, i64>(2)? as u64,
+                            event_type: r.get(3)?,
+                            pushed: r.get(4)?,
+                        },
                     ))
                 })
                 .map_err(db_err)?;
             rows.map(|r| {
-                let (pos, task_id, seq) = r.map_err(db_err)?;
-                Ok((
-                    pos as u64,
-                    AgentTurn {
-                        task_id,
-                        work_seq: seq as u64,
-                    },
-                ))
+                let (pos, event) = r.map_err(db_err)?;
+                Ok((pos as u64, event))
             })
             .collect()
         })
@@ -89,7 +88,12 @@ mod tests {
         let entries = store.feed_after(0, 10).await.unwrap();
         assert_eq!(entries.len(), 1, "task creation requests work");
         assert_eq!(entries[0].1.task_id, id.as_str());
-        assert_eq!(entries[0].1.work_seq, 3);
+        assert_eq!(entries[0].1.seq, 3);
+        assert_eq!(
+            entries[0].1.turn().map(|t| t.work_seq),
+            Some(3),
+            "a work request"
+        );
         assert_eq!(store.feed_cursor("relay").await.unwrap(), 0);
         store.save_feed_cursor("relay", entries[0].0).await.unwrap();
         store.save_feed_cursor("relay", 0).await.unwrap();

@@ -19,8 +19,6 @@ use async_trait::async_trait;
 use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
 use serde_json::{json, Map, Value};
 
-use crate::relay::Relay;
-
 pub mod cursor;
 use cursor::{digest, Admit, Position, ShardCursor};
 
@@ -48,13 +46,6 @@ pub fn image_json(image: &HashMap<String, AttributeValue>) -> Value {
 #[async_trait]
 pub trait RecordSink: Send + Sync {
     async fn relay(&self, image: &Value) -> Result<(), String>;
-}
-
-#[async_trait]
-impl RecordSink for Relay {
-    async fn relay(&self, image: &Value) -> Result<(), String> {
-        Relay::relay(self, image).await
-    }
 }
 
 /// What the poller has noticed (each count but `relayed` is also a warning in the log).

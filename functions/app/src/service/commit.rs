@@ -89,10 +89,7 @@ impl Service {
             match self.store.append(commit).await {
                 Ok(()) => {
                     self.announce(task_id, state.version);
-                    if pushes {
-                        self.pushes.notify_one();
-                    }
-                    if !turns.is_empty() {
+                    if !turns.is_empty() || pushes {
                         self.dispatch(turns);
                     }
                     return Ok(Committed { state, events });
@@ -116,8 +113,8 @@ impl Service {
         });
     }
 
-    /// Committed work requests reach the agent: through the durable feed (the relay is only
-    /// nudged), or the in-process dispatcher.
+    /// Work after the commit: the durable feed's relay is nudged (turns and pushed updates are
+    /// in the feed already), or the turns go to the in-process dispatcher.
     fn dispatch(&self, turns: Vec<taskledger_domain::turns::AgentTurn>) {
         match (&self.settings.dispatch, &self.turns) {
             (Dispatch::Feed, _) => self.work.notify_one(),
@@ -135,7 +132,7 @@ impl Service {
 /// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.
 fn backoff(attempt: u32) -> Duration {
     let cap = (2u64 << attempt.min(10)).min(MAX_BACKOFF_MS);
-    let r = (crate::locks::jitter() * (cap + 1) as f64) as u64;
+    let r = (crate::per_task::jitter() * (cap + 1) as f64) as u64;
     Duration::from_millis(r.max(1))
 }
 
