@@ -25,6 +25,8 @@ pub mod wire;
 #[cfg(test)]
 mod ext_tests;
 #[cfg(test)]
+mod push_tests;
+#[cfg(test)]
 mod task_tests;
 #[cfg(test)]
 mod usage_tests;

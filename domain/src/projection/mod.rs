@@ -1,5 +1,8 @@
 //! Projection of task events into the read model (history items, artifact chunks) and the
-//! assembly of an A2A `Task` from that read model. Pure: the stores only persist what this says.
+//! assembly of an A2A `Task` from that read model; `push` projects them into webhook updates.
+//! Pure: the stores only persist what this says.
+
+pub mod push;
 
 use serde::{Deserialize, Serialize};
 
