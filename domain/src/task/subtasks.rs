@@ -1,0 +1,198 @@
+//! Sub-tasks and participant tasks: spawning a child, recording a child's state, waiting for
+//! the children, and a task for a participant (it asks its goal and completes on its
+//! assignee's first reply).
+
+use crate::error::DomainError;
+use crate::ext::TaskRef;
+use crate::ids::TaskId;
+use crate::intake;
+use crate::time::Timestamp;
+use crate::wire::{Message, TaskState};
+
+use super::events::TaskEvent;
+use super::head::TaskHead;
+use super::plan::{step_index, with_step};
+use super::status::refuse_if_terminal;
+
+/// Longest summary of a child's state recorded on its parent.
+pub const MAX_CHILD_SUMMARY_CHARS: usize = 500;
+
+/// `SpawnSubTask`: links a new child `<id>.<n>` (the service then creates it), optionally
+/// from a plan step.
+pub(super) fn spawn(
+    head: &TaskHead,
+    step: Option<String>,
+    at: Timestamp,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    refuse_if_terminal(head)?;
+    head.ext_or_refuse("sub_tasks")?;
+    let step_id = match step {
+        Some(name) => Some(step_index(head, &name).map(|(p, i)| p.steps[i].id.clone())?),
+        None => None,
+    };
+    Ok(vec![TaskEvent::SubTaskSpawned {
+        child_id: format!("{}.{}", head.id, head.children + 1),
+        step_id,
+        at: head.next_stamp(at),
+    }])
+}
+
+/// `RecordChildState`: a child's state changed; once every child is resolved the agent has
+/// work again. A finished parent keeps its records as they were.
+pub(super) fn record_child_state(
+    head: &TaskHead,
+    child_id: String,
+    child_state: TaskState,
+    summary: String,
+    at: Timestamp,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    let known = head
+        .ext
+        .as_ref()
+        .is_some_and(|d| d.sub_tasks.iter().any(|r| r.task_id == child_id));
+    if !known {
+        return Err(DomainError::invalid(
+            "child_id",
+            format!("{child_id} is not a sub-task of {}", head.id),
+        ));
+    }
+    if head.status.state.is_terminal() {
+        // A finished parent keeps its record as it was.
+        return Ok(vec![]);
+    }
+    let at = head.next_stamp(at);
+    let all_resolved =
+        child_state.is_terminal() && head.unresolved_children().iter().all(|c| *c == child_id);
+    let mut events = vec![TaskEvent::ChildStateRecorded {
+        child_id,
+        state: child_state,
+        summary: summary.chars().take(MAX_CHILD_SUMMARY_CHARS).collect(),
+        at,
+    }];
+    if all_resolved {
+        events.push(TaskEvent::AgentWorkRequested {
+            reason: "sub-tasks resolved".into(),
+            at,
+        });
+    }
+    Ok(events)
+}
+
+/// `AwaitSubTasks`: the agent's execution ends waiting for its unresolved sub-tasks.
+pub(super) fn await_children(
+    head: &TaskHead,
+    at: Timestamp,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    refuse_if_terminal(head)?;
+    let children = head.unresolved_children();
+    // Resolved meanwhile (their work request is already committed), or waiting on
+    // a participant's answer instead: no wait to announce.
+    if children.is_empty() || head.pending_help.is_some() {
+        return Ok(vec![]);
+    }
+    Ok(vec![TaskEvent::SubTasksAwaited {
+        children,
+        at: head.next_stamp(at),
+    }])
+}
+
+/// A new task for a participant: it asks its goal (INPUT_REQUIRED) and waits for `assignee`.
+pub(super) fn open_participant_task(
+    task_id: &TaskId,
+    context_id: Option<String>,
+    goal: String,
+    assignee: String,
+    at: Timestamp,
+) -> [TaskEvent; 2] {
+    let mut ask = Message::agent_text(format!("{task_id}:goal"), goal);
+    ask.task_id = Some(task_id.to_string());
+    ask.context_id = context_id;
+    intake::stamp_timeline(&mut ask.metadata, at);
+    [
+        TaskEvent::StatusChanged {
+            state: TaskState::InputRequired,
+            message: Some(ask),
+            at,
+        },
+        TaskEvent::ParticipantTaskOpened { assignee, at },
+    ]
+}
+
+/// The assignee's reply (`reply`, as appended) completes a task for a participant, with the
+/// reply's text; anyone else's message does not.
+pub(super) fn finish_participant_task(
+    head: &TaskHead,
+    sender: Option<&str>,
+    reply: &Message,
+    at: Timestamp,
+) -> Option<TaskEvent> {
+    let assignee = head.awaiting_assignee.as_deref()?;
+    if sender != Some(assignee) {
+        return None;
+    }
+    let mut done = Message::agent_text(format!("{}:done", head.id), reply.text());
+    done.task_id = Some(head.id.to_string());
+    done.context_id = Some(head.context_id.to_string());
+    intake::stamp_timeline(&mut done.metadata, at);
+    Some(TaskEvent::StatusChanged {
+        state: TaskState::Completed,
+        message: Some(done),
+        at,
+    })
+}
+
+pub(super) fn apply_spawned(
+    head: &mut TaskHead,
+    child_id: &str,
+    step_id: Option<&str>,
+    at: Timestamp,
+) {
+    head.children += 1;
+    let r = TaskRef::local(child_id, Some(TaskState::Submitted.as_str()));
+    if let Some(step) = step_id {
+        with_step(head, step, |s| s.linked_tasks.push(r.clone()));
+    }
+    if let Some(d) = head.ext.as_mut() {
+        d.sub_tasks.push(r);
+    }
+    head.last_timeline = head.last_timeline.max(at);
+}
+
+/// The child's state on its sub-task record and on every step it is linked from.
+pub(super) fn apply_child_state(
+    head: &mut TaskHead,
+    child_id: &str,
+    state: TaskState,
+    at: Timestamp,
+) {
+    if let Some(d) = head.ext.as_mut() {
+        let name = state.as_str().to_string();
+        for r in d.sub_tasks.iter_mut().filter(|r| r.task_id == child_id) {
+            r.state = Some(name.clone());
+        }
+        if let Some(plan) = d.plan.as_mut() {
+            for step in &mut plan.steps {
+                for r in step
+                    .linked_tasks
+                    .iter_mut()
+                    .filter(|r| r.task_id == child_id)
+                {
+                    r.state = Some(name.clone());
+                }
+            }
+        }
+    }
+    head.last_timeline = head.last_timeline.max(at);
+}
+
+/// A status update, same state: the execution ended waiting for sub-tasks.
+pub(super) fn apply_awaited(head: &mut TaskHead, version: u64, at: Timestamp) {
+    head.status.timestamp = Some(at);
+    head.status_version = version;
+    head.last_timeline = head.last_timeline.max(at);
+}
+
+pub(super) fn apply_participant_task_opened(head: &mut TaskHead, assignee: &str, at: Timestamp) {
+    head.awaiting_assignee = Some(assignee.to_string());
+    head.last_timeline = head.last_timeline.max(at);
+}
