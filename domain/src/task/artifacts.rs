@@ -150,3 +150,80 @@ pub(super) fn apply_chunk_appended(
     }
     head.last_timeline = head.last_timeline.max(at);
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{json, Value};
+
+    use crate::a2ui::{UiMessages, ARTIFACT_NAME, BASIC_CATALOG_ID, EXTENSION_URI};
+
+    fn create(surface: &str) -> Value {
+        json!({"version": "v0.9", "createSurface": {"surfaceId": surface, "catalogId": BASIC_CATALOG_ID}})
+    }
+
+    fn components() -> Value {
+        json!({"version": "v0.9", "updateComponents": {"surfaceId": "s", "components": [
+            {"id": "root", "component": "Column", "children": ["title", "ok"]},
+            {"id": "title", "component": "Text", "text": "Pick a region", "variant": "h2"},
+            {"id": "ok", "component": "Button", "child": "title", "action": {"event": {"name": "ok"}}}
+        ]}})
+    }
+
+    #[test]
+    fn the_task_gets_one_closed_a2ui_artifact_named_after_its_event() {
+        use crate::ids::{ContextId, Principal, TaskId};
+        use crate::task::{CreateTask, TaskAggregate, TaskCommand, TaskEvent};
+        use crate::time::Timestamp;
+        use crate::wire::{Message, TaskState};
+
+        let mut task = TaskAggregate::default();
+        let created = task
+            .decide(TaskCommand::CreateTask(CreateTask {
+                task_id: TaskId::parse("t-1").unwrap(),
+                context_id: ContextId::parse("c-1").unwrap(),
+                owner: Principal::anonymous(),
+                message: Message::user_text("m-1", "show me"),
+                at: Timestamp::now(),
+                extension: None,
+                awaiting_assignee: None,
+            }))
+            .unwrap();
+        created.iter().for_each(|e| task.apply_event(e));
+        let emit = || TaskCommand::EmitUi {
+            messages: UiMessages::parse(vec![create("s"), components()]).unwrap(),
+            at: Timestamp::now(),
+        };
+        let events = task.decide(emit()).unwrap();
+        let [TaskEvent::ArtifactAdded {
+            artifact,
+            last_chunk,
+            ..
+        }] = events.as_slice()
+        else {
+            panic!("one artifact: {events:?}")
+        };
+        assert_eq!(artifact.artifact_id, format!("a2ui:{}", task.version + 1));
+        assert_eq!(artifact.name.as_deref(), Some(ARTIFACT_NAME));
+        assert_eq!(artifact.parts.len(), 2);
+        assert_eq!(artifact.extensions, vec![EXTENSION_URI.to_string()]);
+        assert!(*last_chunk);
+        events.iter().for_each(|e| task.apply_event(e));
+        // a second call is a second artifact, the first one stays as it was
+        let again = task.decide(emit()).unwrap();
+        assert!(
+            matches!(&again[0], TaskEvent::ArtifactAdded { artifact: a, .. } if a.artifact_id == format!("a2ui:{}", task.version + 1))
+        );
+        again.iter().for_each(|e| task.apply_event(e));
+        assert_eq!(task.head().unwrap().artifacts.len(), 2);
+        // nothing is emitted on a finished task
+        let done = task
+            .decide(TaskCommand::ChangeStatus {
+                state: TaskState::Completed,
+                message: None,
+                at: Timestamp::now(),
+            })
+            .unwrap();
+        done.iter().for_each(|e| task.apply_event(e));
+        assert!(task.decide(emit()).is_err());
+    }
+}
