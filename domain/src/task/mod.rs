@@ -25,7 +25,7 @@ pub use commands::{AppendUserMessage, CreateTask, TaskCommand};
 pub use events::{TaskEvent, EVENT_VERSION};
 pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
-pub use subtasks::MAX_CHILD_SUMMARY_CHARS;
+pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
 
 impl TaskAggregate {
     /// The decision: which events a command causes, or why it is refused. Changes nothing.

@@ -1,14 +1,15 @@
-//! Sub-tasks and participant tasks: spawning a child, recording a child's state, waiting for
-//! the children, and a task for a participant (it asks its goal and completes on its
-//! assignee's first reply).
+//! Sub-tasks and participant tasks: spawning a child and composing its creation from the
+//! parent, recording a child's state, waiting for the children, and a task for a participant
+//! (it asks its goal and completes on its assignee's first reply).
 
 use crate::error::DomainError;
-use crate::ext::TaskRef;
+use crate::ext::{self, Role, TaskExtensionData, TaskRef};
 use crate::ids::TaskId;
 use crate::intake;
 use crate::time::Timestamp;
-use crate::wire::{Message, TaskState};
+use crate::wire::{self, Message, Part, TaskState};
 
+use super::commands::CreateTask;
 use super::events::TaskEvent;
 use super::head::TaskHead;
 use super::plan::{step_index, with_step};
@@ -17,8 +18,8 @@ use super::status::refuse_if_terminal;
 /// Longest summary of a child's state recorded on its parent.
 pub const MAX_CHILD_SUMMARY_CHARS: usize = 500;
 
-/// `SpawnSubTask`: links a new child `<id>.<n>` (the service then creates it), optionally
-/// from a plan step.
+/// `SpawnSubTask`: links a new child `<id>.<n>` (the service then creates it, see
+/// `child_creation`), optionally from a plan step.
 pub(super) fn spawn(
     head: &TaskHead,
     step: Option<String>,
@@ -35,6 +36,82 @@ pub(super) fn spawn(
         step_id,
         at: head.next_stamp(at),
     }])
+}
+
+/// The creation of the child `child_id` a parent spawned: same context and owner, the parent's
+/// participants, model and reasoning effort, and a goal message referring to the parent. With
+/// `for_participant`, a task for that participant: they become its assignee (any other
+/// assignee a watcher) and it waits for their first message.
+pub fn child_creation(
+    parent: &TaskHead,
+    child_id: TaskId,
+    name: &str,
+    goal: &str,
+    for_participant: Option<&str>,
+    at: Timestamp,
+) -> Result<CreateTask, DomainError> {
+    let parent_ext = parent.ext.as_ref();
+    let mut participants = parent_ext
+        .map(|d| d.participants.clone())
+        .unwrap_or_default();
+    if let Some(target) = for_participant {
+        for p in &mut participants {
+            if p.role == Role::Assignee && p.id != target {
+                p.role = Role::Watcher;
+            }
+        }
+        match participants.iter_mut().find(|p| p.id == target) {
+            Some(p) => p.role = Role::Assignee,
+            None => {
+                return Err(DomainError::invalid(
+                    "participant_id",
+                    format!("{target:?} is not a participant of {}", parent.id),
+                ))
+            }
+        }
+    }
+    let data = TaskExtensionData {
+        name: name.to_string(),
+        goal: goal.to_string(),
+        kind: None,
+        description: String::new(),
+        acceptance_criteria: vec![],
+        participants,
+        parent_tasks: vec![TaskRef::local(parent.id.as_str(), None)],
+        sub_tasks: vec![],
+        plan: None,
+        lifecycle: None,
+        model: parent_ext.and_then(|d| d.model.clone()),
+        reasoning_effort: parent_ext.and_then(|d| d.reasoning_effort),
+    };
+    let mut goal_message = Message {
+        message_id: format!("{child_id}:goal"),
+        context_id: None,
+        task_id: None,
+        role: wire::Role::User,
+        parts: vec![Part::text(goal)],
+        metadata: None,
+        extensions: vec![],
+        reference_task_ids: vec![parent.id.to_string()],
+    };
+    if let Some(p) = data.participants.iter().find(|p| p.role == Role::Admin) {
+        goal_message
+            .metadata
+            .get_or_insert_with(Default::default)
+            .insert(
+                ext::PARTICIPANT_ID_KEY.into(),
+                serde_json::Value::String(p.id.clone()),
+            );
+    }
+    Ok(CreateTask {
+        task_id: child_id,
+        context_id: parent.context_id.clone(),
+        owner: parent.owner.clone(),
+        message: goal_message,
+        at,
+        extension: Some(Box::new(data)),
+        awaiting_assignee: for_participant.map(str::to_string),
+    })
 }
 
 /// `RecordChildState`: a child's state changed; once every child is resolved the agent has
@@ -196,3 +273,7 @@ pub(super) fn apply_participant_task_opened(head: &mut TaskHead, assignee: &str,
     head.awaiting_assignee = Some(assignee.to_string());
     head.last_timeline = head.last_timeline.max(at);
 }
+
+#[cfg(test)]
+#[path = "subtasks_tests.rs"]
+mod tests;
