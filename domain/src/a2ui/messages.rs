@@ -1,6 +1,5 @@
-//! A2UI 0.9.1 server-to-client messages (`emit_ui`): checked against our committed schema
-//! (`domain/schemas/a2ui/server-to-client-v0.9.1.json`), one message kind at a time so an error
-//! names the message and the field, and turned into the parts of an `a2ui` artifact.
+//! A2UI 0.9.1 server-to-client messages: checked against the committed schema one kind at a time
+//! (an error names the message and the field), and turned into the parts of an `a2ui` artifact.
 
 use std::sync::OnceLock;
 

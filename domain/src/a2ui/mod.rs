@@ -1,6 +1,5 @@
-//! A2UI 0.9.1 for `emit_ui`: the extension this server declares, the server-to-client messages
-//! (checked against our committed schema) that become an `a2ui` artifact, and the surfaces and
-//! user actions a task keeps track of.
+//! A2UI 0.9.1 for `emit_ui`: the extension this server declares, the checked server-to-client
+//! messages that become an `a2ui` artifact, and the surfaces and user actions a task tracks.
 
 mod extension;
 mod messages;

@@ -1,6 +1,5 @@
-//! The tiny-harness task extension v1: what A2A's Task lacks (name, goal, participants and
-//! roles, parent and sub-tasks, a plan), carried in `Task.metadata[METADATA_KEY]` and validated
-//! against the committed JSON Schema (`domain/schemas/task-extension-v1.json`).
+//! The tiny-harness task extension v1: what A2A's Task lacks (name, goal, participants, parent
+//! and sub-tasks, a plan), kept in `Task.metadata[METADATA_KEY]` and checked against its schema.
 
 pub mod plan;
 mod refs;

@@ -1,7 +1,5 @@
-//! Push notifications: webhook subscriptions on a task (validated once, here), the deliveries
-//! an update makes, the address policy that keeps the sender away from internal networks, and
-//! the retry policy. Pure: the sender and the queues live in `infra`; which updates a commit
-//! pushes is decided in `projection::push`.
+//! Push notifications: webhook subscriptions (validated once, here), the deliveries an update
+//! makes, the address policy and the retry policy. Pure: sender and queues live in `infra`.
 
 mod address;
 mod delivery;

@@ -1,6 +1,5 @@
-//! The Task aggregate: commands in, events out (`decide`), events folded into state (`apply`).
-//! Pure and synchronous; ids and the clock come in with the command. This file is the table of
-//! contents: every command and every event goes to the file named after its concept.
+//! The Task aggregate: commands in, events out (`decide`), events folded into state (`apply`),
+//! pure and synchronous. A table of contents: each rule lives in the file named for its concept.
 
 mod agent_work;
 mod artifacts;

@@ -1,6 +1,5 @@
-//! Sub-tasks and participant tasks: spawning a child and composing its creation from the
-//! parent, recording a child's state, waiting for the children, and a task for a participant
-//! (it asks its goal and completes on its assignee's first reply).
+//! Sub-tasks and participant tasks: spawning a child and composing its creation, recording its
+//! state, waiting for the children, and a task its assignee finishes by replying.
 
 use crate::error::DomainError;
 use crate::ext::{self, Role, TaskExtensionData, TaskRef};

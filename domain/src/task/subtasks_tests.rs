@@ -1,6 +1,5 @@
-//! Given/when/then for composing a sub-task's creation from its parent (`child_creation`),
-//! compared field by field with what the service composes today (`spawn_subtask` in
-//! functions/app/src/service.rs).
+//! Given/when/then for `child_creation`, compared field by field with what `spawn_subtask` in
+//! functions/app/src/service.rs composes today.
 
 use serde_json::{json, Value};
 
