@@ -363,7 +363,7 @@ pub fn commit_for(
     events: &[crate::task::TaskEvent],
     recorded_at: Timestamp,
 ) -> Commit {
-    let pushes = crate::push::updates(before, events);
+    let pushes = crate::projection::push::updates(before, events);
     let mut after = before.clone();
     let writes = crate::projection::project(&mut after, events);
     let stored = events

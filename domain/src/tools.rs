@@ -1,6 +1,5 @@
 //! Intrinsic tools of the task extension: committed definitions (`domain/schemas/intrinsics`),
-//! argument validation against their input schemas, and what each call does to the task.
-//! An unknown tool or bad arguments is a typed error result, and nothing runs.
+//! argument validation (a typed error result, and nothing runs), and what each call does.
 
 use std::sync::OnceLock;
 

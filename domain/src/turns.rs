@@ -1,6 +1,5 @@
-//! Agent turns: the unit of work the relay derives from committed events and the worker runs.
-//! One turn per `AgentWorkRequested` event; its identity (task, event sequence) makes queue
-//! de-duplication and the worker's duplicate check exact.
+//! Agent turns: the unit of work the relay derives from committed events and the worker runs,
+//! one per `AgentWorkRequested` event.
 
 use serde::{Deserialize, Serialize};
 
@@ -9,6 +8,8 @@ use crate::events::StoredEvent;
 /// Name of the event that requests a turn.
 pub const WORK_EVENT: &str = "AgentWorkRequested";
 
+/// One turn; its identity (task, event sequence) makes queue de-duplication and the worker's
+/// duplicate check exact.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentTurn {

@@ -1,8 +1,8 @@
-//! The tiny-harness task extension v1: what A2A's Task lacks (name, goal, participants and
-//! roles, parent and sub-tasks, a plan), carried in `Task.metadata[METADATA_KEY]` and validated
-//! against the committed JSON Schema (`domain/schemas/task-extension-v1.json`).
+//! The tiny-harness task extension v1: what A2A's Task lacks (name, goal, participants, parent
+//! and sub-tasks, a plan), kept in `Task.metadata[METADATA_KEY]` and checked against its schema.
 
 pub mod plan;
+mod refs;
 
 use std::sync::OnceLock;
 
@@ -13,6 +13,7 @@ use crate::error::DomainError;
 use crate::wire::{Message, PartContent};
 
 pub use plan::{slug, Plan, PlanCycleError, Step, StepState};
+pub use refs::{EntityRef, TaskRef};
 
 pub const EXTENSION_URI: &str = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1";
 pub const MEDIA_TYPE: &str = "application/vnd.tiny-harness.task+json";
@@ -69,36 +70,6 @@ pub struct AcceptanceCriterion {
     pub text: String,
     #[serde(default)]
     pub met: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EntityRef {
-    pub kind: String,
-    pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskRef {
-    pub task_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<EntityRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sub_state: Option<String>,
-}
-
-impl TaskRef {
-    pub fn local(task_id: &str, state: Option<&str>) -> Self {
-        Self {
-            task_id: task_id.to_string(),
-            agent: None,
-            state: state.map(str::to_string),
-            sub_state: None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -3,7 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::TaskRef;
+use super::refs::TaskRef;
+use crate::error::DomainError;
 
 /// Most steps a plan may have.
 pub const MAX_PLAN_STEPS: usize = 100;
@@ -46,6 +47,17 @@ pub struct PlanCycleError {
     pub field: String,
     pub reason: String,
     pub steps: Vec<String>,
+}
+
+/// A plan that is not a DAG is refused as `DomainError::PlanCycle`, naming its steps.
+impl From<PlanCycleError> for DomainError {
+    fn from(e: PlanCycleError) -> Self {
+        Self::PlanCycle {
+            field: e.field,
+            reason: e.reason,
+            steps: e.steps,
+        }
+    }
 }
 
 /// Lower-case; every run of characters outside `[a-z0-9]` becomes one `-`; trimmed; `step` if empty.

@@ -1,5 +1,7 @@
-//! Projection of task events into the read model (history items, artifact chunks) and the
-//! assembly of an A2A `Task` from that read model. Pure: the stores only persist what this says.
+//! Task events projected into the read model (history, artifact chunks) and, in `push`, into
+//! webhook updates; an A2A `Task` assembled from the read model. Pure: stores persist what it says.
+
+pub mod push;
 
 use serde::{Deserialize, Serialize};
 
