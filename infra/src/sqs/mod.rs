@@ -15,6 +15,50 @@ pub use turns::*;
 /// SQS takes at most ten messages per batch.
 const SQS_BATCH: usize = 10;
 
+/// A message for a FIFO queue: body, message group, de-duplication id.
+pub(crate) struct FifoMessage {
+    pub body: String,
+    pub group: String,
+    pub dedup: String,
+}
+
+/// Sends messages to a FIFO queue, ten per call; an entry SQS refuses fails the whole send.
+pub(crate) async fn send_fifo(
+    client: &Client,
+    queue_url: &str,
+    msgs: Vec<FifoMessage>,
+) -> Result<(), taskledger_domain::turns::QueueError> {
+    use taskledger_domain::turns::QueueError;
+    for chunk in msgs.chunks(SQS_BATCH) {
+        let mut req = client.send_message_batch().queue_url(queue_url);
+        for (i, m) in chunk.iter().enumerate() {
+            let entry = aws_sdk_sqs::types::SendMessageBatchRequestEntry::builder()
+                .id(i.to_string())
+                .message_body(&m.body)
+                .message_group_id(&m.group)
+                .message_deduplication_id(&m.dedup)
+                .build()
+                .map_err(|e| QueueError::Unavailable(e.to_string()))?;
+            req = req.entries(entry);
+        }
+        let out = req.send().await.map_err(|e| {
+            QueueError::Unavailable(aws_sdk_sqs::error::DisplayErrorContext(&e).to_string())
+        })?;
+        if !out.failed().is_empty() {
+            return Err(QueueError::Refused {
+                failed: out.failed().len(),
+                reason: out
+                    .failed()
+                    .iter()
+                    .map(|f| f.message().unwrap_or(f.code()).to_string())
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// The URL of an existing queue, if it exists.
 pub async fn queue_url(client: &Client, name: &str) -> Option<String> {
     client

@@ -2,11 +2,10 @@
 //! dead-letter queue: the domain's PushQueue and PushLedger, receive, redrive.
 
 use async_trait::async_trait;
-use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
 use taskledger_domain::turns::QueueError;
 
-use super::{create_fifo_with_dlq, SQS_BATCH};
+use super::{create_fifo_with_dlq, send_fifo, FifoMessage};
 
 /// Name suffixes of the push queues.
 pub const PUSH_QUEUE: &str = "push.fifo";
@@ -102,32 +101,20 @@ impl SqsPushQueue {
         &self,
         deliveries: &[taskledger_domain::push::PushDelivery],
     ) -> Result<(), PushQueueError> {
-        for chunk in deliveries.chunks(SQS_BATCH) {
-            let mut req = self.client.send_message_batch().queue_url(&self.queue_url);
-            for (i, d) in chunk.iter().enumerate() {
-                let body = serde_json::to_string(d)
-                    .map_err(|e| PushQueueError::BadMessage(e.to_string()))?;
-                let entry = SendMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .message_body(body)
-                    .message_group_id(d.group())
-                    .message_deduplication_id(d.dedup_id())
-                    .build()
-                    .map_err(|e| PushQueueError::Sqs(e.to_string()))?;
-                req = req.entries(entry);
-            }
-            let out = req.send().await.map_err(sqs_err)?;
-            if !out.failed().is_empty() {
-                return Err(PushQueueError::Sqs(
-                    out.failed()
-                        .iter()
-                        .map(|f| f.message().unwrap_or(f.code()).to_string())
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                ));
-            }
-        }
-        Ok(())
+        let msgs = deliveries
+            .iter()
+            .map(|d| {
+                Ok(FifoMessage {
+                    body: serde_json::to_string(d)
+                        .map_err(|e| PushQueueError::BadMessage(e.to_string()))?,
+                    group: d.group(),
+                    dedup: d.dedup_id(),
+                })
+            })
+            .collect::<Result<Vec<_>, PushQueueError>>()?;
+        send_fifo(&self.client, &self.queue_url, msgs)
+            .await
+            .map_err(|e| PushQueueError::Sqs(e.to_string()))
     }
 
     /// Changes how long a received message stays invisible (a retry's pause, a hold); returns

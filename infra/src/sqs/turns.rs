@@ -2,12 +2,11 @@
 //! domain's TurnQueue, and the receive/delete/retry calls of the local server's poller.
 
 use async_trait::async_trait;
-use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
 use sha2::{Digest, Sha256};
 use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
 
-use super::{create_fifo_with_dlq, SQS_BATCH};
+use super::{create_fifo_with_dlq, send_fifo, FifoMessage};
 
 /// Name suffixes of the queues (names are prefix + suffix).
 pub const TURNS_QUEUE: &str = "agent-turns.fifo";
@@ -105,35 +104,19 @@ fn dedup(turn: &AgentTurn) -> String {
 #[async_trait]
 impl TurnQueue for SqsTurnQueue {
     async fn enqueue(&self, turns: &[AgentTurn]) -> Result<(), QueueError> {
-        for chunk in turns.chunks(SQS_BATCH) {
-            let mut req = self.client.send_message_batch().queue_url(&self.queue_url);
-            for (i, t) in chunk.iter().enumerate() {
-                let body = serde_json::to_string(t).map_err(|e| {
-                    QueueError::Unavailable(format!("cannot serialise a turn: {e}"))
-                })?;
-                let entry = SendMessageBatchRequestEntry::builder()
-                    .id(i.to_string())
-                    .message_body(body)
-                    .message_group_id(&t.task_id)
-                    .message_deduplication_id(dedup(t))
-                    .build()
-                    .map_err(|e| QueueError::Unavailable(e.to_string()))?;
-                req = req.entries(entry);
-            }
-            let out = req.send().await.map_err(turn_err)?;
-            if !out.failed().is_empty() {
-                return Err(QueueError::Refused {
-                    failed: out.failed().len(),
-                    reason: out
-                        .failed()
-                        .iter()
-                        .map(|f| f.message().unwrap_or(f.code()).to_string())
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                });
-            }
-        }
-        Ok(())
+        let msgs = turns
+            .iter()
+            .map(|t| {
+                Ok(FifoMessage {
+                    body: serde_json::to_string(t).map_err(|e| {
+                        QueueError::Unavailable(format!("cannot serialise a turn: {e}"))
+                    })?,
+                    group: t.task_id.to_string(),
+                    dedup: dedup(t),
+                })
+            })
+            .collect::<Result<Vec<_>, QueueError>>()?;
+        send_fifo(&self.client, &self.queue_url, msgs).await
     }
 }
 

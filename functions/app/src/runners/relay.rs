@@ -33,6 +33,16 @@ pub enum RelayError {
     },
 }
 
+impl RelayError {
+    fn queue(event: &CommittedEvent, source: QueueError) -> Self {
+        Self::Queue {
+            task_id: event.task_id.clone(),
+            seq: event.seq,
+            source,
+        }
+    }
+}
+
 /// Where pushed updates go, and whose subscriptions they fan out to.
 struct PushSide {
     store: Arc<dyn EventStore>,
@@ -81,11 +91,7 @@ impl Relay {
             self.turns
                 .enqueue(&[turn])
                 .await
-                .map_err(|source| RelayError::Queue {
-                    task_id: event.task_id.clone(),
-                    seq: event.seq,
-                    source,
-                })?;
+                .map_err(|e| RelayError::queue(event, e))?;
             done.turns = 1;
         }
         if let (Some(body), Some(side)) = (&event.pushed, &self.push) {
@@ -125,11 +131,7 @@ impl PushSide {
         self.queue
             .enqueue(&deliveries)
             .await
-            .map_err(|source| RelayError::Queue {
-                task_id: event.task_id.clone(),
-                seq: event.seq,
-                source,
-            })?;
+            .map_err(|e| RelayError::queue(event, e))?;
         if let Some(n) = &self.queued {
             n.notify_one();
         }
