@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Longest task, context, message, artifact id or idempotency key we accept, in UTF-8 bytes.
+/// Longest task, context, message, artifact, step or participant id or idempotency key we
+/// accept, in UTF-8 bytes.
 pub const MAX_ID_BYTES: usize = 256;
 /// Longest tenant or subject name, in UTF-8 bytes.
 pub const MAX_PRINCIPAL_BYTES: usize = 128;
@@ -51,6 +52,18 @@ macro_rules! id_newtype {
             }
         }
 
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
         impl std::fmt::Display for $name {
             fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(&self.0)
@@ -74,6 +87,15 @@ id_newtype!(
 id_newtype!(
     /// An artifact id, unique within its task.
     ArtifactId, "artifactId", MAX_ID_BYTES
+);
+id_newtype!(
+    /// A plan step's id: given in the plan, else the slug of the step's name.
+    StepId, "step id", MAX_ID_BYTES
+);
+id_newtype!(
+    /// A participant's id, as the task extension's participant list and a message's
+    /// `metadata.participant_id` name them.
+    ParticipantId, "participant id", MAX_ID_BYTES
 );
 id_newtype!(
     /// A client's `Idempotency-Key` for task creation.
@@ -176,6 +198,44 @@ mod tests {
         assert!(ContextId::parse("a\nb").is_err());
         assert!(Tenant::parse("t".repeat(MAX_PRINCIPAL_BYTES)).is_ok());
         assert!(Tenant::parse("t".repeat(MAX_PRINCIPAL_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn step_and_participant_ids_at_and_past_the_length_limit() {
+        assert!(StepId::parse("s".repeat(MAX_ID_BYTES)).is_ok());
+        assert!(StepId::parse("s".repeat(MAX_ID_BYTES + 1)).is_err());
+        assert!(ParticipantId::parse("p".repeat(MAX_ID_BYTES)).is_ok());
+        assert!(ParticipantId::parse("p".repeat(MAX_ID_BYTES + 1)).is_err());
+        // bytes, not characters: 128 two-byte characters are at the limit, one more is past it
+        assert!(ParticipantId::parse("é".repeat(MAX_ID_BYTES / 2)).is_ok());
+        assert!(ParticipantId::parse("é".repeat(MAX_ID_BYTES / 2 + 1)).is_err());
+        for bad in ["", "a\tb", "a\u{7f}"] {
+            assert!(StepId::parse(bad).is_err(), "{bad:?}");
+            assert!(ParticipantId::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            ParticipantId::parse("").unwrap_err(),
+            "participant id must not be empty"
+        );
+        assert_eq!(
+            StepId::parse("s".repeat(MAX_ID_BYTES + 1)).unwrap_err(),
+            "step id is longer than 256 bytes"
+        );
+        // lenient, like the other ids: spaces, punctuation and any case are fine
+        for ok in ["write-it", "ann", "Ann Smith", "bob@example.com", " x "] {
+            assert!(StepId::parse(ok).is_ok() && ParticipantId::parse(ok).is_ok());
+        }
+    }
+
+    #[test]
+    fn the_new_ids_serialise_as_plain_strings() {
+        let p = ParticipantId::parse("ann").unwrap();
+        assert_eq!(serde_json::to_string(&p).unwrap(), r#""ann""#);
+        assert_eq!(
+            serde_json::from_str::<ParticipantId>(r#""ann""#).unwrap(),
+            p
+        );
+        assert!(serde_json::from_str::<StepId>(r#""""#).is_err());
     }
 
     #[test]
