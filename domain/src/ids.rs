@@ -39,6 +39,12 @@ macro_rules! id_newtype {
             }
         }
 
+        impl stored::Stored for $name {
+            fn from_stored(s: String) -> Self {
+                Self(s)
+            }
+        }
+
         impl TryFrom<String> for $name {
             type Error = String;
             fn try_from(s: String) -> Result<Self, String> {
@@ -109,6 +115,34 @@ id_newtype!(
     /// The authenticated subject (user or service) within a tenant.
     Subject, "subject", MAX_PRINCIPAL_BYTES
 );
+
+/// Reading ids back from stored events and snapshots as they were written. `parse` checks every
+/// id where it enters (the wire, an envelope, a tool call, a plan); stored facts are not checked
+/// again, because before these fields were typed their values were checked less (a sender's
+/// `participant_id` and the task references in extension data not at all, participant and step
+/// ids only for being non-blank, child ids not for length), and a stricter read would make such
+/// events unreadable. Used with `#[serde(deserialize_with)]` on the id fields of events and the
+/// head, and to read the ids kept in extension data (plan steps, task references).
+pub(crate) mod stored {
+    use serde::{Deserialize, Deserializer};
+
+    /// An id type that can be built from a stored string without the check.
+    pub trait Stored: Sized {
+        fn from_stored(s: String) -> Self;
+    }
+
+    pub fn id<'de, D: Deserializer<'de>, T: Stored>(d: D) -> Result<T, D::Error> {
+        String::deserialize(d).map(T::from_stored)
+    }
+
+    pub fn opt<'de, D: Deserializer<'de>, T: Stored>(d: D) -> Result<Option<T>, D::Error> {
+        Option::<String>::deserialize(d).map(|s| s.map(T::from_stored))
+    }
+
+    pub fn vec<'de, D: Deserializer<'de>, T: Stored>(d: D) -> Result<Vec<T>, D::Error> {
+        Vec::<String>::deserialize(d).map(|v| v.into_iter().map(T::from_stored).collect())
+    }
+}
 
 /// Who is calling: every request has one. Tasks belong to the principal that created them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]

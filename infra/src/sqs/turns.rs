@@ -114,7 +114,7 @@ impl TurnQueue for SqsTurnQueue {
                 let entry = SendMessageBatchRequestEntry::builder()
                     .id(i.to_string())
                     .message_body(body)
-                    .message_group_id(&t.task_id)
+                    .message_group_id(t.task_id.as_str())
                     .message_deduplication_id(dedup(t))
                     .build()
                     .map_err(|e| QueueError::Unavailable(e.to_string()))?;
