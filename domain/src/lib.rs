@@ -24,6 +24,8 @@ pub mod wire;
 #[cfg(test)]
 mod ext_tests;
 #[cfg(test)]
+mod ids_tests;
+#[cfg(test)]
 mod push_tests;
 #[cfg(test)]
 mod task_tests;

@@ -110,7 +110,7 @@ pub trait EventStore: Send + Sync {
 /// the DynamoDB table's stream): enough to decide the work that follows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CommittedEvent {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub seq: u64,
     pub event_type: String,
     /// The update the event pushes to webhook subscribers (a `StreamResponse`), if it pushes one.

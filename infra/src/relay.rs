@@ -3,6 +3,7 @@
 //! the relay Lambda and the local server's poller hand it to the one relay in the app crate.
 
 use serde_json::Value;
+use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::CommittedEvent;
 use taskledger_domain::turns::StreamedEvent;
 
@@ -19,7 +20,8 @@ pub fn pushed(image: &Value) -> Option<String> {
 }
 
 /// A committed event item (`pk = T#<task>`, `sk = E#<seq>`) from a stream record's new image
-/// (attribute-value JSON: `{"pk": {"S": "T#…"}, …}`); other items give `None`.
+/// (attribute-value JSON: `{"pk": {"S": "T#…"}, …}`); other items, and a key that does not name
+/// a task id, give `None`.
 pub fn streamed(image: &Value) -> Option<StreamedEvent> {
     let s = |k: &str| {
         image
@@ -29,7 +31,7 @@ pub fn streamed(image: &Value) -> Option<StreamedEvent> {
     };
     let (task_id, seq) = schema::parse_event_key(s("pk")?, s("sk")?)?;
     Some(StreamedEvent {
-        task_id: task_id.to_string(),
+        task_id: TaskId::parse(task_id).ok()?,
         seq,
         event_type: s("type")?.to_string(),
     })
@@ -56,7 +58,7 @@ mod tests {
         assert_eq!(
             streamed(&image),
             Some(StreamedEvent {
-                task_id: "abc.1".into(),
+                task_id: TaskId::parse("abc.1").unwrap(),
                 seq: 7,
                 event_type: "AgentWorkRequested".into()
             })

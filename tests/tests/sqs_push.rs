@@ -14,7 +14,7 @@ use taskledger_app::compose::stream_relay;
 use taskledger_app::runners::push::attempt_batch;
 use taskledger_app::{Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
-use taskledger_domain::ids::Principal;
+use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::ports::CommittedEvent;
 use taskledger_domain::push::{AddressPolicy, NextStep, RetryPolicy};
 use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse};
@@ -46,7 +46,7 @@ async fn pushed_items(
             let body = i.get(dynamo::store::PUSH_ATTR)?.as_s().ok()?.clone();
             let seq = schema::parse_event_sk(i.get("sk")?.as_s().ok()?)?;
             Some(CommittedEvent {
-                task_id: task.to_string(),
+                task_id: TaskId::parse(task).unwrap(),
                 seq,
                 event_type: i.get("type")?.as_s().ok()?.clone(),
                 pushed: Some(body),

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::refs::TaskRef;
 use crate::error::DomainError;
+use crate::ids::StepId;
 
 /// Most steps a plan may have.
 pub const MAX_PLAN_STEPS: usize = 100;
@@ -93,12 +94,20 @@ impl Plan {
                 steps: vec![],
             });
         }
-        for s in &mut self.steps {
+        for (i, s) in self.steps.iter_mut().enumerate() {
             s.id = if s.id.trim().is_empty() {
                 slug(&s.name)
             } else {
                 s.id.trim().to_string()
             };
+            // The plan's step ids enter here: events and commands carry them as `StepId`.
+            if let Err(reason) = StepId::parse(s.id.as_str()) {
+                return Err(PlanCycleError {
+                    field: format!("{path}.steps[{i}].id"),
+                    reason,
+                    steps: vec![],
+                });
+            }
         }
         for (i, s) in self.steps.iter().enumerate() {
             if let Some(j) = self.steps[..i].iter().position(|o| o.id == s.id) {

@@ -2,7 +2,7 @@
 //! clock come in with the command; `decide` turns each into events or a refusal.
 
 use crate::ext::{Plan, Role, TaskExtensionData};
-use crate::ids::{ContextId, Principal, TaskId};
+use crate::ids::{ContextId, ParticipantId, Principal, TaskId};
 use crate::time::Timestamp;
 use crate::wire::{Artifact, Message, TaskState};
 
@@ -17,7 +17,7 @@ pub struct CreateTask {
     /// Extension data set by the server (sub-tasks); else read from the message's envelope.
     pub extension: Option<Box<TaskExtensionData>>,
     /// A task for a participant: waits for this assignee's first accepted message.
-    pub awaiting_assignee: Option<String>,
+    pub awaiting_assignee: Option<ParticipantId>,
 }
 
 /// A client sends a message to an existing task.
@@ -55,12 +55,14 @@ pub enum TaskCommand {
     },
     /// `set_participant_role`: only an admin, and never removing the last admin.
     SetParticipantRole {
-        participant_id: String,
+        participant_id: ParticipantId,
         role: Role,
-        by: Option<String>,
+        by: Option<ParticipantId>,
         at: Timestamp,
     },
-    /// Attaches a plan (or replaces it, keeping done steps' outputs where ids match).
+    /// Attaches a plan (or replaces it, keeping done steps' outputs where ids match). The step
+    /// commands below name a step by its id or its name (as the tools do); the events that
+    /// follow carry the step's id.
     CreatePlan {
         plan: Plan,
         at: Timestamp,
@@ -86,7 +88,7 @@ pub enum TaskCommand {
     },
     /// A child's state changed.
     RecordChildState {
-        child_id: String,
+        child_id: TaskId,
         state: TaskState,
         summary: String,
         at: Timestamp,
@@ -142,7 +144,7 @@ pub enum TaskCommand {
     },
     /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.
     AskParticipant {
-        participant_id: String,
+        participant_id: ParticipantId,
         question: String,
         options: Vec<String>,
         at: Timestamp,

@@ -24,6 +24,7 @@ pub(super) fn create_task(
         });
     }
     intake::validate_user_message(&c.message, "message")?;
+    let sender = ext::sender_of(&c.message, "message")?;
     let extension = match c.extension {
         Some(d) => Some(*d),
         None => ext::envelope_of(&c.message)
@@ -46,7 +47,7 @@ pub(super) fn create_task(
         let plan = data.plan.take();
         events.push(TaskEvent::ExtensionUpdated {
             data,
-            by: ext::sender_of(&message).map(str::to_string),
+            by: sender,
             at: c.at,
         });
         if let Some(p) = plan {

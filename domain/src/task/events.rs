@@ -5,7 +5,7 @@ use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
 
 use crate::ext::{Effort, Plan, Role, TaskExtensionData};
-use crate::ids::{ArtifactId, ContextId, Principal, TaskId};
+use crate::ids::{stored, ArtifactId, ContextId, ParticipantId, Principal, StepId, TaskId};
 use crate::time::{nanos, Timestamp};
 use crate::wire::{Artifact, Message, Metadata, Part, TaskState};
 
@@ -13,7 +13,9 @@ use crate::wire::{Artifact, Message, Metadata, Part, TaskState};
 pub const EVENT_VERSION: &str = "1.0";
 
 /// What happened to a task. Serialized externally tagged (`{"MessageAppended": {…}}`) with
-/// type and version stored beside it, so old shapes can be upcast.
+/// type and version stored beside it, so old shapes can be upcast. Ids serialise as plain
+/// strings; the step, participant and task ids typed after they were first stored are read
+/// back as written (`ids::stored`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub enum TaskEvent {
     TaskCreated {
@@ -57,38 +59,59 @@ pub enum TaskEvent {
     /// The task extension data, as it is after the change.
     ExtensionUpdated {
         data: TaskExtensionData,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        by: Option<String>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "stored::opt"
+        )]
+        by: Option<ParticipantId>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     /// A message was not accepted (the sender is not a participant); nothing else changed.
     MessageRefused {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        participant_id: Option<String>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "stored::opt"
+        )]
+        participant_id: Option<ParticipantId>,
         reason: String,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     ModelChanged {
         model: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        by: Option<String>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "stored::opt"
+        )]
+        by: Option<ParticipantId>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     ReasoningEffortChanged {
         effort: Effort,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        by: Option<String>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "stored::opt"
+        )]
+        by: Option<ParticipantId>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     ParticipantRoleChanged {
-        participant_id: String,
+        #[serde(deserialize_with = "stored::id")]
+        participant_id: ParticipantId,
         role: Role,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        by: Option<String>,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "stored::opt"
+        )]
+        by: Option<ParticipantId>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
@@ -98,38 +121,48 @@ pub enum TaskEvent {
         at: Timestamp,
     },
     StepStarted {
-        step_id: String,
+        #[serde(deserialize_with = "stored::id")]
+        step_id: StepId,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     StepCompleted {
-        step_id: String,
+        #[serde(deserialize_with = "stored::id")]
+        step_id: StepId,
         output: String,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     StepFailed {
-        step_id: String,
+        #[serde(deserialize_with = "stored::id")]
+        step_id: StepId,
         reason: String,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     SubTaskSpawned {
-        child_id: String,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        step_id: Option<String>,
+        #[serde(deserialize_with = "stored::id")]
+        child_id: TaskId,
+        #[serde(
+            default,
+            skip_serializing_if = "Option::is_none",
+            deserialize_with = "stored::opt"
+        )]
+        step_id: Option<StepId>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     ChildStateRecorded {
-        child_id: String,
+        #[serde(deserialize_with = "stored::id")]
+        child_id: TaskId,
         state: TaskState,
         summary: String,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
     HelpRequested {
-        participant_id: String,
+        #[serde(deserialize_with = "stored::id")]
+        participant_id: ParticipantId,
         question: String,
         #[serde(default)]
         options: Vec<String>,
@@ -138,7 +171,8 @@ pub enum TaskEvent {
         at: Timestamp,
     },
     HelpAnswered {
-        participant_id: String,
+        #[serde(deserialize_with = "stored::id")]
+        participant_id: ParticipantId,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
@@ -175,7 +209,8 @@ pub enum TaskEvent {
     },
     /// A task for a participant: it completes on this assignee's first accepted message.
     ParticipantTaskOpened {
-        assignee: String,
+        #[serde(deserialize_with = "stored::id")]
+        assignee: ParticipantId,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
@@ -200,7 +235,8 @@ pub enum TaskEvent {
     },
     /// The agent's execution ended waiting for these sub-tasks (a status update, same state).
     SubTasksAwaited {
-        children: Vec<String>,
+        #[serde(deserialize_with = "stored::vec")]
+        children: Vec<TaskId>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },

@@ -5,7 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::DomainError;
 use crate::ext::TaskExtensionData;
-use crate::ids::{ArtifactId, ContextId, Principal, TaskId};
+use crate::ids::stored::{self, Stored};
+use crate::ids::{ArtifactId, ContextId, ParticipantId, Principal, TaskId};
 use crate::intake;
 use crate::time::{nanos, Timestamp};
 use crate::wire::{Message, Metadata, TaskState, TaskStatus, TaskStatusUpdateEvent};
@@ -52,8 +53,12 @@ pub struct TaskHead {
     #[serde(default)]
     pub children: u32,
     /// A task for a participant: completes on this assignee's first accepted message.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub awaiting_assignee: Option<String>,
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "stored::opt"
+    )]
+    pub awaiting_assignee: Option<ParticipantId>,
     /// Token usage over the task's whole life (kagent usage extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub usage: Option<crate::llm::UsageTotals>,
@@ -85,7 +90,8 @@ fn is_zero(n: &u32) -> bool {
 /// A help request waiting for its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingHelp {
-    pub participant_id: String,
+    #[serde(deserialize_with = "stored::id")]
+    pub participant_id: ParticipantId,
     pub question: String,
     #[serde(default)]
     pub options: Vec<String>,
@@ -130,8 +136,9 @@ impl TaskHead {
         Some(m)
     }
 
-    /// Sub-tasks not yet completed, failed, canceled or rejected.
-    pub fn unresolved_children(&self) -> Vec<String> {
+    /// Sub-tasks not yet completed, failed, canceled or rejected. Their ids are read from the
+    /// extension data as stored (a task id is checked where a reference enters: the envelope).
+    pub fn unresolved_children(&self) -> Vec<TaskId> {
         self.ext
             .as_ref()
             .map(|d| {
@@ -143,7 +150,21 @@ impl TaskHead {
                             .and_then(TaskState::from_name)
                             .is_some_and(TaskState::is_terminal)
                     })
-                    .map(|r| r.task_id.clone())
+                    .map(|r| TaskId::from_stored(r.task_id.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// The parent tasks on this harness (references without an agent), as stored.
+    pub fn local_parents(&self) -> Vec<TaskId> {
+        self.ext
+            .as_ref()
+            .map(|d| {
+                d.parent_tasks
+                    .iter()
+                    .filter(|p| p.agent.is_none())
+                    .map(|p| TaskId::from_stored(p.task_id.clone()))
                     .collect()
             })
             .unwrap_or_default()

@@ -3,6 +3,7 @@
 
 use crate::error::DomainError;
 use crate::ext;
+use crate::ids::ParticipantId;
 use crate::time::Timestamp;
 use crate::wire::{Message, Part, PartContent, TaskState, TaskStatus};
 
@@ -16,17 +17,20 @@ pub const MAX_QUESTION_BYTES: usize = 4096;
 /// `AskParticipant`: asks a participant; the task waits (INPUT_REQUIRED) for their reply.
 pub(super) fn ask(
     head: &TaskHead,
-    participant_id: String,
+    participant_id: ParticipantId,
     question: String,
     options: Vec<String>,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     refuse_if_terminal(head)?;
     let data = head.ext_or_refuse("participant_id")?;
-    if data.participant(&participant_id).is_none() {
+    if data.participant(participant_id.as_str()).is_none() {
         return Err(DomainError::invalid(
             "participant_id",
-            format!("{participant_id:?} is not a participant of this task"),
+            format!(
+                "{:?} is not a participant of this task",
+                participant_id.as_str()
+            ),
         ));
     }
     if question.trim().is_empty() || question.len() > MAX_QUESTION_BYTES {
@@ -63,9 +67,13 @@ pub(super) fn ask(
 
 /// A user message while a help request is open: only the asked participant's reply answers
 /// it (and resumes the task); `None` for anyone else's.
-pub(super) fn answer(head: &TaskHead, sender: Option<&str>, at: Timestamp) -> Option<TaskEvent> {
+pub(super) fn answer(
+    head: &TaskHead,
+    sender: Option<&ParticipantId>,
+    at: Timestamp,
+) -> Option<TaskEvent> {
     let help = head.pending_help.as_ref()?;
-    (sender == Some(help.participant_id.as_str())).then(|| TaskEvent::HelpAnswered {
+    (sender == Some(&help.participant_id)).then(|| TaskEvent::HelpAnswered {
         participant_id: help.participant_id.clone(),
         at,
     })
@@ -74,7 +82,7 @@ pub(super) fn answer(head: &TaskHead, sender: Option<&str>, at: Timestamp) -> Op
 pub(super) fn apply_requested(
     head: &mut TaskHead,
     version: u64,
-    participant_id: &str,
+    participant_id: &ParticipantId,
     question: &str,
     options: &[String],
     message: &Message,
@@ -82,7 +90,7 @@ pub(super) fn apply_requested(
 ) {
     head.history_len += 1;
     head.pending_help = Some(PendingHelp {
-        participant_id: participant_id.to_string(),
+        participant_id: participant_id.clone(),
         question: question.to_string(),
         options: options.to_vec(),
     });

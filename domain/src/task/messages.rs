@@ -5,6 +5,7 @@ use serde_json::Value;
 
 use crate::error::DomainError;
 use crate::ext::{self, Effort, TaskExtensionData};
+use crate::ids::ParticipantId;
 use crate::intake;
 use crate::time::Timestamp;
 use crate::wire::{Message, Part};
@@ -58,13 +59,13 @@ fn user_message(
     message: Message,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
+    let sender = ext::sender_of(&message, "message")?;
     let at = head.next_stamp(at);
-    let sender = ext::sender_of(&message).map(str::to_string);
     if let Some(data) = &head.ext {
         if !data.participants.is_empty() {
             let member = sender
-                .as_deref()
-                .and_then(|s| data.participant(s))
+                .as_ref()
+                .and_then(|s| data.participant(s.as_str()))
                 .is_some();
             if !member {
                 let reason = match &sender {
@@ -142,20 +143,20 @@ fn user_message(
     };
     let mut events = Vec::new();
     if let Some(raw) = ext::envelope_of(&message) {
-        events.extend(envelope(head, raw, sender.as_deref(), at)?);
+        events.extend(envelope(head, raw, sender.as_ref(), at)?);
     }
     // An envelope-only message updates the task; it is not work for the agent.
     let mut wake = !ext::is_envelope_only(&message);
     let message = head.own_message(message, at);
     let follow_up = if head.pending_help.is_some() {
         // Only the asked participant's reply resumes the task.
-        let answered = help::answer(head, sender.as_deref(), at);
+        let answered = help::answer(head, sender.as_ref(), at);
         wake = answered.is_some();
         answered
     } else if head.awaiting_assignee.is_some() {
         // A task for a participant is finished by that participant, not by the agent.
         wake = false;
-        subtasks::finish_participant_task(head, sender.as_deref(), &message, at)
+        subtasks::finish_participant_task(head, sender.as_ref(), &message, at)
     } else {
         None
     };
@@ -174,7 +175,7 @@ fn user_message(
 fn envelope(
     head: &TaskHead,
     raw: &Value,
-    sender: Option<&str>,
+    sender: Option<&ParticipantId>,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     let incoming = ext::validate_envelope(raw)?;
@@ -185,7 +186,7 @@ fn envelope(
         let plan = data.plan.take();
         let mut events = vec![TaskEvent::ExtensionUpdated {
             data,
-            by: sender.map(str::to_string),
+            by: sender.cloned(),
             at,
         }];
         if let Some(p) = plan {
@@ -228,7 +229,7 @@ fn envelope(
     if data != *current {
         events.push(TaskEvent::ExtensionUpdated {
             data,
-            by: sender.map(str::to_string),
+            by: sender.cloned(),
             at,
         });
     }

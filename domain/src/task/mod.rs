@@ -183,7 +183,7 @@ impl TaskAggregate {
                 child_id,
                 step_id,
                 at,
-            } => subtasks::apply_spawned(head, child_id, step_id.as_deref(), *at),
+            } => subtasks::apply_spawned(head, child_id, step_id.as_ref(), *at),
             TaskEvent::ChildStateRecorded {
                 child_id,
                 state,

@@ -3,6 +3,7 @@
 
 use crate::error::DomainError;
 use crate::ext::{Participant, Role, TaskExtensionData};
+use crate::ids::ParticipantId;
 use crate::time::Timestamp;
 
 use super::events::TaskEvent;
@@ -13,13 +14,15 @@ use super::status::refuse_if_terminal;
 /// participants has no roles to protect).
 pub(super) fn require_admin(
     data: &TaskExtensionData,
-    by: Option<&str>,
+    by: Option<&ParticipantId>,
     field: &str,
 ) -> Result<(), DomainError> {
     if data.participants.is_empty() {
         return Ok(());
     }
-    let role = by.and_then(|b| data.participant(b)).map(|p| p.role);
+    let role = by
+        .and_then(|b| data.participant(b.as_str()))
+        .map(|p| p.role);
     if role == Some(Role::Admin) {
         return Ok(());
     }
@@ -27,7 +30,7 @@ pub(super) fn require_admin(
         field: field.into(),
         reason: format!(
             "only an admin may change participants and roles ({} is {})",
-            by.unwrap_or("an unnamed sender"),
+            by.map_or("an unnamed sender", ParticipantId::as_str),
             role.map(|r| format!("{r:?}").to_lowercase())
                 .unwrap_or_else(|| "not a participant".into())
         ),
@@ -38,7 +41,7 @@ pub(super) fn require_admin(
 pub(super) fn may_replace(
     current: &TaskExtensionData,
     incoming: &[Participant],
-    sender: Option<&str>,
+    sender: Option<&ParticipantId>,
 ) -> Result<(), DomainError> {
     require_admin(current, sender, "participants")?;
     if current.admins() > 0 && !incoming.iter().any(|p| p.role == Role::Admin) {
@@ -53,18 +56,21 @@ pub(super) fn may_replace(
 /// `SetParticipantRole`: only an admin, and never demoting the last admin.
 pub(super) fn set_role(
     head: &TaskHead,
-    participant_id: String,
+    participant_id: ParticipantId,
     role: Role,
-    by: Option<String>,
+    by: Option<ParticipantId>,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     refuse_if_terminal(head)?;
     let data = head.ext_or_refuse("participants")?;
-    require_admin(data, by.as_deref(), "role")?;
-    let Some(current) = data.participant(&participant_id) else {
+    require_admin(data, by.as_ref(), "role")?;
+    let Some(current) = data.participant(participant_id.as_str()) else {
         return Err(DomainError::invalid(
             "participant_id",
-            format!("{participant_id:?} is not a participant of this task"),
+            format!(
+                "{:?} is not a participant of this task",
+                participant_id.as_str()
+            ),
         ));
     };
     if current.role == Role::Admin && role != Role::Admin && data.admins() == 1 {
@@ -86,15 +92,15 @@ pub(super) fn set_role(
 
 pub(super) fn apply_role_changed(
     head: &mut TaskHead,
-    participant_id: &str,
+    participant_id: &ParticipantId,
     role: Role,
     at: Timestamp,
 ) {
-    if let Some(p) = head
-        .ext
-        .as_mut()
-        .and_then(|d| d.participants.iter_mut().find(|p| p.id == participant_id))
-    {
+    if let Some(p) = head.ext.as_mut().and_then(|d| {
+        d.participants
+            .iter_mut()
+            .find(|p| p.id == participant_id.as_str())
+    }) {
         p.role = role;
     }
     head.last_timeline = head.last_timeline.max(at);

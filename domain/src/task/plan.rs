@@ -3,6 +3,8 @@
 
 use crate::error::DomainError;
 use crate::ext::{Plan, Step, StepState};
+use crate::ids::stored::Stored;
+use crate::ids::StepId;
 use crate::time::Timestamp;
 
 use super::events::TaskEvent;
@@ -19,6 +21,11 @@ pub(super) fn with_step(head: &mut TaskHead, id: &str, f: impl FnOnce(&mut Step)
     {
         f(step);
     }
+}
+
+/// A step's id as the plan stores it (checked when the plan came in: `Plan::normalize`).
+pub(super) fn id_of(step: &Step) -> StepId {
+    StepId::from_stored(step.id.clone())
 }
 
 /// The plan and the index of its step `step`, or why there is none.
@@ -97,7 +104,7 @@ pub(super) fn start_step(
         ));
     }
     Ok(vec![TaskEvent::StepStarted {
-        step_id: s.id.clone(),
+        step_id: id_of(s),
         at: head.next_stamp(at),
     }])
 }
@@ -125,7 +132,7 @@ pub(super) fn complete_step(
         ));
     }
     Ok(vec![TaskEvent::StepCompleted {
-        step_id: s.id.clone(),
+        step_id: id_of(s),
         output,
         at: head.next_stamp(at),
     }])
@@ -142,7 +149,7 @@ pub(super) fn fail_step(
     let (plan, i) = open_step(head, &step)?;
     let s = &plan.steps[i];
     Ok(vec![TaskEvent::StepFailed {
-        step_id: s.id.clone(),
+        step_id: id_of(s),
         reason,
         at: head.next_stamp(at),
     }])
@@ -184,7 +191,7 @@ pub(super) fn envelope_plan(
                     ));
                 }
                 events.push(TaskEvent::StepStarted {
-                    step_id: was.id.clone(),
+                    step_id: id_of(was),
                     at,
                 });
             }
@@ -207,14 +214,14 @@ pub(super) fn envelope_plan(
                     ));
                 };
                 events.push(TaskEvent::StepCompleted {
-                    step_id: was.id.clone(),
+                    step_id: id_of(was),
                     output,
                     at,
                 });
             }
             (StepState::Pending | StepState::Active, StepState::Failed) => {
                 events.push(TaskEvent::StepFailed {
-                    step_id: was.id.clone(),
+                    step_id: id_of(was),
                     reason: now.output.clone().unwrap_or_else(|| "failed".into()),
                     at,
                 });
@@ -238,25 +245,25 @@ pub(super) fn apply_plan_created(head: &mut TaskHead, plan: &Plan, at: Timestamp
     head.last_timeline = head.last_timeline.max(at);
 }
 
-pub(super) fn apply_step_started(head: &mut TaskHead, step_id: &str, at: Timestamp) {
-    with_step(head, step_id, |s| s.state = StepState::Active);
+pub(super) fn apply_step_started(head: &mut TaskHead, step_id: &StepId, at: Timestamp) {
+    with_step(head, step_id.as_str(), |s| s.state = StepState::Active);
     head.last_timeline = head.last_timeline.max(at);
 }
 
 pub(super) fn apply_step_completed(
     head: &mut TaskHead,
-    step_id: &str,
+    step_id: &StepId,
     output: &str,
     at: Timestamp,
 ) {
-    with_step(head, step_id, |s| {
+    with_step(head, step_id.as_str(), |s| {
         s.state = StepState::Done;
         s.output = Some(output.to_string());
     });
     head.last_timeline = head.last_timeline.max(at);
 }
 
-pub(super) fn apply_step_failed(head: &mut TaskHead, step_id: &str, at: Timestamp) {
-    with_step(head, step_id, |s| s.state = StepState::Failed);
+pub(super) fn apply_step_failed(head: &mut TaskHead, step_id: &StepId, at: Timestamp) {
+    with_step(head, step_id.as_str(), |s| s.state = StepState::Failed);
     head.last_timeline = head.last_timeline.max(at);
 }

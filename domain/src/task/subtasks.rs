@@ -3,7 +3,7 @@
 
 use crate::error::DomainError;
 use crate::ext::{self, Role, TaskExtensionData, TaskRef};
-use crate::ids::TaskId;
+use crate::ids::{ParticipantId, StepId, TaskId};
 use crate::intake;
 use crate::time::Timestamp;
 use crate::wire::{self, Message, Part, TaskState};
@@ -11,14 +11,15 @@ use crate::wire::{self, Message, Part, TaskState};
 use super::commands::CreateTask;
 use super::events::TaskEvent;
 use super::head::TaskHead;
-use super::plan::{step_index, with_step};
+use super::plan::{id_of, step_index, with_step};
 use super::status::refuse_if_terminal;
 
 /// Longest summary of a child's state recorded on its parent.
 pub const MAX_CHILD_SUMMARY_CHARS: usize = 500;
 
 /// `SpawnSubTask`: links a new child `<id>.<n>` (the service then creates it, see
-/// `child_creation`), optionally from a plan step.
+/// `child_creation`), optionally from a plan step (named by id or name). Refused when the
+/// child's id would not be a valid task id (too long, many levels down).
 pub(super) fn spawn(
     head: &TaskHead,
     step: Option<String>,
@@ -27,11 +28,13 @@ pub(super) fn spawn(
     refuse_if_terminal(head)?;
     head.ext_or_refuse("sub_tasks")?;
     let step_id = match step {
-        Some(name) => Some(step_index(head, &name).map(|(p, i)| p.steps[i].id.clone())?),
+        Some(name) => Some(step_index(head, &name).map(|(p, i)| id_of(&p.steps[i]))?),
         None => None,
     };
+    let child_id = TaskId::parse(format!("{}.{}", head.id, head.children + 1))
+        .map_err(|e| DomainError::invalid("id", e))?;
     Ok(vec![TaskEvent::SubTaskSpawned {
-        child_id: format!("{}.{}", head.id, head.children + 1),
+        child_id,
         step_id,
         at: head.next_stamp(at),
     }])
@@ -46,7 +49,7 @@ pub fn child_creation(
     child_id: TaskId,
     name: &str,
     goal: &str,
-    for_participant: Option<&str>,
+    for_participant: Option<&ParticipantId>,
     at: Timestamp,
 ) -> Result<CreateTask, DomainError> {
     let parent_ext = parent.ext.as_ref();
@@ -55,16 +58,20 @@ pub fn child_creation(
         .unwrap_or_default();
     if let Some(target) = for_participant {
         for p in &mut participants {
-            if p.role == Role::Assignee && p.id != target {
+            if p.role == Role::Assignee && p.id != target.as_str() {
                 p.role = Role::Watcher;
             }
         }
-        match participants.iter_mut().find(|p| p.id == target) {
+        match participants.iter_mut().find(|p| p.id == target.as_str()) {
             Some(p) => p.role = Role::Assignee,
             None => {
                 return Err(DomainError::invalid(
                     "participant_id",
-                    format!("{target:?} is not a participant of {}", parent.id),
+                    format!(
+                        "{:?} is not a participant of {}",
+                        target.as_str(),
+                        parent.id
+                    ),
                 ))
             }
         }
@@ -109,7 +116,7 @@ pub fn child_creation(
         message: goal_message,
         at,
         extension: Some(Box::new(data)),
-        awaiting_assignee: for_participant.map(str::to_string),
+        awaiting_assignee: for_participant.cloned(),
     })
 }
 
@@ -117,7 +124,7 @@ pub fn child_creation(
 /// work again. A finished parent keeps its records as they were.
 pub(super) fn record_child_state(
     head: &TaskHead,
-    child_id: String,
+    child_id: TaskId,
     child_state: TaskState,
     summary: String,
     at: Timestamp,
@@ -125,7 +132,7 @@ pub(super) fn record_child_state(
     let known = head
         .ext
         .as_ref()
-        .is_some_and(|d| d.sub_tasks.iter().any(|r| r.task_id == child_id));
+        .is_some_and(|d| d.sub_tasks.iter().any(|r| r.task_id == child_id.as_str()));
     if !known {
         return Err(DomainError::invalid(
             "child_id",
@@ -177,7 +184,7 @@ pub(super) fn open_participant_task(
     task_id: &TaskId,
     context_id: Option<String>,
     goal: String,
-    assignee: String,
+    assignee: ParticipantId,
     at: Timestamp,
 ) -> [TaskEvent; 2] {
     let mut ask = Message::agent_text(format!("{task_id}:goal"), goal);
@@ -198,11 +205,11 @@ pub(super) fn open_participant_task(
 /// reply's text; anyone else's message does not.
 pub(super) fn finish_participant_task(
     head: &TaskHead,
-    sender: Option<&str>,
+    sender: Option<&ParticipantId>,
     reply: &Message,
     at: Timestamp,
 ) -> Option<TaskEvent> {
-    let assignee = head.awaiting_assignee.as_deref()?;
+    let assignee = head.awaiting_assignee.as_ref()?;
     if sender != Some(assignee) {
         return None;
     }
@@ -219,14 +226,14 @@ pub(super) fn finish_participant_task(
 
 pub(super) fn apply_spawned(
     head: &mut TaskHead,
-    child_id: &str,
-    step_id: Option<&str>,
+    child_id: &TaskId,
+    step_id: Option<&StepId>,
     at: Timestamp,
 ) {
     head.children += 1;
-    let r = TaskRef::local(child_id, Some(TaskState::Submitted.as_str()));
+    let r = TaskRef::local(child_id.as_str(), Some(TaskState::Submitted.as_str()));
     if let Some(step) = step_id {
-        with_step(head, step, |s| s.linked_tasks.push(r.clone()));
+        with_step(head, step.as_str(), |s| s.linked_tasks.push(r.clone()));
     }
     if let Some(d) = head.ext.as_mut() {
         d.sub_tasks.push(r);
@@ -237,10 +244,11 @@ pub(super) fn apply_spawned(
 /// The child's state on its sub-task record and on every step it is linked from.
 pub(super) fn apply_child_state(
     head: &mut TaskHead,
-    child_id: &str,
+    child_id: &TaskId,
     state: TaskState,
     at: Timestamp,
 ) {
+    let child_id = child_id.as_str();
     if let Some(d) = head.ext.as_mut() {
         let name = state.as_str().to_string();
         for r in d.sub_tasks.iter_mut().filter(|r| r.task_id == child_id) {
@@ -268,8 +276,12 @@ pub(super) fn apply_awaited(head: &mut TaskHead, version: u64, at: Timestamp) {
     head.last_timeline = head.last_timeline.max(at);
 }
 
-pub(super) fn apply_participant_task_opened(head: &mut TaskHead, assignee: &str, at: Timestamp) {
-    head.awaiting_assignee = Some(assignee.to_string());
+pub(super) fn apply_participant_task_opened(
+    head: &mut TaskHead,
+    assignee: &ParticipantId,
+    at: Timestamp,
+) {
+    head.awaiting_assignee = Some(assignee.clone());
     head.last_timeline = head.last_timeline.max(at);
 }
 

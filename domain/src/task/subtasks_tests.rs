@@ -9,13 +9,17 @@ use crate::ext::{
     Effort, Lifecycle, Participant, ParticipantKind, Role, TaskExtensionData, TaskRef, MEDIA_TYPE,
     PARTICIPANT_ID_KEY,
 };
-use crate::ids::{ContextId, Principal, TaskId};
+use crate::ids::{ContextId, ParticipantId, Principal, TaskId};
 use crate::task::{AppendUserMessage, CreateTask, TaskAggregate, TaskCommand, TaskEvent, TaskHead};
 use crate::time::Timestamp;
 use crate::wire::{self, Message, Part, PartContent, TaskState};
 
 fn at(s: u32) -> Timestamp {
     Timestamp::parse(&format!("2026-01-01T00:00:{s:02}Z")).unwrap()
+}
+
+fn pid(id: impl Into<String>) -> ParticipantId {
+    ParticipantId::parse(id).unwrap()
 }
 
 fn owner() -> Principal {
@@ -111,7 +115,7 @@ fn parent_with_a_child() -> (TaskAggregate, TaskId) {
     let [TaskEvent::SubTaskSpawned { child_id, .. }] = spawned.as_slice() else {
         panic!("one child: {spawned:?}")
     };
-    (task, TaskId::parse(child_id.clone()).unwrap())
+    (task, child_id.clone())
 }
 
 fn head(task: &TaskAggregate) -> &TaskHead {
@@ -205,7 +209,7 @@ fn a_task_for_a_participant_makes_them_the_only_assignee_and_waits_for_them() {
         child,
         "Research",
         "Find the facts",
-        Some("eve"),
+        Some(&pid("eve")),
         at(3),
     )
     .unwrap();
@@ -220,7 +224,10 @@ fn a_task_for_a_participant_makes_them_the_only_assignee_and_waits_for_them() {
         ],
         "eve is the assignee, bob (the parent's assignee) watches"
     );
-    assert_eq!(create.awaiting_assignee.as_deref(), Some("eve"));
+    assert_eq!(
+        create.awaiting_assignee.as_ref().map(ParticipantId::as_str),
+        Some("eve")
+    );
     assert_eq!(
         create.message,
         goal_message("t-1.1", "Find the facts", Some("ann"))
@@ -252,7 +259,7 @@ fn the_goal_message_names_the_first_admin_left_after_the_roles_change() {
             child.clone(),
             "Research",
             "Find the facts",
-            for_participant,
+            for_participant.map(pid).as_ref(),
             at(3),
         )
         .unwrap();
@@ -277,7 +284,7 @@ fn the_goal_message_names_the_first_admin_left_after_the_roles_change() {
         child,
         "Research",
         "Find the facts",
-        Some("ann"),
+        Some(&pid("ann")),
         at(3),
     )
     .unwrap();
@@ -301,7 +308,7 @@ fn an_unknown_participant_is_refused_on_participant_id() {
         child,
         "Research",
         "Find the facts",
-        Some("zed"),
+        Some(&pid("zed")),
         at(3),
     );
     // then
@@ -344,7 +351,7 @@ fn a_parent_without_extension_data_gives_a_child_without_participants() {
     );
     // and a task for a participant needs one
     assert!(matches!(
-        child_creation(head(&task), child, "Research", "Find the facts", Some("ann"), at(3)),
+        child_creation(head(&task), child, "Research", "Find the facts", Some(&pid("ann")), at(3)),
         Err(DomainError::InvalidParams { field, .. }) if field == "participant_id"
     ));
 }
@@ -423,7 +430,7 @@ fn composed_by_the_service_today(
         message: goal_message.clone(),
         at,
         extension: Some(Box::new(data)),
-        awaiting_assignee: for_participant.clone(),
+        awaiting_assignee: for_participant.clone().map(pid),
     })
 }
 
@@ -455,7 +462,7 @@ fn the_composed_creation_is_what_the_service_composes_today() {
                 TaskId::parse("t-1.7").unwrap(),
                 "Check the numbers",
                 "Re-run the model",
-                target,
+                target.map(pid).as_ref(),
                 at(9),
             );
             // then
@@ -481,7 +488,7 @@ fn the_child_created_from_it_is_delegated_and_a_task_for_a_participant_completes
         child,
         "Research",
         "Find the facts",
-        Some("bob"),
+        Some(&pid("bob")),
         at(3),
     )
     .unwrap();
@@ -505,7 +512,10 @@ fn the_child_created_from_it_is_delegated_and_a_task_for_a_participant_completes
     assert_eq!(data.model.as_deref(), Some("gpt-5"));
     assert_eq!(h.status.state, TaskState::InputRequired);
     assert_eq!(h.status.message.as_ref().unwrap().text(), "Find the facts");
-    assert_eq!(h.awaiting_assignee.as_deref(), Some("bob"));
+    assert_eq!(
+        h.awaiting_assignee.as_ref().map(ParticipantId::as_str),
+        Some("bob")
+    );
     // when bob replies
     let reply = run(
         &mut child,

@@ -45,7 +45,7 @@ pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>) {
             let span =
                 tracing::info_span!("turn", task_id = %turn.task_id, work_seq = turn.work_seq);
             per_task.submit(
-                &turn.task_id.clone(),
+                &turn.task_id.to_string(),
                 async move {
                     match handle_turn(&svc, &turn).await {
                         Ok(outcome) => {

@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
+use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{CommittedEvent, StoreError, WorkFeed};
 
 use super::codec::db_err;
@@ -27,20 +28,31 @@ impl WorkFeed for SqliteStore {
                 .query_map(params![cursor as i64, limit as i64], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
-                        CommittedEvent {
-                            task_id: r.get(1)?,
-                            seq: r.get::<_, i64>(2)? as u64,
-                            event_type: r.get(3)?,
-                            pushed: r.get(4)?,
-                        },
+                        r.get::<_, String>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<String>>(4)?,
                     ))
                 })
                 .map_err(db_err)?;
-            rows.map(|r| {
-                let (pos, event) = r.map_err(db_err)?;
-                Ok((pos as u64, event))
-            })
-            .collect()
+            let mut entries = Vec::new();
+            for row in rows {
+                let (pos, task_id, seq, event_type, pushed) = row.map_err(db_err)?;
+                // Rows are written with a commit's task id; one that does not read as a task
+                // id (a manual edit) is skipped rather than allowed to stop the feed.
+                let Ok(task_id) = TaskId::parse(task_id) else {
+                    tracing::warn!(pos, "feed entry with an unreadable task id skipped");
+                    continue;
+                };
+                let event = CommittedEvent {
+                    task_id,
+                    seq: seq as u64,
+                    event_type,
+                    pushed,
+                };
+                entries.push((pos as u64, event));
+            }
+            Ok(entries)
         })
     }
 

@@ -375,7 +375,7 @@ mod emulator_tests {
                 self.0
                     .lock()
                     .map_err(|e| e.to_string())?
-                    .push((e.task_id, e.seq));
+                    .push((e.task_id.to_string(), e.seq));
             }
             Ok(())
         }

@@ -83,7 +83,7 @@ pub async fn run_feed(
                 p.start(pos);
             }
             let (relay, progress, feed) = (relay.clone(), progress.clone(), feed.clone());
-            per_task.submit(&event.task_id.clone(), async move {
+            per_task.submit(&event.task_id.to_string(), async move {
                 for attempt in 1..=RELAY_ATTEMPTS {
                     match relay.relay(&event).await {
                         Ok(_) => break,

@@ -21,13 +21,13 @@ use crate::service::Service;
 pub enum RelayError {
     #[error("{task_id}#{seq}: {source}")]
     Queue {
-        task_id: String,
+        task_id: TaskId,
         seq: u64,
         source: QueueError,
     },
     #[error("{task_id}#{seq}: cannot read the task's subscriptions: {source}")]
     Store {
-        task_id: String,
+        task_id: TaskId,
         seq: u64,
         source: taskledger_domain::ports::StoreError,
     },
@@ -110,21 +110,19 @@ impl PushSide {
             seq: event.seq,
             source,
         };
-        let Ok(id) = TaskId::parse(event.task_id.clone()) else {
-            return Ok(0);
-        };
-        let Some(loaded) = self.store.load(&id).await.map_err(store_err)? else {
+        let id = &event.task_id;
+        let Some(loaded) = self.store.load(id).await.map_err(store_err)? else {
             return Ok(0);
         };
         let state = match restore(&loaded).map_err(store_err)? {
             Some(s) => s,
-            None => replay_state(&self.store.events(&id, 0).await.map_err(store_err)?)
+            None => replay_state(&self.store.events(id, 0).await.map_err(store_err)?)
                 .map_err(store_err)?,
         };
         let Some(head) = state.head.as_ref() else {
             return Ok(0);
         };
-        let deliveries = push::deliveries(&event.task_id, &head.push, event.seq, body);
+        let deliveries = push::deliveries(id.as_str(), &head.push, event.seq, body);
         if deliveries.is_empty() {
             return Ok(0);
         }

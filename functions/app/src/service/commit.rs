@@ -84,7 +84,7 @@ impl Service {
             commit.message_key = keys.message.clone();
             commit.idempotency = keys.idempotency.clone();
             let pushes = !commit.pushes.is_empty();
-            let turns = turns_from(task_id.as_str(), &commit.events);
+            let turns = turns_from(task_id, &commit.events);
             let state = commit.snapshot.clone();
             match self.store.append(commit).await {
                 Ok(()) => {

@@ -20,7 +20,7 @@ pub fn start(svc: &Arc<Service>, mut turns: UnboundedReceiver<AgentTurn>) {
     tokio::spawn(async move {
         while let Some(turn) = turns.recv().await {
             let Some(svc) = svc.upgrade() else { return };
-            per_task.submit(&turn.task_id.clone(), async move {
+            per_task.submit(&turn.task_id.to_string(), async move {
                 match run_turn(&svc, &turn, TurnBudget::unlimited(), Delivery::Once).await {
                     Ok(outcome) => debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
                     Err(e) => warn!(task_id = %turn.task_id, error = %e, "turn failed"),

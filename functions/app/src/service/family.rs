@@ -6,7 +6,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 use taskledger_domain::error::ErrorKind;
-use taskledger_domain::ids::TaskId;
+use taskledger_domain::ids::{ParticipantId, TaskId};
 use taskledger_domain::ports::{MessageKey, StoreError};
 use taskledger_domain::task::{child_creation, TaskAggregate, TaskCommand, TaskEvent, TaskHead};
 use taskledger_domain::time::Timestamp;
@@ -63,13 +63,8 @@ impl Service {
                 )
             });
             if status_changed {
-                let parents = head
-                    .ext
-                    .as_ref()
-                    .map(|d| d.parent_tasks.clone())
-                    .unwrap_or_default();
-                for parent in parents.iter().filter(|p| p.agent.is_none()) {
-                    self.record_on_parent(&parent.task_id, head).await;
+                for parent in head.local_parents() {
+                    self.record_on_parent(&parent, head).await;
                 }
             }
             if events
@@ -77,10 +72,7 @@ impl Service {
                 .any(|e| matches!(e, TaskEvent::TaskCanceled { .. }))
             {
                 for child in head.unresolved_children() {
-                    let Ok(child_id) = TaskId::parse(child.clone()) else {
-                        continue;
-                    };
-                    self.cancel_child(&child_id).await;
+                    self.cancel_child(&child).await;
                 }
             }
         })
@@ -109,21 +101,18 @@ impl Service {
         }
     }
 
-    async fn record_on_parent(&self, parent: &str, child: &TaskHead) {
-        let Ok(parent_id) = TaskId::parse(parent.to_string()) else {
-            return;
-        };
+    async fn record_on_parent(&self, parent_id: &TaskId, child: &TaskHead) {
         let summary = child
             .status
             .message
             .as_ref()
             .map(Message::text)
             .unwrap_or_default();
-        let (child_id, state) = (child.id.to_string(), child.status.state);
+        let (child_id, state) = (&child.id, child.status.state);
         let r = self
             .commit(
                 Actor::Agent,
-                &parent_id,
+                parent_id,
                 Target::Existing,
                 Keys::default(),
                 |_| {
@@ -151,7 +140,7 @@ impl Service {
         name: &str,
         goal: &str,
         step: Option<String>,
-        for_participant: Option<String>,
+        for_participant: Option<ParticipantId>,
     ) -> Result<TaskId, AppError> {
         let linked = self
             .commit(
@@ -167,7 +156,7 @@ impl Service {
                 },
             )
             .await?;
-        let child = linked
+        let child_id = linked
             .events
             .iter()
             .find_map(|e| match e {
@@ -179,13 +168,12 @@ impl Service {
             .state
             .head()
             .ok_or_else(|| AppError::task_not_found(parent_id.as_str()))?;
-        let child_id = TaskId::parse(child).map_err(|e| AppError::invalid_params("id", e))?;
         let create = child_creation(
             head,
             child_id.clone(),
             name,
             goal,
-            for_participant.as_deref(),
+            for_participant.as_ref(),
             Timestamp::now(),
         )?;
         let created = self
