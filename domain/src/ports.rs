@@ -356,6 +356,79 @@ pub fn replay_state(events: &[StoredEvent]) -> Result<TaskAggregate, StoreError>
     Ok(state)
 }
 
+/// One commit, built while its events are decided: each event is projected (its read-model
+/// writes, the update it pushes) and folded into the state once, as it is added.
+#[derive(Debug, Clone)]
+pub struct CommitBuilder {
+    task_id: TaskId,
+    before_version: u64,
+    state: TaskAggregate,
+    events: Vec<crate::task::TaskEvent>,
+    writes: Vec<ReadWrite>,
+    pushes: Vec<crate::push::PushUpdate>,
+}
+
+impl CommitBuilder {
+    pub fn new(task_id: TaskId, before: TaskAggregate) -> Self {
+        Self {
+            task_id,
+            before_version: before.version,
+            state: before,
+            events: Vec::new(),
+            writes: Vec::new(),
+            pushes: Vec::new(),
+        }
+    }
+
+    /// The state with every event added so far.
+    pub fn state(&self) -> &TaskAggregate {
+        &self.state
+    }
+
+    pub fn events(&self) -> &[crate::task::TaskEvent] {
+        &self.events
+    }
+
+    /// The state, when nothing is to be committed after all.
+    pub fn into_state(self) -> TaskAggregate {
+        self.state
+    }
+
+    pub fn add(&mut self, event: crate::task::TaskEvent) {
+        let subscribed = self.state.head.as_ref().is_some_and(|h| !h.push.is_empty());
+        if let Some(head) = self.state.head.as_ref() {
+            crate::projection::writes_for(head, &event, &mut self.writes);
+        }
+        self.state.apply_event(&event);
+        if subscribed {
+            self.pushes
+                .extend(crate::projection::push::update_of(&self.state, &event));
+        }
+        self.events.push(event);
+    }
+
+    /// The commit, and the events it holds.
+    pub fn finish(self, recorded_at: Timestamp) -> (Commit, Vec<crate::task::TaskEvent>) {
+        let stored = self
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| StoredEvent::new(self.before_version + 1 + i as u64, e, recorded_at))
+            .collect();
+        let commit = Commit {
+            task_id: self.task_id,
+            expected_version: self.before_version,
+            events: stored,
+            snapshot: self.state,
+            writes: self.writes,
+            message_key: None,
+            idempotency: None,
+            pushes: self.pushes,
+        };
+        (commit, self.events)
+    }
+}
+
 /// The commit for `events` decided on `before`: stored events, new snapshot, read-model writes.
 pub fn commit_for(
     task_id: TaskId,
@@ -363,22 +436,9 @@ pub fn commit_for(
     events: &[crate::task::TaskEvent],
     recorded_at: Timestamp,
 ) -> Commit {
-    let pushes = crate::projection::push::updates(before, events);
-    let mut after = before.clone();
-    let writes = crate::projection::project(&mut after, events);
-    let stored = events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| StoredEvent::new(before.version + 1 + i as u64, e, recorded_at))
-        .collect();
-    Commit {
-        task_id,
-        expected_version: before.version,
-        events: stored,
-        snapshot: after,
-        writes,
-        message_key: None,
-        idempotency: None,
-        pushes,
+    let mut b = CommitBuilder::new(task_id, before.clone());
+    for e in events {
+        b.add(e.clone());
     }
+    b.finish(recorded_at).0
 }

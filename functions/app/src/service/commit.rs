@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::{commit_for, IdempotencyRecord, MessageKey, StoreError};
+use taskledger_domain::ports::{CommitBuilder, IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::turns::turns_from;
@@ -63,24 +63,24 @@ impl Service {
                 Target::Existing => self.load_visible(actor, task_id).await?,
                 Target::New => TaskAggregate::default(),
             };
-            let mut after = before.clone();
-            let mut events = Vec::new();
-            for command in build(&before) {
-                let decided = after
+            let commands = build(&before);
+            let mut b = CommitBuilder::new(task_id.clone(), before);
+            for command in commands {
+                let decided = b
+                    .state()
                     .decide(command)
                     .map_err(|e| with_task_id(e, task_id))?;
-                for e in &decided {
-                    after.apply_event(e);
+                for e in decided {
+                    b.add(e);
                 }
-                events.extend(decided);
             }
-            if events.is_empty() {
+            if b.events().is_empty() {
                 return Ok(Committed {
-                    state: before,
-                    events,
+                    state: b.into_state(),
+                    events: Vec::new(),
                 });
             }
-            let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
+            let (mut commit, events) = b.finish(Timestamp::now());
             commit.message_key = keys.message.clone();
             commit.idempotency = keys.idempotency.clone();
             let pushes = !commit.pushes.is_empty();
