@@ -200,16 +200,6 @@ pub enum DomainError {
     NotPermitted { field: String, reason: String },
 }
 
-impl From<crate::ext::PlanCycleError> for DomainError {
-    fn from(e: crate::ext::PlanCycleError) -> Self {
-        Self::PlanCycle {
-            field: e.field,
-            reason: e.reason,
-            steps: e.steps,
-        }
-    }
-}
-
 impl DomainError {
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         Self::InvalidParams {

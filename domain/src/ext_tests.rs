@@ -5,13 +5,17 @@ use serde_json::{json, Value};
 
 use crate::error::DomainError;
 use crate::ext::{Effort, Lifecycle, Role, StepState, TaskExtensionData, MEDIA_TYPE, METADATA_KEY};
-use crate::ids::{ContextId, HistoryLength, Principal, TaskId};
+use crate::ids::{ContextId, HistoryLength, ParticipantId, Principal, StepId, TaskId};
 use crate::projection::replay;
 use crate::task::*;
 use crate::time::Timestamp;
 use crate::wire::*;
 
 type Given = TestFramework<TaskAggregate>;
+
+fn pid(id: &str) -> ParticipantId {
+    ParticipantId::parse(id).unwrap()
+}
 
 fn at(s: u32) -> Timestamp {
     Timestamp::parse(&format!("2026-01-01T00:00:{s:02}Z")).unwrap()
@@ -224,7 +228,7 @@ fn model_and_effort_change_only_through_their_commands() {
     let mut events = created();
     events.push(TaskEvent::ModelChanged {
         model: "gpt-5".into(),
-        by: Some("bob".into()),
+        by: Some(pid("bob")),
         at: at(1),
     });
     let task = replay(&events, HistoryLength::All).unwrap();
@@ -265,9 +269,9 @@ fn the_last_admin_cannot_be_removed() {
     let r = result(
         created(),
         TaskCommand::SetParticipantRole {
-            participant_id: "ann".into(),
+            participant_id: pid("ann"),
             role: Role::Watcher,
-            by: Some("ann".into()),
+            by: Some(pid("ann")),
             at: at(1),
         },
     );
@@ -277,9 +281,9 @@ fn the_last_admin_cannot_be_removed() {
 #[test]
 fn set_participant_role_is_for_admins() {
     let cmd = |by: &str| TaskCommand::SetParticipantRole {
-        participant_id: "eve".into(),
+        participant_id: pid("eve"),
         role: Role::Admin,
-        by: Some(by.into()),
+        by: Some(pid(by)),
         at: at(1),
     };
     assert!(matches!(
@@ -300,9 +304,9 @@ fn set_participant_role_is_for_admins() {
     let r = result(
         events,
         TaskCommand::SetParticipantRole {
-            participant_id: "ann".into(),
+            participant_id: pid("ann"),
             role: Role::Watcher,
-            by: Some("ann".into()),
+            by: Some(pid("ann")),
             at: at(2),
         },
     );
@@ -415,7 +419,7 @@ fn a_step_completes_only_when_its_dependencies_are_done() {
 fn a_replaced_plan_keeps_outputs_of_done_steps_with_the_same_id() {
     let mut events = planned();
     events.push(TaskEvent::StepCompleted {
-        step_id: "gather-data".into(),
+        step_id: StepId::parse("gather-data").unwrap(),
         output: "rows".into(),
         at: at(1),
     });
@@ -475,7 +479,7 @@ fn sub_tasks_are_numbered_and_linked_from_their_step() {
 fn a_parent_cannot_complete_while_a_sub_task_is_unresolved() {
     let mut events = created();
     events.push(TaskEvent::SubTaskSpawned {
-        child_id: "t-1.1".into(),
+        child_id: TaskId::parse("t-1.1").unwrap(),
         step_id: None,
         at: at(1),
     });
@@ -490,7 +494,7 @@ fn a_parent_cannot_complete_while_a_sub_task_is_unresolved() {
         "{r:?}"
     );
     events.push(TaskEvent::ChildStateRecorded {
-        child_id: "t-1.1".into(),
+        child_id: TaskId::parse("t-1.1").unwrap(),
         state: TaskState::InputRequired,
         summary: String::new(),
         at: at(2),
@@ -500,7 +504,7 @@ fn a_parent_cannot_complete_while_a_sub_task_is_unresolved() {
         "input-required is unresolved"
     );
     events.push(TaskEvent::ChildStateRecorded {
-        child_id: "t-1.1".into(),
+        child_id: TaskId::parse("t-1.1").unwrap(),
         state: TaskState::Completed,
         summary: "done".into(),
         at: at(2),
@@ -512,14 +516,14 @@ fn a_parent_cannot_complete_while_a_sub_task_is_unresolved() {
 fn every_child_state_change_is_recorded_on_the_parent() {
     let mut events = created();
     events.push(TaskEvent::SubTaskSpawned {
-        child_id: "t-1.1".into(),
+        child_id: TaskId::parse("t-1.1").unwrap(),
         step_id: None,
         at: at(1),
     });
     let r = result(
         events.clone(),
         TaskCommand::RecordChildState {
-            child_id: "t-1.1".into(),
+            child_id: TaskId::parse("t-1.1").unwrap(),
             state: TaskState::Working,
             summary: "x".repeat(600),
             at: at(2),
@@ -532,7 +536,7 @@ fn every_child_state_change_is_recorded_on_the_parent() {
     let r = result(
         events,
         TaskCommand::RecordChildState {
-            child_id: "t-9".into(),
+            child_id: TaskId::parse("t-9").unwrap(),
             state: TaskState::Working,
             summary: String::new(),
             at: at(2),
@@ -546,7 +550,7 @@ fn asked() -> Vec<TaskEvent> {
     let r = result(
         events.clone(),
         TaskCommand::AskParticipant {
-            participant_id: "bob".into(),
+            participant_id: pid("bob"),
             question: "Which region?".into(),
             options: vec!["eu".into(), "us".into()],
             at: at(1),
@@ -571,7 +575,7 @@ fn a_help_request_asks_with_a_channel_part_and_waits() {
     assert!(result(
         created(),
         TaskCommand::AskParticipant {
-            participant_id: "zed".into(),
+            participant_id: pid("zed"),
             question: "?".into(),
             options: vec![],
             at: at(1)
@@ -618,7 +622,7 @@ fn participant_task() -> Vec<TaskEvent> {
             message: msg("t-0.1:goal", "Review the draft", Some("ann"), None),
             at: at(0),
             extension: Some(Box::new(data)),
-            awaiting_assignee: Some("bob".into()),
+            awaiting_assignee: Some(pid("bob")),
         }))
         .unwrap()
 }

@@ -2,7 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
-/// Longest task, context, message, artifact id or idempotency key we accept, in UTF-8 bytes.
+/// Longest task, context, message, artifact, step or participant id or idempotency key we
+/// accept, in UTF-8 bytes.
 pub const MAX_ID_BYTES: usize = 256;
 /// Longest tenant or subject name, in UTF-8 bytes.
 pub const MAX_PRINCIPAL_BYTES: usize = 128;
@@ -38,6 +39,12 @@ macro_rules! id_newtype {
             }
         }
 
+        impl stored::Stored for $name {
+            fn from_stored(s: String) -> Self {
+                Self(s)
+            }
+        }
+
         impl TryFrom<String> for $name {
             type Error = String;
             fn try_from(s: String) -> Result<Self, String> {
@@ -48,6 +55,18 @@ macro_rules! id_newtype {
         impl From<$name> for String {
             fn from(v: $name) -> String {
                 v.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
             }
         }
 
@@ -76,6 +95,15 @@ id_newtype!(
     ArtifactId, "artifactId", MAX_ID_BYTES
 );
 id_newtype!(
+    /// A plan step's id: given in the plan, else the slug of the step's name.
+    StepId, "step id", MAX_ID_BYTES
+);
+id_newtype!(
+    /// A participant's id, as the task extension's participant list and a message's
+    /// `metadata.participant_id` name them.
+    ParticipantId, "participant id", MAX_ID_BYTES
+);
+id_newtype!(
     /// A client's `Idempotency-Key` for task creation.
     IdempotencyKey, "Idempotency-Key", MAX_ID_BYTES
 );
@@ -87,6 +115,34 @@ id_newtype!(
     /// The authenticated subject (user or service) within a tenant.
     Subject, "subject", MAX_PRINCIPAL_BYTES
 );
+
+/// Reading ids back from stored events and snapshots as they were written. `parse` checks every
+/// id where it enters (the wire, an envelope, a tool call, a plan); stored facts are not checked
+/// again, because before these fields were typed their values were checked less (a sender's
+/// `participant_id` and the task references in extension data not at all, participant and step
+/// ids only for being non-blank, child ids not for length), and a stricter read would make such
+/// events unreadable. Used with `#[serde(deserialize_with)]` on the id fields of events and the
+/// head, and to read the ids kept in extension data (plan steps, task references).
+pub(crate) mod stored {
+    use serde::{Deserialize, Deserializer};
+
+    /// An id type that can be built from a stored string without the check.
+    pub trait Stored: Sized {
+        fn from_stored(s: String) -> Self;
+    }
+
+    pub fn id<'de, D: Deserializer<'de>, T: Stored>(d: D) -> Result<T, D::Error> {
+        String::deserialize(d).map(T::from_stored)
+    }
+
+    pub fn opt<'de, D: Deserializer<'de>, T: Stored>(d: D) -> Result<Option<T>, D::Error> {
+        Option::<String>::deserialize(d).map(|s| s.map(T::from_stored))
+    }
+
+    pub fn vec<'de, D: Deserializer<'de>, T: Stored>(d: D) -> Result<Vec<T>, D::Error> {
+        Vec::<String>::deserialize(d).map(|v| v.into_iter().map(T::from_stored).collect())
+    }
+}
 
 /// Who is calling: every request has one. Tasks belong to the principal that created them.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -176,6 +232,44 @@ mod tests {
         assert!(ContextId::parse("a\nb").is_err());
         assert!(Tenant::parse("t".repeat(MAX_PRINCIPAL_BYTES)).is_ok());
         assert!(Tenant::parse("t".repeat(MAX_PRINCIPAL_BYTES + 1)).is_err());
+    }
+
+    #[test]
+    fn step_and_participant_ids_at_and_past_the_length_limit() {
+        assert!(StepId::parse("s".repeat(MAX_ID_BYTES)).is_ok());
+        assert!(StepId::parse("s".repeat(MAX_ID_BYTES + 1)).is_err());
+        assert!(ParticipantId::parse("p".repeat(MAX_ID_BYTES)).is_ok());
+        assert!(ParticipantId::parse("p".repeat(MAX_ID_BYTES + 1)).is_err());
+        // bytes, not characters: 128 two-byte characters are at the limit, one more is past it
+        assert!(ParticipantId::parse("é".repeat(MAX_ID_BYTES / 2)).is_ok());
+        assert!(ParticipantId::parse("é".repeat(MAX_ID_BYTES / 2 + 1)).is_err());
+        for bad in ["", "a\tb", "a\u{7f}"] {
+            assert!(StepId::parse(bad).is_err(), "{bad:?}");
+            assert!(ParticipantId::parse(bad).is_err(), "{bad:?}");
+        }
+        assert_eq!(
+            ParticipantId::parse("").unwrap_err(),
+            "participant id must not be empty"
+        );
+        assert_eq!(
+            StepId::parse("s".repeat(MAX_ID_BYTES + 1)).unwrap_err(),
+            "step id is longer than 256 bytes"
+        );
+        // lenient, like the other ids: spaces, punctuation and any case are fine
+        for ok in ["write-it", "ann", "Ann Smith", "bob@example.com", " x "] {
+            assert!(StepId::parse(ok).is_ok() && ParticipantId::parse(ok).is_ok());
+        }
+    }
+
+    #[test]
+    fn the_new_ids_serialise_as_plain_strings() {
+        let p = ParticipantId::parse("ann").unwrap();
+        assert_eq!(serde_json::to_string(&p).unwrap(), r#""ann""#);
+        assert_eq!(
+            serde_json::from_str::<ParticipantId>(r#""ann""#).unwrap(),
+            p
+        );
+        assert!(serde_json::from_str::<StepId>(r#""""#).is_err());
     }
 
     #[test]

@@ -1,6 +1,5 @@
-//! taskledger's pure core: A2A 1.0 wire types, the Task aggregate with its commands and events,
-//! validation, projections into the read model, and the ports the adapters implement.
-//! No AWS, no network, no I/O.
+//! taskledger's pure core: A2A 1.0 wire types, the Task aggregate, validation, projections into
+//! the read model, and the ports the adapters implement. No AWS, no network, no I/O.
 
 pub mod a2ui;
 pub mod card;
@@ -24,6 +23,10 @@ pub mod wire;
 
 #[cfg(test)]
 mod ext_tests;
+#[cfg(test)]
+mod ids_tests;
+#[cfg(test)]
+mod push_tests;
 #[cfg(test)]
 mod task_tests;
 #[cfg(test)]

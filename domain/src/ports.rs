@@ -106,16 +106,38 @@ pub trait EventStore: Send + Sync {
     ) -> Result<Option<IdempotencyRecord>, StoreError>;
 }
 
-/// The embedded store's durable feed of agent work (DynamoDB uses its stream instead): every
-/// committed `AgentWorkRequested`, in commit order, with a cursor per consumer.
+/// A committed event as a feed hands it to the relay (the embedded store's feed, or a record of
+/// the DynamoDB table's stream): enough to decide the work that follows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CommittedEvent {
+    pub task_id: TaskId,
+    pub seq: u64,
+    pub event_type: String,
+    /// The update the event pushes to webhook subscribers (a `StreamResponse`), if it pushes one.
+    pub pushed: Option<String>,
+}
+
+impl CommittedEvent {
+    /// The agent turn this event requests, if it is a work request.
+    pub fn turn(&self) -> Option<crate::turns::AgentTurn> {
+        (self.event_type == crate::turns::WORK_EVENT).then(|| crate::turns::AgentTurn {
+            task_id: self.task_id.clone(),
+            work_seq: self.seq,
+        })
+    }
+}
+
+/// The embedded store's durable feed of committed events that call for work after the commit
+/// (DynamoDB uses its stream instead): work requests and pushed updates, in commit order, with
+/// a cursor per consumer.
 #[async_trait]
 pub trait WorkFeed: Send + Sync {
-    /// Entries after `cursor`, at most `limit`, as (position, turn).
+    /// Entries after `cursor`, at most `limit`, as (position, event).
     async fn feed_after(
         &self,
         cursor: u64,
         limit: u32,
-    ) -> Result<Vec<(u64, crate::turns::AgentTurn)>, StoreError>;
+    ) -> Result<Vec<(u64, CommittedEvent)>, StoreError>;
     async fn feed_cursor(&self, consumer: &str) -> Result<u64, StoreError>;
     async fn save_feed_cursor(&self, consumer: &str, cursor: u64) -> Result<(), StoreError>;
 }
@@ -129,6 +151,18 @@ pub struct OutboxEntry {
     pub attempts: u32,
     /// When the first attempt was made (unix milliseconds; 0: none yet).
     pub first_attempt_ms: i64,
+}
+
+impl OutboxEntry {
+    /// The entry as an attempt of the one attempt loop (its handle is the entry's id).
+    pub fn attempt(&self) -> DeliveryAttempt {
+        DeliveryAttempt {
+            delivery: self.delivery.clone(),
+            handle: self.id.to_string(),
+            attempts: self.attempts,
+            first_attempt_ms: self.first_attempt_ms,
+        }
+    }
 }
 
 /// A delivery that was given up on, with the reason.
@@ -167,6 +201,60 @@ pub trait PushOutbox: Send + Sync {
     async fn dead_letters(&self, limit: u32) -> Result<Vec<DeadLetter>, StoreError>;
     /// Puts every dead letter back in the outbox, due now; returns how many.
     async fn redrive(&self) -> Result<u64, StoreError>;
+}
+
+/// Where webhook deliveries are queued: the embedded store's outbox, or the SQS FIFO push queue
+/// (one group per task and config, de-duplicated by delivery id).
+#[async_trait]
+pub trait PushQueue: Send + Sync {
+    async fn enqueue(
+        &self,
+        deliveries: &[crate::push::PushDelivery],
+    ) -> Result<(), crate::turns::QueueError>;
+}
+
+/// One delivery to attempt, with what its queue knows of the attempts before this one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeliveryAttempt {
+    pub delivery: crate::push::PushDelivery,
+    /// The queue's own reference to it (an outbox entry id, an SQS receipt handle).
+    pub handle: String,
+    /// Attempts made before this one.
+    pub attempts: u32,
+    /// When the first attempt was made (unix milliseconds; 0: this is the first).
+    pub first_attempt_ms: i64,
+}
+
+/// Where the outcome of each delivery attempt is recorded, so the one attempt loop runs on the
+/// embedded outbox and on the SQS push queue alike.
+#[async_trait]
+pub trait PushLedger: Send + Sync {
+    /// Sent: nothing more to do for it.
+    async fn delivered(&self, attempt: &DeliveryAttempt) -> Result<(), StoreError>;
+    /// Not sent: try again after `pause`; `attempts` counts this one. Returns the pause the
+    /// queue will really wait (SQS counts whole seconds).
+    async fn retry_in(
+        &self,
+        attempt: &DeliveryAttempt,
+        attempts: u32,
+        first_attempt_ms: i64,
+        pause: std::time::Duration,
+        reason: &str,
+    ) -> Result<std::time::Duration, StoreError>;
+    /// Held back without an attempt (a delivery of its group ahead of it is waiting); returns
+    /// the pause really applied.
+    async fn hold(
+        &self,
+        attempt: &DeliveryAttempt,
+        pause: std::time::Duration,
+    ) -> Result<std::time::Duration, StoreError>;
+    /// Given up on: kept as a dead letter with the reason.
+    async fn dead_letter(
+        &self,
+        attempt: &DeliveryAttempt,
+        attempts: u32,
+        reason: &str,
+    ) -> Result<(), StoreError>;
 }
 
 /// Sends one delivery to its webhook (the SSRF-guarded HTTP sender in `infra`).
@@ -268,6 +356,79 @@ pub fn replay_state(events: &[StoredEvent]) -> Result<TaskAggregate, StoreError>
     Ok(state)
 }
 
+/// One commit, built while its events are decided: each event is projected (its read-model
+/// writes, the update it pushes) and folded into the state once, as it is added.
+#[derive(Debug, Clone)]
+pub struct CommitBuilder {
+    task_id: TaskId,
+    before_version: u64,
+    state: TaskAggregate,
+    events: Vec<crate::task::TaskEvent>,
+    writes: Vec<ReadWrite>,
+    pushes: Vec<crate::push::PushUpdate>,
+}
+
+impl CommitBuilder {
+    pub fn new(task_id: TaskId, before: TaskAggregate) -> Self {
+        Self {
+            task_id,
+            before_version: before.version,
+            state: before,
+            events: Vec::new(),
+            writes: Vec::new(),
+            pushes: Vec::new(),
+        }
+    }
+
+    /// The state with every event added so far.
+    pub fn state(&self) -> &TaskAggregate {
+        &self.state
+    }
+
+    pub fn events(&self) -> &[crate::task::TaskEvent] {
+        &self.events
+    }
+
+    /// The state, when nothing is to be committed after all.
+    pub fn into_state(self) -> TaskAggregate {
+        self.state
+    }
+
+    pub fn add(&mut self, event: crate::task::TaskEvent) {
+        let subscribed = self.state.head.as_ref().is_some_and(|h| !h.push.is_empty());
+        if let Some(head) = self.state.head.as_ref() {
+            crate::projection::writes_for(head, &event, &mut self.writes);
+        }
+        self.state.apply_event(&event);
+        if subscribed {
+            self.pushes
+                .extend(crate::projection::push::update_of(&self.state, &event));
+        }
+        self.events.push(event);
+    }
+
+    /// The commit, and the events it holds.
+    pub fn finish(self, recorded_at: Timestamp) -> (Commit, Vec<crate::task::TaskEvent>) {
+        let stored = self
+            .events
+            .iter()
+            .enumerate()
+            .map(|(i, e)| StoredEvent::new(self.before_version + 1 + i as u64, e, recorded_at))
+            .collect();
+        let commit = Commit {
+            task_id: self.task_id,
+            expected_version: self.before_version,
+            events: stored,
+            snapshot: self.state,
+            writes: self.writes,
+            message_key: None,
+            idempotency: None,
+            pushes: self.pushes,
+        };
+        (commit, self.events)
+    }
+}
+
 /// The commit for `events` decided on `before`: stored events, new snapshot, read-model writes.
 pub fn commit_for(
     task_id: TaskId,
@@ -275,22 +436,9 @@ pub fn commit_for(
     events: &[crate::task::TaskEvent],
     recorded_at: Timestamp,
 ) -> Commit {
-    let pushes = crate::push::updates(before, events);
-    let mut after = before.clone();
-    let writes = crate::projection::project(&mut after, events);
-    let stored = events
-        .iter()
-        .enumerate()
-        .map(|(i, e)| StoredEvent::new(before.version + 1 + i as u64, e, recorded_at))
-        .collect();
-    Commit {
-        task_id,
-        expected_version: before.version,
-        events: stored,
-        snapshot: after,
-        writes,
-        message_key: None,
-        idempotency: None,
-        pushes,
+    let mut b = CommitBuilder::new(task_id, before.clone());
+    for e in events {
+        b.add(e.clone());
     }
+    b.finish(recorded_at).0
 }

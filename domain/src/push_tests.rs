@@ -4,12 +4,14 @@
 use std::net::IpAddr;
 use std::time::Duration;
 
-use super::*;
+use crate::error::DomainError;
 use crate::ids::{ContextId, Principal, TaskId};
 use crate::ports::commit_for;
-use crate::task::{CreateTask, TaskAggregate, TaskCommand};
+use crate::projection::push::updates;
+use crate::push::*;
+use crate::task::{CreateTask, TaskAggregate, TaskCommand, TaskEvent};
 use crate::time::Timestamp;
-use crate::wire::{Message, TaskState};
+use crate::wire::{AuthenticationInfo, Message, TaskPushNotificationConfig, TaskState};
 
 fn wire(id: Option<&str>, url: &str) -> TaskPushNotificationConfig {
     TaskPushNotificationConfig {

@@ -1,7 +1,5 @@
-//! A deterministic language model for tests and the conformance scenarios. It answers from the
-//! conversation alone: the `messageId` prefix of the newest user message picks a script, and the
-//! results of its own tool calls pick the next step. It only calls tools it is offered, and it
-//! reports usage counted in words, so the usage extension has something to show.
+//! A deterministic language model for tests and the conformance scenarios: the newest user
+//! message's `messageId` prefix picks a script, the results of its own tool calls the next step.
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -75,6 +73,8 @@ impl Script {
     }
 }
 
+/// Answers from the conversation alone. It only calls tools it is offered, and it reports usage
+/// counted in words, so the usage extension has something to show.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ScriptedModel;
 

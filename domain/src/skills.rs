@@ -1,6 +1,5 @@
 //! Skills: folders with a `SKILL.md` (front matter `name` + `description`, then the body) and
-//! optional `scripts/`, `references/` and `assets/` files. Three levels of disclosure: names and
-//! descriptions always, a body once loaded, resources on demand.
+//! optional `scripts/`, `references/`, `assets/`: names always, a body once loaded, files on need.
 
 use serde::{Deserialize, Serialize};
 

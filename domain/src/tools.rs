@@ -1,6 +1,5 @@
 //! Intrinsic tools of the task extension: committed definitions (`domain/schemas/intrinsics`),
-//! argument validation against their input schemas, and what each call does to the task.
-//! An unknown tool or bad arguments is a typed error result, and nothing runs.
+//! argument validation (a typed error result, and nothing runs), and what each call does.
 
 use std::sync::OnceLock;
 
@@ -9,6 +8,7 @@ use serde_json::Value;
 
 use crate::a2ui::UiMessages;
 use crate::ext::{field_path, Plan, Role, Step, StepState};
+use crate::ids::ParticipantId;
 use crate::llm::{ToolCall, ToolSpec};
 use crate::task::TaskCommand;
 use crate::time::Timestamp;
@@ -147,12 +147,13 @@ pub enum ToolAction {
     Skill(SkillOp),
     /// Commands on this task, committed together with the call's result.
     Commands(Vec<TaskCommand>),
-    /// A sub-task (a second aggregate), optionally for a participant.
+    /// A sub-task (a second aggregate), optionally from a plan step (its id or name) and
+    /// for a participant.
     SpawnSubTask {
         name: String,
         goal: String,
         step: Option<String>,
-        for_participant: Option<String>,
+        for_participant: Option<ParticipantId>,
     },
 }
 
@@ -208,6 +209,14 @@ struct RoleArgs {
     role: Role,
 }
 
+/// A participant id argument, checked where it enters.
+fn participant(field: &str, id: String) -> Result<ParticipantId, ToolError> {
+    ParticipantId::parse(id).map_err(|reason| ToolError::InvalidArguments {
+        field: field.into(),
+        reason,
+    })
+}
+
 fn args<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ToolError> {
     serde_json::from_value(v.clone()).map_err(|e| ToolError::InvalidArguments {
         field: "arguments".into(),
@@ -219,7 +228,7 @@ fn args<T: serde::de::DeserializeOwned>(v: &Value) -> Result<T, ToolError> {
 /// participant (for role changes).
 pub fn plan_call(
     call: &ToolCall,
-    by: Option<&str>,
+    by: Option<&ParticipantId>,
     at: Timestamp,
 ) -> Result<ToolAction, ToolError> {
     let compiled = registry()
@@ -283,13 +292,16 @@ pub fn plan_call(
                 name: s.name,
                 goal: s.goal,
                 step: s.step,
-                for_participant: s.participant_id,
+                for_participant: s
+                    .participant_id
+                    .map(|p| participant("participant_id", p))
+                    .transpose()?,
             }
         }
         "ask_participant" => {
             let q: AskArgs = args(a)?;
             ToolAction::Commands(vec![TaskCommand::AskParticipant {
-                participant_id: q.participant_id,
+                participant_id: participant("participant_id", q.participant_id)?,
                 question: q.question,
                 options: q.options,
                 at,
@@ -298,9 +310,9 @@ pub fn plan_call(
         "set_participant_role" => {
             let r: RoleArgs = args(a)?;
             ToolAction::Commands(vec![TaskCommand::SetParticipantRole {
-                participant_id: r.participant_id,
+                participant_id: participant("participant_id", r.participant_id)?,
                 role: r.role,
-                by: by.map(str::to_string),
+                by: by.cloned(),
                 at,
             }])
         }

@@ -1,18 +1,21 @@
-//! Agent turns: the unit of work the relay derives from committed events and the worker runs.
-//! One turn per `AgentWorkRequested` event; its identity (task, event sequence) makes queue
-//! de-duplication and the worker's duplicate check exact.
+//! Agent turns: the unit of work the relay derives from committed events and the worker runs,
+//! one per `AgentWorkRequested` event.
 
 use serde::{Deserialize, Serialize};
 
 use crate::events::StoredEvent;
+use crate::ids::TaskId;
 
 /// Name of the event that requests a turn.
 pub const WORK_EVENT: &str = "AgentWorkRequested";
 
+/// One turn; its identity (task, event sequence) makes queue de-duplication and the worker's
+/// duplicate check exact. A queue body: `{"taskId": "…", "workSeq": n}`, the task id checked
+/// when it is read.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentTurn {
-    pub task_id: String,
+    pub task_id: TaskId,
     /// Sequence of the `AgentWorkRequested` event.
     pub work_seq: u64,
 }
@@ -41,7 +44,7 @@ pub trait TurnQueue: Send + Sync {
 /// One committed item as a change stream shows it: the task, the event's sequence and type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamedEvent {
-    pub task_id: String,
+    pub task_id: TaskId,
     pub seq: u64,
     pub event_type: String,
 }
@@ -59,12 +62,12 @@ pub fn turns_from_stream(items: &[StreamedEvent]) -> Vec<AgentTurn> {
 }
 
 /// The turns a task's committed events call for, in order.
-pub fn turns_from(task_id: &str, events: &[StoredEvent]) -> Vec<AgentTurn> {
+pub fn turns_from(task_id: &TaskId, events: &[StoredEvent]) -> Vec<AgentTurn> {
     events
         .iter()
         .filter(|e| e.event_type == WORK_EVENT)
         .map(|e| AgentTurn {
-            task_id: task_id.to_string(),
+            task_id: task_id.clone(),
             work_seq: e.seq,
         })
         .collect()
@@ -73,6 +76,7 @@ pub fn turns_from(task_id: &str, events: &[StoredEvent]) -> Vec<AgentTurn> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ids::TaskId;
     use crate::task::TaskEvent;
     use crate::time::Timestamp;
 
@@ -90,17 +94,18 @@ mod tests {
                 at,
             ),
         ];
-        let turns = turns_from("t", &events);
+        let t = TaskId::parse("t").unwrap();
+        let turns = turns_from(&t, &events);
         assert_eq!(
             turns,
             vec![AgentTurn {
-                task_id: "t".into(),
+                task_id: t.clone(),
                 work_seq: 2
             }]
         );
         assert_eq!(
             turns,
-            turns_from("t", &events),
+            turns_from(&t, &events),
             "a replayed batch yields identical turns"
         );
         assert_eq!(turns[0].dedup_id(), "t:2");

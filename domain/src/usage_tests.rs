@@ -3,7 +3,7 @@
 
 use serde_json::{json, Value};
 
-use crate::ids::{ContextId, HistoryLength, Principal, TaskId};
+use crate::ids::{ContextId, HistoryLength, ParticipantId, Principal, TaskId};
 use crate::llm::{Usage, USAGE_EXTENSION_URI};
 use crate::projection::replay;
 use crate::task::*;
@@ -134,7 +134,7 @@ fn a_help_request_ends_the_execution_with_usage() {
         vec![
             usage("m", 4, 2),
             TaskCommand::AskParticipant {
-                participant_id: "bob".into(),
+                participant_id: ParticipantId::parse("bob").unwrap(),
                 question: "Which region?".into(),
                 options: vec![],
                 at: at(2),
@@ -165,7 +165,7 @@ fn waiting_for_sub_tasks_is_a_status_update_with_usage() {
     let before = s.head().unwrap().status_version;
     let events = s.decide(TaskCommand::AwaitSubTasks { at: at(3) }).unwrap();
     assert!(
-        matches!(&events[..], [TaskEvent::SubTasksAwaited { children, .. }] if children == &["t-1.1".to_string()])
+        matches!(&events[..], [TaskEvent::SubTasksAwaited { children, .. }] if children == &[TaskId::parse("t-1.1").unwrap()])
     );
     let mut after = s.clone();
     events.iter().for_each(|e| after.apply_event(e));
@@ -177,7 +177,7 @@ fn waiting_for_sub_tasks_is_a_status_update_with_usage() {
     let mut done = after.clone();
     let d = done
         .decide(TaskCommand::RecordChildState {
-            child_id: "t-1.1".into(),
+            child_id: TaskId::parse("t-1.1").unwrap(),
             state: TaskState::Completed,
             summary: "ok".into(),
             at: at(4),

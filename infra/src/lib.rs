@@ -6,7 +6,6 @@ pub mod contract;
 pub mod dynamo;
 pub mod lambda;
 pub mod llm;
-pub mod push_relay;
 pub mod relay;
 pub mod skills;
 pub mod sqlite;

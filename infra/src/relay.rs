@@ -1,17 +1,14 @@
-//! The stream relay, shared by the relay Lambda (DynamoDB Streams trigger) and the local
-//! server's stream poller: committed `AgentWorkRequested` events become agent turns on the FIFO
-//! turn queue (group = task, de-duplication id = task + sequence), and event items carrying a
-//! pushed update become webhook deliveries on the push queue (one per subscription registered
-//! before the event). A replayed record enqueues nothing new.
+//! The DynamoDB stream as a feed: a record's new image (attribute-value JSON, as the Lambda
+//! event and the local stream poller carry it) read as the committed event the relay takes —
+//! the relay Lambda and the local server's poller hand it to the one relay in the app crate.
 
 use serde_json::Value;
-use taskledger_domain::turns::{turns_from_stream, StreamedEvent, TurnQueue};
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::ports::CommittedEvent;
+use taskledger_domain::turns::StreamedEvent;
 
 use crate::dynamo::schema;
 use crate::dynamo::store::PUSH_ATTR;
-use crate::dynamo::DynamoStore;
-use crate::push_relay;
-use crate::sqs::{SqsPushQueue, SqsTurnQueue};
 
 /// The update an event item pushes (its `push` attribute), if any.
 pub fn pushed(image: &Value) -> Option<String> {
@@ -23,7 +20,8 @@ pub fn pushed(image: &Value) -> Option<String> {
 }
 
 /// A committed event item (`pk = T#<task>`, `sk = E#<seq>`) from a stream record's new image
-/// (attribute-value JSON: `{"pk": {"S": "T#…"}, …}`); other items give `None`.
+/// (attribute-value JSON: `{"pk": {"S": "T#…"}, …}`); other items, and a key that does not name
+/// a task id, give `None`.
 pub fn streamed(image: &Value) -> Option<StreamedEvent> {
     let s = |k: &str| {
         image
@@ -33,39 +31,21 @@ pub fn streamed(image: &Value) -> Option<StreamedEvent> {
     };
     let (task_id, seq) = schema::parse_event_key(s("pk")?, s("sk")?)?;
     Some(StreamedEvent {
-        task_id: task_id.to_string(),
+        task_id: TaskId::parse(task_id).ok()?,
         seq,
         event_type: s("type")?.to_string(),
     })
 }
 
-pub struct Relay {
-    pub turns: SqsTurnQueue,
-    /// Absent when push notifications are off.
-    pub push: Option<(DynamoStore, SqsPushQueue)>,
-}
-
-impl Relay {
-    /// Relays one record's new image; items that are not events do nothing.
-    pub async fn relay(&self, image: &Value) -> Result<(), String> {
-        let Some(item) = streamed(image) else {
-            return Ok(());
-        };
-        let turns = turns_from_stream(std::slice::from_ref(&item));
-        if !turns.is_empty() {
-            self.turns
-                .enqueue(&turns)
-                .await
-                .map_err(|e| format!("{}#{}: {e}", item.task_id, item.seq))?;
-        }
-        if let (Some(body), Some((store, queue))) = (pushed(image), &self.push) {
-            let n = push_relay::relay_update(store, queue, &item.task_id, item.seq, &body)
-                .await
-                .map_err(|e| format!("{}#{}: {e}", item.task_id, item.seq))?;
-            tracing::debug!(task_id = %item.task_id, seq = item.seq, deliveries = n, "pushed");
-        }
-        Ok(())
-    }
+/// A stream record's new image as the committed event the relay takes (`None`: not an event).
+pub fn committed(image: &Value) -> Option<CommittedEvent> {
+    let e = streamed(image)?;
+    Some(CommittedEvent {
+        task_id: e.task_id,
+        seq: e.seq,
+        event_type: e.event_type,
+        pushed: pushed(image),
+    })
 }
 
 #[cfg(test)]
@@ -78,7 +58,7 @@ mod tests {
         assert_eq!(
             streamed(&image),
             Some(StreamedEvent {
-                task_id: "abc.1".into(),
+                task_id: TaskId::parse("abc.1").unwrap(),
                 seq: 7,
                 event_type: "AgentWorkRequested".into()
             })

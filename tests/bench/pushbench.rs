@@ -102,11 +102,22 @@ async fn throughput() {
     );
     let sender = WebhookSender::new(AddressPolicy::allow_loopback(), None).unwrap();
     let started = Instant::now();
-    tokio::spawn(taskledger_app::runners::push_outbox::run_outbox_worker(
-        svc,
+    // The commits are in the feed: the relay fans them out to the outbox, the worker sends.
+    tokio::spawn(taskledger_app::runners::push::run_outbox_worker(
+        svc.pushes_queued(),
         store.clone(),
         Arc::new(sender),
         RetryPolicy::default(),
+    ));
+    let relay = taskledger_app::runners::Relay::new(taskledger_app::runners::InProcessTurns::new(
+        svc.clone(),
+    ))
+    .with_push(store.clone(), store.clone(), Some(svc.pushes_queued()));
+    tokio::spawn(taskledger_app::runners::run_feed(
+        svc.clone(),
+        store.clone(),
+        relay,
+        "agent",
     ));
     r.wait_for(Duration::from_secs(120), |u| u.len() >= total)
         .await;

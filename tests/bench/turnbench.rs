@@ -162,10 +162,11 @@ async fn main() {
         )
         .await
         .unwrap();
-        tokio::spawn(poller.run(taskledger_infra::relay::Relay {
-            turns: turns.clone(),
-            push: None,
-        }));
+        tokio::spawn(poller.run(taskledger_app::compose::stream_relay(
+            store.clone(),
+            turns.clone(),
+            None,
+        )));
         tokio::spawn(taskledger_local::pollers::run_turn_poller(
             svc.clone(),
             Arc::new(turns),

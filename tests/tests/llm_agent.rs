@@ -591,7 +591,7 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
     })
     .await
     .unwrap();
-    let turn = store.feed_after(0, 10).await.unwrap()[0].1.clone();
+    let turn = store.feed_after(0, 10).await.unwrap()[0].1.turn().unwrap();
     assert_eq!(handle_turn(&svc, &turn).await.unwrap(), TurnOutcome::Ran);
     let plans = |events: &[taskledger_domain::events::StoredEvent]| {
         events
@@ -805,8 +805,9 @@ async fn a_long_turn_goes_on_through_continuations_and_repeats_nothing() {
         if batch.is_empty() {
             break;
         }
-        for (pos, turn) in batch {
+        for (pos, event) in batch {
             read = pos;
+            let turn = event.turn().unwrap();
             outcomes.push(handle_turn_within(&svc, &turn, tiny()).await.unwrap());
             turns.push(turn);
         }
@@ -891,8 +892,9 @@ async fn the_turn_limit_holds_across_continuations() {
     let tiny = || TurnBudget::until(tokio::time::Instant::now(), Duration::ZERO);
     let mut read = 0;
     let mut outcomes = Vec::new();
-    while let Some((pos, turn)) = store.feed_after(read, 1).await.unwrap().pop() {
+    while let Some((pos, event)) = store.feed_after(read, 1).await.unwrap().pop() {
         read = pos;
+        let turn = event.turn().unwrap();
         outcomes.push(handle_turn_within(&svc, &turn, tiny()).await.unwrap());
         assert!(outcomes.len() < 10, "continues for ever: {outcomes:?}");
     }

@@ -57,7 +57,7 @@ async fn a_turn_runs_once_and_redelivery_or_replay_does_nothing() {
     let id = TaskId::parse(task.id.clone()).unwrap();
     let feed = store.feed_after(0, 10).await.unwrap();
     assert_eq!(feed.len(), 1);
-    let turn = feed[0].1.clone();
+    let turn = feed[0].1.turn().unwrap();
     assert_eq!(handle_turn(&svc, &turn).await.unwrap(), TurnOutcome::Ran);
     let state = svc.load(&id).await.unwrap().unwrap();
     assert_eq!(state.head().unwrap().status.state, TaskState::Completed);
@@ -68,7 +68,8 @@ async fn a_turn_runs_once_and_redelivery_or_replay_does_nothing() {
         handle_turn(&svc, &turn).await.unwrap(),
         TurnOutcome::Nothing
     );
-    for (_, t) in store.feed_after(0, 10).await.unwrap() {
+    for (_, e) in store.feed_after(0, 10).await.unwrap() {
+        let t = e.turn().unwrap();
         assert_eq!(handle_turn(&svc, &t).await.unwrap(), TurnOutcome::Nothing);
     }
     assert_eq!(store.events(&id, 0).await.unwrap().len(), events);
@@ -91,11 +92,11 @@ async fn an_older_turn_is_superseded_by_newer_work() {
     let feed = store.feed_after(0, 10).await.unwrap();
     assert_eq!(feed.len(), 2);
     assert_eq!(
-        handle_turn(&svc, &feed[0].1).await.unwrap(),
+        handle_turn(&svc, &feed[0].1.turn().unwrap()).await.unwrap(),
         TurnOutcome::Superseded
     );
     assert_eq!(
-        handle_turn(&svc, &feed[1].1).await.unwrap(),
+        handle_turn(&svc, &feed[1].1.turn().unwrap()).await.unwrap(),
         TurnOutcome::Ran
     );
     let id = TaskId::parse(task.id).unwrap();

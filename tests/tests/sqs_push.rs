@@ -10,24 +10,26 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 use taskledger_app::agent::ScenarioAgent;
+use taskledger_app::compose::stream_relay;
+use taskledger_app::runners::push::attempt_batch;
 use taskledger_app::{Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
-use taskledger_domain::ids::Principal;
-use taskledger_domain::push::{AddressPolicy, RetryPolicy};
+use taskledger_domain::ids::{Principal, TaskId};
+use taskledger_domain::ports::CommittedEvent;
+use taskledger_domain::push::{AddressPolicy, NextStep, RetryPolicy};
 use taskledger_domain::wire::{SendMessageRequest, SendMessageResponse};
 use taskledger_infra::dynamo::{self, schema, DynamoStore};
-use taskledger_infra::push_relay::relay_update;
-use taskledger_infra::sqs::{self, PushOutcome};
+use taskledger_infra::sqs;
 use taskledger_infra::webhook::WebhookSender;
 use taskledger_tests::fast_timings;
 use taskledger_tests::receiver::{Receiver, Script};
 
-/// The event items of a task that carry an update, as the stream shows them: (seq, body).
+/// The event items of a task that carry an update, as the stream shows them.
 async fn pushed_items(
     ddb: &aws_sdk_dynamodb::Client,
     table: &str,
     task: &str,
-) -> Vec<(u64, String)> {
+) -> Vec<CommittedEvent> {
     let out = ddb
         .query()
         .table_name(table)
@@ -43,7 +45,12 @@ async fn pushed_items(
         .filter_map(|i| {
             let body = i.get(dynamo::store::PUSH_ATTR)?.as_s().ok()?.clone();
             let seq = schema::parse_event_sk(i.get("sk")?.as_s().ok()?)?;
-            Some((seq, body))
+            Some(CommittedEvent {
+                task_id: TaskId::parse(task).unwrap(),
+                seq,
+                event_type: i.get("type")?.as_s().ok()?.clone(),
+                pushed: Some(body),
+            })
         })
         .collect()
 }
@@ -101,14 +108,17 @@ async fn deliveries_flow_through_the_push_queue_with_retries_and_dead_letters() 
     let table = format!("{prefix}tasks");
     let items = pushed_items(&ddb, &table, &task.id).await;
     assert!(items.len() >= 2, "updates stored on event items: {items:?}");
+    let turns = sqs::SqsTurnQueue::new(
+        sqs::client_from_env().await,
+        sqs::create_queues(&sqs::client_from_env().await, &prefix)
+            .await
+            .unwrap(),
+    );
+    let relay = stream_relay(store.clone(), turns, Some(queue.clone()));
     let mut expected = 0;
-    for (seq, body) in &items {
-        expected += relay_update(&store, &queue, &task.id, *seq, body)
-            .await
-            .unwrap();
-        relay_update(&store, &queue, &task.id, *seq, body)
-            .await
-            .unwrap();
+    for item in &items {
+        expected += relay.relay(item).await.unwrap().deliveries;
+        relay.relay(item).await.unwrap();
     }
     // INPUT_REQUIRED goes to "ok" only ("bad" came later); CANCELED to both.
     assert!(expected >= 3, "{expected}");
@@ -122,19 +132,20 @@ async fn deliveries_flow_through_the_push_queue_with_retries_and_dead_letters() 
     let (mut delivered, mut dead, mut retried) = (0, 0, 0);
     for _ in 0..40 {
         let batch = queue.receive(0).await.unwrap();
-        let outcomes = queue.process_batch(&sender, &retry, &batch, || 0.0).await;
+        let attempts: Vec<_> = batch.iter().map(|m| m.attempt().unwrap()).collect();
+        let outcomes = attempt_batch(&queue, &sender, &retry, &attempts).await;
         for (m, outcome) in batch.iter().zip(outcomes) {
-            match outcome.unwrap() {
-                PushOutcome::Delivered => {
+            match outcome {
+                NextStep::Done => {
                     delivered += 1;
                     queue.delete(&m.receipt_handle).await.unwrap();
                 }
-                PushOutcome::DeadLettered(reason) => {
+                NextStep::DeadLetter(reason) => {
                     assert!(reason.contains("HTTP 400"), "{reason}");
                     dead += 1;
                     queue.delete(&m.receipt_handle).await.unwrap();
                 }
-                PushOutcome::RetryIn(pause) => {
+                NextStep::RetryIn(pause) => {
                     assert!(pause >= Duration::from_secs(1));
                     retried += 1;
                 }

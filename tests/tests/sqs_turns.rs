@@ -87,7 +87,7 @@ async fn committed_work_runs_once_through_the_queue() {
         .unwrap()
         .into_iter()
         .map(|e| StreamedEvent {
-            task_id: task.id.clone(),
+            task_id: id.clone(),
             seq: e.seq,
             event_type: e.event_type,
         })
@@ -102,7 +102,7 @@ async fn committed_work_runs_once_through_the_queue() {
     assert_eq!(
         turn,
         AgentTurn {
-            task_id: task.id.clone(),
+            task_id: id.clone(),
             work_seq: 3
         }
     );

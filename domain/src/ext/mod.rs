@@ -1,8 +1,8 @@
-//! The tiny-harness task extension v1: what A2A's Task lacks (name, goal, participants and
-//! roles, parent and sub-tasks, a plan), carried in `Task.metadata[METADATA_KEY]` and validated
-//! against the committed JSON Schema (`domain/schemas/task-extension-v1.json`).
+//! The tiny-harness task extension v1: what A2A's Task lacks (name, goal, participants, parent
+//! and sub-tasks, a plan), kept in `Task.metadata[METADATA_KEY]` and checked against its schema.
 
 pub mod plan;
+mod refs;
 
 use std::sync::OnceLock;
 
@@ -10,9 +10,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::DomainError;
+use crate::ids::{ParticipantId, TaskId};
 use crate::wire::{Message, PartContent};
 
 pub use plan::{slug, Plan, PlanCycleError, Step, StepState};
+pub use refs::{EntityRef, TaskRef};
 
 pub const EXTENSION_URI: &str = "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1";
 pub const MEDIA_TYPE: &str = "application/vnd.tiny-harness.task+json";
@@ -69,36 +71,6 @@ pub struct AcceptanceCriterion {
     pub text: String,
     #[serde(default)]
     pub met: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct EntityRef {
-    pub kind: String,
-    pub id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub version: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskRef {
-    pub task_id: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub agent: Option<EntityRef>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub sub_state: Option<String>,
-}
-
-impl TaskRef {
-    pub fn local(task_id: &str, state: Option<&str>) -> Self {
-        Self {
-            task_id: task_id.to_string(),
-            agent: None,
-            state: state.map(str::to_string),
-            sub_state: None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -257,6 +229,8 @@ pub fn validate_envelope(raw: &Value) -> Result<TaskExtensionData, DomainError> 
                 "must not be empty",
             ));
         }
+        ParticipantId::parse(p.id.as_str())
+            .map_err(|e| DomainError::invalid(format!("participants[{i}].id"), e))?;
         if data.participants[..i].iter().any(|o| o.id == p.id) {
             return Err(DomainError::invalid(
                 format!("participants[{i}].id"),
@@ -264,10 +238,38 @@ pub fn validate_envelope(raw: &Value) -> Result<TaskExtensionData, DomainError> 
             ));
         }
     }
+    check_task_refs(&data)?;
     if let Some(plan) = data.plan.take() {
         data.plan = Some(plan.normalize("plan").map_err(DomainError::from)?);
     }
     Ok(data)
+}
+
+/// Every task reference in an envelope names a task id (`unresolved_children` and the parent
+/// links read them as task ids).
+fn check_task_refs(data: &TaskExtensionData) -> Result<(), DomainError> {
+    let steps = data.plan.iter().flat_map(|p| p.steps.iter().enumerate());
+    let linked = steps.flat_map(|(i, s)| {
+        s.linked_tasks
+            .iter()
+            .enumerate()
+            .map(move |(j, r)| (format!("plan.steps[{i}].linked_tasks[{j}]"), r))
+    });
+    let listed = [
+        ("parent_tasks", &data.parent_tasks),
+        ("sub_tasks", &data.sub_tasks),
+    ]
+    .into_iter()
+    .flat_map(|(f, refs)| {
+        refs.iter()
+            .enumerate()
+            .map(move |(i, r)| (format!("{f}[{i}]"), r))
+    });
+    for (path, r) in listed.chain(linked) {
+        TaskId::parse(r.task_id.as_str())
+            .map_err(|e| DomainError::invalid(format!("{path}.task_id"), e))?;
+    }
+    Ok(())
 }
 
 /// The envelope a message carries: a task+json data part, else `metadata[METADATA_KEY]`.
@@ -281,12 +283,19 @@ pub fn envelope_of(m: &Message) -> Option<&Value> {
         .or_else(|| m.metadata.as_ref().and_then(|md| md.get(METADATA_KEY)))
 }
 
-/// The sender a message names in `metadata.participant_id`.
-pub fn sender_of(m: &Message) -> Option<&str> {
+/// The sender a message at `path` names in `metadata.participant_id` (none unless a string);
+/// a string that is not a participant id is refused, naming the field.
+pub fn sender_of(m: &Message, path: &str) -> Result<Option<ParticipantId>, DomainError> {
     m.metadata
         .as_ref()
         .and_then(|md| md.get(PARTICIPANT_ID_KEY))
         .and_then(Value::as_str)
+        .map(|s| {
+            ParticipantId::parse(s).map_err(|e| {
+                DomainError::invalid(format!("{path}.metadata.{PARTICIPANT_ID_KEY}"), e)
+            })
+        })
+        .transpose()
 }
 
 /// True when a message carries nothing but an envelope (a task update, not a prompt).

@@ -3,7 +3,9 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::TaskRef;
+use super::refs::TaskRef;
+use crate::error::DomainError;
+use crate::ids::StepId;
 
 /// Most steps a plan may have.
 pub const MAX_PLAN_STEPS: usize = 100;
@@ -48,6 +50,17 @@ pub struct PlanCycleError {
     pub steps: Vec<String>,
 }
 
+/// A plan that is not a DAG is refused as `DomainError::PlanCycle`, naming its steps.
+impl From<PlanCycleError> for DomainError {
+    fn from(e: PlanCycleError) -> Self {
+        Self::PlanCycle {
+            field: e.field,
+            reason: e.reason,
+            steps: e.steps,
+        }
+    }
+}
+
 /// Lower-case; every run of characters outside `[a-z0-9]` becomes one `-`; trimmed; `step` if empty.
 pub fn slug(name: &str) -> String {
     let mut out = String::new();
@@ -81,12 +94,20 @@ impl Plan {
                 steps: vec![],
             });
         }
-        for s in &mut self.steps {
+        for (i, s) in self.steps.iter_mut().enumerate() {
             s.id = if s.id.trim().is_empty() {
                 slug(&s.name)
             } else {
                 s.id.trim().to_string()
             };
+            // The plan's step ids enter here: events and commands carry them as `StepId`.
+            if let Err(reason) = StepId::parse(s.id.as_str()) {
+                return Err(PlanCycleError {
+                    field: format!("{path}.steps[{i}].id"),
+                    reason,
+                    steps: vec![],
+                });
+            }
         }
         for (i, s) in self.steps.iter().enumerate() {
             if let Some(j) = self.steps[..i].iter().position(|o| o.id == s.id) {

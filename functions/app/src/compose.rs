@@ -147,3 +147,63 @@ pub async fn lambda_service(
         settings,
     ))
 }
+
+/// The one relay behind the DynamoDB stream poller of the local server.
+#[async_trait::async_trait]
+impl taskledger_infra::streams::RecordSink for crate::runners::Relay {
+    async fn relay(&self, image: &serde_json::Value) -> Result<(), String> {
+        match taskledger_infra::relay::committed(image) {
+            Some(event) => crate::runners::Relay::relay(self, &event)
+                .await
+                .map(|_| ())
+                .map_err(|e| e.to_string()),
+            None => Ok(()),
+        }
+    }
+}
+
+/// The relay the stream drives on AWS (the relay Lambda) and locally on DynamoDB: turns onto
+/// the FIFO turn queue, pushed updates fanned out onto the push queue when there is one.
+pub fn stream_relay(
+    store: Arc<taskledger_infra::dynamo::DynamoStore>,
+    turns: taskledger_infra::sqs::SqsTurnQueue,
+    push: Option<taskledger_infra::sqs::SqsPushQueue>,
+) -> crate::runners::Relay {
+    let relay = crate::runners::Relay::new(Arc::new(turns));
+    match push {
+        Some(queue) => relay.with_push(store, Arc::new(queue), None),
+        None => relay,
+    }
+}
+
+/// A received batch of the SQS push queue through the one attempt loop: unreadable messages go
+/// to the DLQ with the reason; returns, per message, whether it is finished (delivered or
+/// dead-lettered: the consumer deletes it) or comes back after a pause.
+pub async fn process_push_batch(
+    queue: &taskledger_infra::sqs::SqsPushQueue,
+    sender: &dyn taskledger_domain::ports::WebhookSend,
+    retry: &taskledger_domain::push::RetryPolicy,
+    msgs: &[taskledger_infra::sqs::ReceivedPush],
+) -> Vec<bool> {
+    use taskledger_domain::push::NextStep;
+    let mut finished = vec![false; msgs.len()];
+    let mut readable = Vec::new();
+    let mut positions = Vec::new();
+    for (i, m) in msgs.iter().enumerate() {
+        match m.attempt() {
+            Ok(a) => {
+                readable.push(a);
+                positions.push(i);
+            }
+            Err(reason) => match queue.dead_letter_unreadable(m, &reason).await {
+                Ok(()) => finished[i] = true,
+                Err(e) => tracing::warn!(error = %e, "cannot dead-letter an unreadable delivery"),
+            },
+        }
+    }
+    let outcomes = crate::runners::push::attempt_batch(queue, sender, retry, &readable).await;
+    for (i, next) in positions.into_iter().zip(outcomes) {
+        finished[i] = !matches!(next, NextStep::RetryIn(_));
+    }
+    finished
+}

@@ -1,10 +1,12 @@
 //! taskledger's application layer, shared by the Lambda functions and the local server: the
 //! command service with its one commit path (`service`), the agents behind a small port
-//! (`agent`), the A2A bindings (`http`), the loops that drive the service (`runners`), who is
-//! calling (`identity`), and the composition the binaries share (`compose`).
+//! (`agent`), the A2A bindings (`http`; `grpc` with the `grpc` feature) and the request rules
+//! they share (`request`), the loops that drive the service (`runners`), who is calling
+//! (`identity`), and the composition the binaries share (`compose`).
 //!
-//! Rooms depend downwards only: `http` and `runners` → `service` → `agent` (the port), all on
-//! the leaf `locks` and `error`; `compose` may name everything, infra's adapters included.
+//! Rooms depend downwards only: `http`, `grpc` and `runners` → `service` → `agent` (the port),
+//! all on the leaves `request`, `per_task` and `error`; `compose` may name everything, infra's
+//! adapters included.
 
 pub mod agent;
 pub mod compose;
@@ -13,7 +15,7 @@ pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod identity;
-mod locks;
+mod per_task;
 pub mod request;
 pub mod runners;
 pub mod service;

@@ -11,15 +11,18 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use taskledger_app::agent::ScenarioTimings;
+use taskledger_app::compose;
 pub use taskledger_app::compose::AgentChoice;
 use taskledger_app::grpc::{A2aGrpc, GrpcServeError, GrpcServer, TlsPem};
 use taskledger_app::identity::TokenAuthenticator;
+use taskledger_app::runners::push::run_outbox_worker;
+use taskledger_app::runners::{run_feed, InProcessTurns, Relay};
 use taskledger_app::{
     router, AppState, Dispatch, GrpcAddress, HttpSettings, Service, ServiceSettings,
 };
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
-use taskledger_domain::ports::{EventStore, PushOutbox, TaskReadModel, WorkFeed};
+use taskledger_domain::ports::{EventStore, TaskReadModel};
 use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
@@ -160,13 +163,12 @@ pub enum LocalError {
     Grpc(#[from] GrpcServeError),
 }
 
-/// The opened store: its ports, and the durable work feed when it has one.
+/// The opened store: its ports, and what runs after commits on it.
 pub struct Stores {
     pub events: Arc<dyn EventStore>,
     pub reads: Arc<dyn TaskReadModel>,
-    pub feed: Option<Arc<dyn WorkFeed>>,
-    /// The push outbox, when the store keeps one (the embedded store).
-    pub outbox: Option<Arc<dyn PushOutbox>>,
+    /// The embedded store: its feed drives the relay, its outbox holds webhook deliveries.
+    pub embedded: Option<Arc<SqliteStore>>,
     /// The serverless path's parts, when DynamoDB runs with pollers.
     pub serverless: Option<Serverless>,
 }
@@ -219,8 +221,7 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
         Stores {
             events: s.clone(),
             reads: s.clone(),
-            feed: Some(s.clone()),
-            outbox: Some(s),
+            embedded: Some(s),
             serverless: None,
         }
     };
@@ -259,8 +260,7 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
             Stores {
                 events: s.clone(),
                 reads: s,
-                feed: None,
-                outbox: None,
+                embedded: None,
                 serverless,
             }
         }
@@ -313,7 +313,7 @@ async fn build_bindings(
     grpc_port: Option<u16>,
 ) -> Result<(axum::Router, A2aGrpc), LocalError> {
     let stores = open_store(&config.storage).await?;
-    let dispatch = if stores.feed.is_some() || stores.serverless.is_some() {
+    let dispatch = if stores.embedded.is_some() || stores.serverless.is_some() {
         Dispatch::Feed
     } else {
         Dispatch::InProcess
@@ -334,28 +334,34 @@ async fn build_bindings(
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,
             dispatch,
-            push_enabled: stores.outbox.is_some() || stores.serverless.is_some(),
+            push_enabled: stores.embedded.is_some() || stores.serverless.is_some(),
             push_policy: config.push.policy.clone(),
         },
     );
-    if let Some(outbox) = stores.outbox {
+    if let Some(db) = stores.embedded {
+        // The embedded path: the feed drives the relay, turns run here, deliveries wait in
+        // the outbox for the push worker.
         let sender = WebhookSender::new(config.push.policy.clone(), signer.clone())?;
-        tokio::spawn(taskledger_app::runners::push_outbox::run_outbox_worker(
-            service.clone(),
-            outbox,
+        tokio::spawn(run_outbox_worker(
+            service.pushes_queued(),
+            db.clone(),
             Arc::new(sender),
             config.push.retry,
         ));
+        let relay = Relay::new(InProcessTurns::new(service.clone())).with_push(
+            db.clone(),
+            db.clone(),
+            Some(service.pushes_queued()),
+        );
+        tokio::spawn(run_feed(service.clone(), db, relay, "agent"));
     }
     if let Some(sl) = stores.serverless {
         let poller =
             taskledger_infra::streams::StreamPoller::for_table(&sl.ddb, &sl.table, pollers::IDLE)
                 .await
                 .map_err(LocalError::Queues)?;
-        let relay = taskledger_infra::relay::Relay {
-            turns: sl.turns.clone(),
-            push: Some((sl.store, sl.push.clone())),
-        };
+        let relay =
+            compose::stream_relay(Arc::new(sl.store), sl.turns.clone(), Some(sl.push.clone()));
         tokio::spawn(poller.run(relay));
         tokio::spawn(pollers::run_turn_poller(
             service.clone(),
@@ -365,13 +371,6 @@ async fn build_bindings(
             sl.push,
             WebhookSender::new(config.push.policy.clone(), signer.clone())?,
             config.push.retry,
-        ));
-    }
-    if let Some(feed) = stores.feed {
-        tokio::spawn(taskledger_app::runners::feed::run_feed_relay(
-            service.clone(),
-            feed,
-            "agent",
         ));
     }
     let auth: Arc<TokenAuthenticator> = Arc::new(TokenAuthenticator::new(config.tokens.clone()));

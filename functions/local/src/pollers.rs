@@ -5,10 +5,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskledger_app::runners::{handle_turn, jitter, TaskLocks};
+use taskledger_app::compose;
+use taskledger_app::runners::{handle_turn, PerTask};
 use taskledger_app::Service;
 use taskledger_domain::push::RetryPolicy;
-use taskledger_infra::sqs::{PushOutcome, SqsPushQueue, SqsTurnQueue};
+use taskledger_infra::sqs::{SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::WebhookSender;
 use tracing::{debug, warn, Instrument};
 
@@ -21,7 +22,7 @@ const TURN_RETRY_SECS: i32 = 2;
 /// Runs turns from the FIFO turn queue: one at a time per task, tasks side by side; a message is
 /// deleted once its turn is handled, and a failed one comes back after a pause.
 pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>) {
-    let locks = TaskLocks::default();
+    let per_task = PerTask::default();
     loop {
         let msgs = match queue.receive().await {
             Ok(m) => m,
@@ -40,12 +41,12 @@ pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>) {
                 let _ = queue.delete(&m.receipt_handle).await;
                 continue;
             };
-            let (svc, queue, locks) = (svc.clone(), queue.clone(), locks.clone());
+            let (svc, queue) = (svc.clone(), queue.clone());
             let span =
                 tracing::info_span!("turn", task_id = %turn.task_id, work_seq = turn.work_seq);
-            tokio::spawn(
+            per_task.submit(
+                &turn.task_id.to_string(),
                 async move {
-                    let _one_at_a_time = locks.acquire(&turn.task_id).await;
                     match handle_turn(&svc, &turn).await {
                         Ok(outcome) => {
                             debug!(?outcome, "turn handled");
@@ -79,16 +80,12 @@ pub async fn run_push_poller(queue: SqsPushQueue, sender: WebhookSender, retry: 
             tokio::time::sleep(IDLE).await;
             continue;
         }
-        let outcomes = queue.process_batch(&sender, &retry, &batch, jitter).await;
-        for (m, outcome) in batch.iter().zip(outcomes) {
-            match outcome {
-                Ok(PushOutcome::Delivered) | Ok(PushOutcome::DeadLettered(_)) => {
-                    if let Err(e) = queue.delete(&m.receipt_handle).await {
-                        warn!(error = %e, "cannot delete a finished delivery");
-                    }
+        let finished = compose::process_push_batch(&queue, &sender, &retry, &batch).await;
+        for (m, done) in batch.iter().zip(finished) {
+            if done {
+                if let Err(e) = queue.delete(&m.receipt_handle).await {
+                    warn!(error = %e, "cannot delete a finished delivery");
                 }
-                Ok(PushOutcome::RetryIn(_)) => {}
-                Err(e) => warn!(error = %e, "delivery bookkeeping failed"),
             }
         }
     }

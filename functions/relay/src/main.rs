@@ -1,4 +1,4 @@
-//! The stream relay Lambda (DynamoDB Streams trigger), around `taskledger_infra::relay`:
+//! The stream relay Lambda (DynamoDB Streams trigger), around the one relay of the app crate:
 //! committed work requests become agent turns, pushed updates become webhook deliveries. A
 //! failure reports the first unrelayed record, and the event source mapping retries from there
 //! (bisecting on error).
@@ -6,14 +6,18 @@
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use taskledger_infra::relay::Relay;
+use taskledger_app::runners::Relay;
+use taskledger_infra::relay::committed;
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 
 async fn handle(relay: &Relay, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
     let mut response = DynamoDbEventResponse::default();
     for record in &event.payload.records {
         let image = serde_json::to_value(&record.change.new_image).unwrap_or_default();
-        if let Err(e) = relay.relay(&image).await {
+        let Some(committed) = committed(&image) else {
+            continue;
+        };
+        if let Err(e) = relay.relay(&committed).await {
             tracing::error!(error = %e, "relay failed");
             let mut failure = DynamoDbBatchItemFailure::default();
             failure.item_identifier = record.change.sequence_number.clone();
@@ -31,17 +35,15 @@ async fn main() -> Result<(), Error> {
     let url = std::env::var("TASKLEDGER_TURNS_QUEUE_URL")
         .map_err(|_| "TASKLEDGER_TURNS_QUEUE_URL must name the agent-turn queue")?;
     let client = sqs::client_from_env().await;
+    let store = taskledger_infra::lambda::store_from_env().await?;
     let push = match std::env::var("TASKLEDGER_PUSH_QUEUE_URL") {
         Ok(q) if !q.is_empty() => {
             let dlq = std::env::var("TASKLEDGER_PUSH_DLQ_URL").unwrap_or_default();
-            let store = taskledger_infra::lambda::store_from_env().await?;
-            Some(((*store).clone(), SqsPushQueue::new(client.clone(), q, dlq)))
+            Some(SqsPushQueue::new(client.clone(), q, dlq))
         }
         _ => None,
     };
-    let relay = Relay {
-        turns: SqsTurnQueue::new(client, url),
-        push,
-    };
+    let turns = SqsTurnQueue::new(client, url);
+    let relay = taskledger_app::compose::stream_relay(store, turns, push);
     run(service_fn(|event| handle(&relay, event))).await
 }

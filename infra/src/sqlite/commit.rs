@@ -1,22 +1,16 @@
 //! What one commit writes, inside the writer's transaction: message and idempotency keys, the
-//! version check, events, the work feed, push deliveries, the head and the read model.
+//! version check, events, the feed of work after the commit, the head and the read model.
 
 use rusqlite::{params, Connection, OptionalExtension};
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{Commit, StoreError, SNAPSHOT_SCHEMA};
 use taskledger_domain::projection::ReadWrite;
-use taskledger_domain::push;
 use taskledger_domain::turns::WORK_EVENT;
 
-use super::codec::{db_err, is_constraint, json, now_ms};
+use super::codec::{db_err, is_constraint, json};
 
-/// The deliveries a commit makes, in the same transaction; a deleted config's pending
-/// deliveries go with it.
-fn write_push_outbox(
-    tx: &Connection,
-    c: &Commit,
-    head: &taskledger_domain::task::TaskHead,
-) -> Result<(), StoreError> {
+/// A deleted config's pending deliveries go with it, in the same transaction.
+fn drop_deleted_configs_deliveries(tx: &Connection, c: &Commit) -> Result<(), StoreError> {
     for e in &c.events {
         if e.event_type == "PushConfigDeleted" {
             if let Some(id) = e
@@ -30,29 +24,6 @@ fn write_push_outbox(
                 .and_then(|mut st| st.execute(params![c.task_id.as_str(), id]))
                 .map_err(db_err)?;
             }
-        }
-    }
-    if c.pushes.is_empty() {
-        return Ok(());
-    }
-    let now = now_ms();
-    let mut ins = tx
-        .prepare_cached(
-            "INSERT INTO push_outbox (grp, task_id, config_id, seq, delivery, due_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )
-        .map_err(db_err)?;
-    for p in &c.pushes {
-        for d in push::deliveries(c.task_id.as_str(), &head.push, p.seq, &p.body) {
-            ins.execute(params![
-                d.group(),
-                d.task_id,
-                d.config.id,
-                d.seq as i64,
-                json(&d)?,
-                now
-            ])
-            .map_err(db_err)?;
         }
     }
     Ok(())
@@ -138,15 +109,19 @@ pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError
                     db_err(err)
                 }
             })?;
-            if e.event_type == WORK_EVENT {
-                // The outbox of agent work, in the same transaction as the event.
-                tx.prepare_cached("INSERT INTO feed (task_id, seq) VALUES (?1, ?2)")
-                    .and_then(|mut st| st.execute(params![task_id, e.seq as i64]))
-                    .map_err(db_err)?;
+            // The feed of work after the commit (agent turns, webhook deliveries), in the same
+            // transaction as the event: the relay fans pushed updates out to subscriptions.
+            let pushed = c.pushes.iter().find(|p| p.seq == e.seq).map(|p| &p.body);
+            if e.event_type == WORK_EVENT || pushed.is_some() {
+                tx.prepare_cached(
+                    "INSERT INTO feed (task_id, seq, event_type, pushed) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut st| st.execute(params![task_id, e.seq as i64, e.event_type, pushed]))
+                .map_err(db_err)?;
             }
         }
     }
-    write_push_outbox(tx, c, head)?;
+    drop_deleted_configs_deliveries(tx, c)?;
     tx.prepare_cached(
         "INSERT OR REPLACE INTO heads (task_id, tenant, owner, context_id, state, status_nanos, version, \
          snapshot_schema, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",

@@ -1,10 +1,11 @@
-//! The SQLite store as the work feed: agent turns in commit order, consumer cursors that never
-//! move back, and pruning of entries every consumer has passed.
+//! The SQLite store as the feed of work after each commit: work requests and pushed updates in
+//! commit order, consumer cursors that never move back, and pruning of entries every consumer
+//! has passed.
 
 use async_trait::async_trait;
 use rusqlite::{params, OptionalExtension};
-use taskledger_domain::ports::{StoreError, WorkFeed};
-use taskledger_domain::turns::AgentTurn;
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::ports::{CommittedEvent, StoreError, WorkFeed};
 
 use super::codec::db_err;
 use super::SqliteStore;
@@ -15,11 +16,12 @@ impl WorkFeed for SqliteStore {
         &self,
         cursor: u64,
         limit: u32,
-    ) -> Result<Vec<(u64, AgentTurn)>, StoreError> {
+    ) -> Result<Vec<(u64, CommittedEvent)>, StoreError> {
         self.read_now(|conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT pos, task_id, seq FROM feed WHERE pos > ?1 ORDER BY pos LIMIT ?2",
+                    "SELECT pos, task_id, seq, event_type, pushed FROM feed WHERE pos > ?1 \
+                     ORDER BY pos LIMIT ?2",
                 )
                 .map_err(db_err)?;
             let rows = stmt
@@ -28,20 +30,29 @@ impl WorkFeed for SqliteStore {
                         r.get::<_, i64>(0)?,
                         r.get::<_, String>(1)?,
                         r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, Option<String>>(4)?,
                     ))
                 })
                 .map_err(db_err)?;
-            rows.map(|r| {
-                let (pos, task_id, seq) = r.map_err(db_err)?;
-                Ok((
-                    pos as u64,
-                    AgentTurn {
-                        task_id,
-                        work_seq: seq as u64,
-                    },
-                ))
-            })
-            .collect()
+            let mut entries = Vec::new();
+            for row in rows {
+                let (pos, task_id, seq, event_type, pushed) = row.map_err(db_err)?;
+                // Rows are written with a commit's task id; one that does not read as a task
+                // id (a manual edit) is skipped rather than allowed to stop the feed.
+                let Ok(task_id) = TaskId::parse(task_id) else {
+                    tracing::warn!(pos, "feed entry with an unreadable task id skipped");
+                    continue;
+                };
+                let event = CommittedEvent {
+                    task_id,
+                    seq: seq as u64,
+                    event_type,
+                    pushed,
+                };
+                entries.push((pos as u64, event));
+            }
+            Ok(entries)
         })
     }
 
@@ -89,7 +100,12 @@ mod tests {
         let entries = store.feed_after(0, 10).await.unwrap();
         assert_eq!(entries.len(), 1, "task creation requests work");
         assert_eq!(entries[0].1.task_id, id.as_str());
-        assert_eq!(entries[0].1.work_seq, 3);
+        assert_eq!(entries[0].1.seq, 3);
+        assert_eq!(
+            entries[0].1.turn().map(|t| t.work_seq),
+            Some(3),
+            "a work request"
+        );
         assert_eq!(store.feed_cursor("relay").await.unwrap(), 0);
         store.save_feed_cursor("relay", entries[0].0).await.unwrap();
         store.save_feed_cursor("relay", 0).await.unwrap();

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OpenFlags};
 use taskledger_domain::ports::{Commit, StoreError};
 
-use schema::SCHEMA;
+use schema::{migrate, SCHEMA};
 use writer::{writer_loop, WriteJob};
 
 pub use writer::MAX_GROUP_COMMIT;
@@ -85,6 +85,7 @@ impl SqliteStore {
         let writer = Connection::open(&path).map_err(open_err)?;
         configure(&writer, true).map_err(open_err)?;
         writer.execute_batch(SCHEMA).map_err(open_err)?;
+        migrate(&writer).map_err(open_err)?;
         let mut readers = Vec::with_capacity(READERS);
         for _ in 0..READERS {
             let r = Connection::open_with_flags(

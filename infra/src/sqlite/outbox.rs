@@ -1,12 +1,113 @@
-//! The SQLite store as the push outbox: due deliveries (one in flight per group), retries,
-//! dead letters and their redrive.
+//! The SQLite store as the push outbox: the queue the relay fans deliveries out to, due
+//! deliveries (one in flight per group), the ledger of attempts, dead letters and their redrive.
+
+use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::params;
-use taskledger_domain::ports::{DeadLetter, OutboxEntry, PushOutbox, StoreError};
+use taskledger_domain::ports::{
+    DeadLetter, DeliveryAttempt, OutboxEntry, PushLedger, PushOutbox, PushQueue, StoreError,
+};
+use taskledger_domain::push::PushDelivery;
+use taskledger_domain::turns::QueueError;
 
-use super::codec::{db_err, now_ms, parse};
+use super::codec::{db_err, json, now_ms, parse};
 use super::SqliteStore;
+
+#[async_trait]
+impl PushQueue for SqliteStore {
+    async fn enqueue(&self, deliveries: &[PushDelivery]) -> Result<(), QueueError> {
+        if deliveries.is_empty() {
+            return Ok(());
+        }
+        let rows = deliveries
+            .iter()
+            .map(|d| {
+                Ok((
+                    d.group(),
+                    d.task_id.clone(),
+                    d.config.id.clone(),
+                    d.seq,
+                    json(d)?,
+                ))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()
+            .map_err(|e| QueueError::Unavailable(e.to_string()))?;
+        self.write(move |conn| {
+            let now = now_ms();
+            let mut ins = conn
+                .prepare_cached(
+                    "INSERT INTO push_outbox (grp, task_id, config_id, seq, delivery, due_ms) \
+                     SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE NOT EXISTS (SELECT 1 FROM push_outbox \
+                     WHERE task_id = ?2 AND config_id = ?3 AND seq = ?4)",
+                )
+                .map_err(db_err)?;
+            for (grp, task_id, config_id, seq, delivery) in &rows {
+                ins.execute(params![grp, task_id, config_id, *seq as i64, delivery, now])
+                    .map_err(db_err)?;
+            }
+            Ok(())
+        })
+        .await
+        .map_err(|e| QueueError::Unavailable(e.to_string()))
+    }
+}
+
+/// An outbox entry's id, as the ledger's handle.
+fn entry_id(attempt: &DeliveryAttempt) -> Result<u64, StoreError> {
+    attempt
+        .handle
+        .parse()
+        .map_err(|_| StoreError::Corrupt(format!("not an outbox entry: {}", attempt.handle)))
+}
+
+#[async_trait]
+impl PushLedger for SqliteStore {
+    async fn delivered(&self, attempt: &DeliveryAttempt) -> Result<(), StoreError> {
+        PushOutbox::delivered(self, entry_id(attempt)?).await
+    }
+
+    async fn retry_in(
+        &self,
+        attempt: &DeliveryAttempt,
+        attempts: u32,
+        first_attempt_ms: i64,
+        pause: Duration,
+        reason: &str,
+    ) -> Result<Duration, StoreError> {
+        let at = now_ms() + pause.as_millis() as i64;
+        self.retry_at(entry_id(attempt)?, attempts, first_attempt_ms, at, reason)
+            .await?;
+        Ok(pause)
+    }
+
+    async fn hold(
+        &self,
+        attempt: &DeliveryAttempt,
+        pause: Duration,
+    ) -> Result<Duration, StoreError> {
+        let (attempts, first) = (attempt.attempts, attempt.first_attempt_ms);
+        let at = now_ms() + pause.as_millis() as i64;
+        self.retry_at(
+            entry_id(attempt)?,
+            attempts,
+            first,
+            at,
+            "held behind its group",
+        )
+        .await?;
+        Ok(pause)
+    }
+
+    async fn dead_letter(
+        &self,
+        attempt: &DeliveryAttempt,
+        attempts: u32,
+        reason: &str,
+    ) -> Result<(), StoreError> {
+        PushOutbox::dead_letter(self, entry_id(attempt)?, attempts, reason).await
+    }
+}
 
 #[async_trait]
 impl PushOutbox for SqliteStore {

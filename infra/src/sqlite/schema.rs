@@ -1,5 +1,8 @@
 //! The SQLite store's tables and indexes: the DDL every connection that writes runs at open
-//! (`CREATE … IF NOT EXISTS`, so opening an existing file changes nothing).
+//! (`CREATE … IF NOT EXISTS`, so opening an existing file changes nothing), and the migrations
+//! that bring a file written by an older version up to date.
+
+use rusqlite::Connection;
 
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS events (
@@ -22,7 +25,8 @@ CREATE TABLE IF NOT EXISTS message_keys (
     task_id TEXT NOT NULL, message_id TEXT NOT NULL, fingerprint TEXT NOT NULL,
     PRIMARY KEY (task_id, message_id, fingerprint)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS feed (
-    pos INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, seq INTEGER NOT NULL);
+    pos INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    event_type TEXT NOT NULL DEFAULT 'AgentWorkRequested', pushed TEXT);
 CREATE TABLE IF NOT EXISTS feed_cursors (
     consumer TEXT NOT NULL PRIMARY KEY, pos INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS push_outbox (
@@ -32,8 +36,49 @@ CREATE TABLE IF NOT EXISTS push_outbox (
     due_ms INTEGER NOT NULL, dead INTEGER NOT NULL DEFAULT 0, reason TEXT);
 CREATE INDEX IF NOT EXISTS push_outbox_by_group ON push_outbox (grp, dead, id);
 CREATE INDEX IF NOT EXISTS push_outbox_by_due ON push_outbox (dead, due_ms);
+CREATE INDEX IF NOT EXISTS push_outbox_by_delivery ON push_outbox (task_id, config_id, seq);
 CREATE TABLE IF NOT EXISTS idempotency (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL,
     fingerprint TEXT NOT NULL, task_id TEXT NOT NULL,
     PRIMARY KEY (tenant, owner, key)) WITHOUT ROWID;
 "#;
+
+/// Brings an older file up to date; each step checks what it changes first, so it runs once.
+pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
+    // Before the feed carried pushed updates, every entry was a work request.
+    let columns: Vec<String> = conn
+        .prepare("SELECT name FROM pragma_table_info('feed')")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    if !columns.iter().any(|c| c == "event_type") {
+        conn.execute_batch(
+            "ALTER TABLE feed ADD COLUMN event_type TEXT NOT NULL DEFAULT 'AgentWorkRequested';
+             ALTER TABLE feed ADD COLUMN pushed TEXT;",
+        )?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_feed_written_before_pushed_updates_is_migrated_once() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE feed (pos INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, seq INTEGER NOT NULL);
+             INSERT INTO feed (task_id, seq) VALUES ('t', 3);",
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        migrate(&conn).unwrap();
+        let (kind, pushed): (String, Option<String>) = conn
+            .query_row("SELECT event_type, pushed FROM feed", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(kind, "AgentWorkRequested");
+        assert_eq!(pushed, None);
+    }
+}

@@ -19,8 +19,6 @@ use async_trait::async_trait;
 use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
 use serde_json::{json, Map, Value};
 
-use crate::relay::Relay;
-
 pub mod cursor;
 use cursor::{digest, Admit, Position, ShardCursor};
 
@@ -48,13 +46,6 @@ pub fn image_json(image: &HashMap<String, AttributeValue>) -> Value {
 #[async_trait]
 pub trait RecordSink: Send + Sync {
     async fn relay(&self, image: &Value) -> Result<(), String>;
-}
-
-#[async_trait]
-impl RecordSink for Relay {
-    async fn relay(&self, image: &Value) -> Result<(), String> {
-        Relay::relay(self, image).await
-    }
 }
 
 /// What the poller has noticed (each count but `relayed` is also a warning in the log).
@@ -384,7 +375,7 @@ mod emulator_tests {
                 self.0
                     .lock()
                     .map_err(|e| e.to_string())?
-                    .push((e.task_id, e.seq));
+                    .push((e.task_id.to_string(), e.seq));
             }
             Ok(())
         }

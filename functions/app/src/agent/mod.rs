@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use taskledger_domain::ids::TaskId;
+use taskledger_domain::ids::{ParticipantId, TaskId};
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::wire::Message;
 
@@ -27,14 +27,14 @@ pub const DEFAULT_TURN_MARGIN: Duration = Duration::from_secs(300);
 /// The commands an agent commits, decided on the task's state at the moment of the commit.
 pub type Build<'a> = &'a (dyn Fn(&TaskAggregate) -> Vec<TaskCommand> + Send + Sync);
 
-/// A sub-task the agent starts: its name and goal, the plan step it belongs to, and whether it
-/// is a task for a participant (who then becomes its assignee).
+/// A sub-task the agent starts: its name and goal, the plan step it belongs to (its id or name),
+/// and whether it is a task for a participant (who then becomes its assignee).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubTask {
     pub name: String,
     pub goal: String,
     pub step: Option<String>,
-    pub for_participant: Option<String>,
+    pub for_participant: Option<ParticipantId>,
 }
 
 /// What an agent may do to tasks. The service implements it; agents depend on nothing else.

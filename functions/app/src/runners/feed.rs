@@ -1,22 +1,25 @@
-//! The embedded relay: tails the store's work feed and runs each turn on the turn handler, one
-//! turn at a time per task. The consumer's cursor advances past an entry only once its turn (and
-//! every earlier one) is done, so work committed before a crash runs after the restart.
+//! The embedded store's feed reader: tails the feed of committed events and hands each to the
+//! relay, in commit order per task (tasks side by side). The consumer's cursor advances past
+//! an entry only once its relay (a turn run in-process, deliveries queued in the outbox) and
+//! every earlier one are done, so work committed before a crash is done after the restart.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use taskledger_domain::ports::WorkFeed;
-use tracing::{debug, warn};
+use tracing::warn;
 
-use crate::locks::TaskLocks;
-use crate::service::turns::handle_turn;
+use super::relay::{InProcessTurns, Relay};
+use crate::per_task::PerTask;
 use crate::service::Service;
 
-/// Feed entries the relay reads at once.
+/// Feed entries read at once.
 pub const RELAY_BATCH: u32 = 100;
-/// The relay polls at least this often, even without a nudge.
+/// The reader looks at the feed at least this often, even without a nudge.
 const RELAY_IDLE: Duration = Duration::from_millis(250);
+/// Attempts at relaying one entry before it is given up on (and said so).
+const RELAY_ATTEMPTS: u32 = 3;
 
 /// Positions in flight, and the highest dispatched: the cursor may pass only finished ones.
 #[derive(Default)]
@@ -40,8 +43,21 @@ impl Progress {
     }
 }
 
+/// Relays the feed's work requests to turns run in this process (no push notifications).
 pub async fn run_feed_relay(svc: Arc<Service>, feed: Arc<dyn WorkFeed>, consumer: &'static str) {
-    let locks = TaskLocks::default();
+    let relay = Relay::new(InProcessTurns::new(svc.clone()));
+    run_feed(svc, feed, relay, consumer).await
+}
+
+/// Relays every feed entry with `relay`, until the process ends.
+pub async fn run_feed(
+    svc: Arc<Service>,
+    feed: Arc<dyn WorkFeed>,
+    relay: Relay,
+    consumer: &'static str,
+) {
+    let relay = Arc::new(relay);
+    let per_task = PerTask::default();
     let mut read = match feed.feed_cursor(consumer).await {
         Ok(c) => c,
         Err(e) => {
@@ -61,20 +77,23 @@ pub async fn run_feed_relay(svc: Arc<Service>, feed: Arc<dyn WorkFeed>, consumer
                 Vec::new()
             }
         };
-        for (pos, turn) in entries {
+        for (pos, event) in entries {
             read = pos;
             if let Ok(mut p) = progress.lock() {
                 p.start(pos);
             }
-            let (svc, progress, feed, locks) =
-                (svc.clone(), progress.clone(), feed.clone(), locks.clone());
-            tokio::spawn(async move {
-                let guard = locks.acquire(&turn.task_id).await;
-                match handle_turn(&svc, &turn).await {
-                    Ok(outcome) => debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
-                    Err(e) => warn!(task_id = %turn.task_id, error = %e, "turn failed"),
+            let (relay, progress, feed) = (relay.clone(), progress.clone(), feed.clone());
+            per_task.submit(&event.task_id.to_string(), async move {
+                for attempt in 1..=RELAY_ATTEMPTS {
+                    match relay.relay(&event).await {
+                        Ok(_) => break,
+                        Err(e) if attempt < RELAY_ATTEMPTS => {
+                            warn!(error = %e, attempt, "relay failed; trying again");
+                            tokio::time::sleep(Duration::from_millis(100 << attempt)).await;
+                        }
+                        Err(e) => warn!(error = %e, "relay failed; the entry is given up"),
+                    }
                 }
-                drop(guard);
                 let safe = progress.lock().ok().map(|mut p| p.finish(pos));
                 if let Some(c) = safe {
                     if let Err(e) = feed.save_feed_cursor(consumer, c).await {

@@ -1,11 +1,14 @@
-//! Every loop that drives the service from outside a request: the embedded feed relay and the
-//! push outbox worker here, the queue pollers of the local server and the Lambda handlers in
-//! `functions/`. They hand each turn to the service's turn handler, one at a time per task
-//! (`TaskLocks`), and pace retries with the one `jitter`.
+//! Every loop that drives the service from outside a request, and the one relay they share: the
+//! embedded feed reader, the relay itself (a committed event → a turn, deliveries), the one push
+//! attempt loop and the embedded outbox worker. The queue pollers of the local server and the
+//! Lambda handlers in `functions/` call the same pieces. A task's jobs run one at a time, in
+//! order (`PerTask`); retries are paced with the one `jitter`.
 
 pub mod feed;
-pub mod push_outbox;
+pub mod push;
+pub mod relay;
 
-pub use crate::locks::{jitter, TaskGuard, TaskLocks};
+pub use crate::per_task::{jitter, PerTask};
 pub use crate::service::turns::{handle_turn, handle_turn_within, TurnOutcome};
-pub use feed::run_feed_relay;
+pub use feed::{run_feed, run_feed_relay};
+pub use relay::{InProcessTurns, Relay, RelayError, Relayed};

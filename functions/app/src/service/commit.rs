@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::{commit_for, IdempotencyRecord, MessageKey, StoreError};
+use taskledger_domain::ports::{CommitBuilder, IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::turns::turns_from;
@@ -63,36 +63,33 @@ impl Service {
                 Target::Existing => self.load_visible(actor, task_id).await?,
                 Target::New => TaskAggregate::default(),
             };
-            let mut after = before.clone();
-            let mut events = Vec::new();
-            for command in build(&before) {
-                let decided = after
+            let commands = build(&before);
+            let mut b = CommitBuilder::new(task_id.clone(), before);
+            for command in commands {
+                let decided = b
+                    .state()
                     .decide(command)
                     .map_err(|e| with_task_id(e, task_id))?;
-                for e in &decided {
-                    after.apply_event(e);
+                for e in decided {
+                    b.add(e);
                 }
-                events.extend(decided);
             }
-            if events.is_empty() {
+            if b.events().is_empty() {
                 return Ok(Committed {
-                    state: before,
-                    events,
+                    state: b.into_state(),
+                    events: Vec::new(),
                 });
             }
-            let mut commit = commit_for(task_id.clone(), &before, &events, Timestamp::now());
+            let (mut commit, events) = b.finish(Timestamp::now());
             commit.message_key = keys.message.clone();
             commit.idempotency = keys.idempotency.clone();
             let pushes = !commit.pushes.is_empty();
-            let turns = turns_from(task_id.as_str(), &commit.events);
+            let turns = turns_from(task_id, &commit.events);
             let state = commit.snapshot.clone();
             match self.store.append(commit).await {
                 Ok(()) => {
                     self.announce(task_id, state.version);
-                    if pushes {
-                        self.pushes.notify_one();
-                    }
-                    if !turns.is_empty() {
+                    if !turns.is_empty() || pushes {
                         self.dispatch(turns);
                     }
                     return Ok(Committed { state, events });
@@ -116,8 +113,8 @@ impl Service {
         });
     }
 
-    /// Committed work requests reach the agent: through the durable feed (the relay is only
-    /// nudged), or the in-process dispatcher.
+    /// Work after the commit: the durable feed's relay is nudged (turns and pushed updates are
+    /// in the feed already), or the turns go to the in-process dispatcher.
     fn dispatch(&self, turns: Vec<taskledger_domain::turns::AgentTurn>) {
         match (&self.settings.dispatch, &self.turns) {
             (Dispatch::Feed, _) => self.work.notify_one(),
@@ -135,7 +132,7 @@ impl Service {
 /// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.
 fn backoff(attempt: u32) -> Duration {
     let cap = (2u64 << attempt.min(10)).min(MAX_BACKOFF_MS);
-    let r = (crate::locks::jitter() * (cap + 1) as f64) as u64;
+    let r = (crate::per_task::jitter() * (cap + 1) as f64) as u64;
     Duration::from_millis(r.max(1))
 }
 

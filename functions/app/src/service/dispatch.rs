@@ -11,18 +11,16 @@ use tracing::{debug, warn};
 use super::turns::{run_turn, Delivery};
 use super::Service;
 use crate::agent::TurnBudget;
-use crate::locks::TaskLocks;
+use crate::per_task::PerTask;
 
 /// Runs the service's committed turns until the service is gone.
 pub fn start(svc: &Arc<Service>, mut turns: UnboundedReceiver<AgentTurn>) {
     let svc: Weak<Service> = Arc::downgrade(svc);
-    let locks = TaskLocks::default();
+    let per_task = PerTask::default();
     tokio::spawn(async move {
         while let Some(turn) = turns.recv().await {
             let Some(svc) = svc.upgrade() else { return };
-            let locks = locks.clone();
-            tokio::spawn(async move {
-                let _one_at_a_time = locks.acquire(&turn.task_id).await;
+            per_task.submit(&turn.task_id.to_string(), async move {
                 match run_turn(&svc, &turn, TurnBudget::unlimited(), Delivery::Once).await {
                     Ok(outcome) => debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
                     Err(e) => warn!(task_id = %turn.task_id, error = %e, "turn failed"),

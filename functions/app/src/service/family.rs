@@ -6,10 +6,9 @@ use std::future::Future;
 use std::pin::Pin;
 
 use taskledger_domain::error::ErrorKind;
-use taskledger_domain::ext::{self, Participant, Role, TaskExtensionData, TaskRef};
-use taskledger_domain::ids::TaskId;
+use taskledger_domain::ids::{ParticipantId, TaskId};
 use taskledger_domain::ports::{MessageKey, StoreError};
-use taskledger_domain::task::{CreateTask, TaskAggregate, TaskCommand, TaskEvent, TaskHead};
+use taskledger_domain::task::{child_creation, TaskAggregate, TaskCommand, TaskEvent, TaskHead};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::Message;
 use tracing::warn;
@@ -64,13 +63,8 @@ impl Service {
                 )
             });
             if status_changed {
-                let parents = head
-                    .ext
-                    .as_ref()
-                    .map(|d| d.parent_tasks.clone())
-                    .unwrap_or_default();
-                for parent in parents.iter().filter(|p| p.agent.is_none()) {
-                    self.record_on_parent(&parent.task_id, head).await;
+                for parent in head.local_parents() {
+                    self.record_on_parent(&parent, head).await;
                 }
             }
             if events
@@ -78,10 +72,7 @@ impl Service {
                 .any(|e| matches!(e, TaskEvent::TaskCanceled { .. }))
             {
                 for child in head.unresolved_children() {
-                    let Ok(child_id) = TaskId::parse(child.clone()) else {
-                        continue;
-                    };
-                    self.cancel_child(&child_id).await;
+                    self.cancel_child(&child).await;
                 }
             }
         })
@@ -110,21 +101,18 @@ impl Service {
         }
     }
 
-    async fn record_on_parent(&self, parent: &str, child: &TaskHead) {
-        let Ok(parent_id) = TaskId::parse(parent.to_string()) else {
-            return;
-        };
+    async fn record_on_parent(&self, parent_id: &TaskId, child: &TaskHead) {
         let summary = child
             .status
             .message
             .as_ref()
             .map(Message::text)
             .unwrap_or_default();
-        let (child_id, state) = (child.id.to_string(), child.status.state);
+        let (child_id, state) = (&child.id, child.status.state);
         let r = self
             .commit(
                 Actor::Agent,
-                &parent_id,
+                parent_id,
                 Target::Existing,
                 Keys::default(),
                 |_| {
@@ -152,7 +140,7 @@ impl Service {
         name: &str,
         goal: &str,
         step: Option<String>,
-        for_participant: Option<String>,
+        for_participant: Option<ParticipantId>,
     ) -> Result<TaskId, AppError> {
         let linked = self
             .commit(
@@ -168,7 +156,7 @@ impl Service {
                 },
             )
             .await?;
-        let child = linked
+        let child_id = linked
             .events
             .iter()
             .find_map(|e| match e {
@@ -180,8 +168,14 @@ impl Service {
             .state
             .head()
             .ok_or_else(|| AppError::task_not_found(parent_id.as_str()))?;
-        let child_id = TaskId::parse(child).map_err(|e| AppError::invalid_params("id", e))?;
-        let create = child_of(head, &child_id, name, goal, for_participant)?;
+        let create = child_creation(
+            head,
+            child_id.clone(),
+            name,
+            goal,
+            for_participant.as_ref(),
+            Timestamp::now(),
+        )?;
         let created = self
             .commit(
                 Actor::Agent,
@@ -199,78 +193,4 @@ impl Service {
         }
         Ok(child_id)
     }
-}
-
-/// The creation of a sub-task of `parent`: its participants (a task for a participant makes
-/// them the assignee, any other assignee a watcher), its goal message, the parent's model.
-fn child_of(
-    parent: &TaskHead,
-    child_id: &TaskId,
-    name: &str,
-    goal: &str,
-    for_participant: Option<String>,
-) -> Result<CreateTask, AppError> {
-    let parent_ext = parent.ext.clone();
-    let mut participants: Vec<Participant> = parent_ext
-        .as_ref()
-        .map(|d| d.participants.clone())
-        .unwrap_or_default();
-    if let Some(target) = &for_participant {
-        for p in &mut participants {
-            if p.role == Role::Assignee && &p.id != target {
-                p.role = Role::Watcher;
-            }
-        }
-        match participants.iter_mut().find(|p| &p.id == target) {
-            Some(p) => p.role = Role::Assignee,
-            None => {
-                return Err(AppError::invalid_params(
-                    "participant_id",
-                    format!("{target:?} is not a participant of {}", parent.id),
-                ))
-            }
-        }
-    }
-    let data = TaskExtensionData {
-        name: name.to_string(),
-        goal: goal.to_string(),
-        kind: None,
-        description: String::new(),
-        acceptance_criteria: vec![],
-        participants,
-        parent_tasks: vec![TaskRef::local(parent.id.as_str(), None)],
-        sub_tasks: vec![],
-        plan: None,
-        lifecycle: None,
-        model: parent_ext.as_ref().and_then(|d| d.model.clone()),
-        reasoning_effort: parent_ext.as_ref().and_then(|d| d.reasoning_effort),
-    };
-    let mut goal_message = Message {
-        message_id: format!("{child_id}:goal"),
-        context_id: None,
-        task_id: None,
-        role: taskledger_domain::wire::Role::User,
-        parts: vec![taskledger_domain::wire::Part::text(goal)],
-        metadata: None,
-        extensions: vec![],
-        reference_task_ids: vec![parent.id.to_string()],
-    };
-    if let Some(p) = data.participants.iter().find(|p| p.role == Role::Admin) {
-        goal_message
-            .metadata
-            .get_or_insert_with(Default::default)
-            .insert(
-                ext::PARTICIPANT_ID_KEY.into(),
-                serde_json::Value::String(p.id.clone()),
-            );
-    }
-    Ok(CreateTask {
-        task_id: child_id.clone(),
-        context_id: parent.context_id.clone(),
-        owner: parent.owner.clone(),
-        message: goal_message,
-        at: Timestamp::now(),
-        extension: Some(Box::new(data)),
-        awaiting_assignee: for_participant,
-    })
 }

@@ -84,8 +84,8 @@ pub struct Service {
     settings: ServiceSettings,
     /// Wakes the relay when new work was committed (feed dispatch).
     work: tokio::sync::Notify,
-    /// Wakes the push worker when a commit made deliveries.
-    pushes: tokio::sync::Notify,
+    /// Wakes the embedded push worker when the relay queued deliveries.
+    pushes: Arc<tokio::sync::Notify>,
     /// Turns committed with in-process dispatch, for the dispatcher the service started.
     turns: Option<mpsc::UnboundedSender<AgentTurn>>,
 }
@@ -121,7 +121,7 @@ impl Service {
             changes,
             settings,
             work: tokio::sync::Notify::new(),
-            pushes: tokio::sync::Notify::new(),
+            pushes: Arc::default(),
             turns,
         });
         if let Some(queue) = queue {
@@ -130,9 +130,10 @@ impl Service {
         svc
     }
 
-    /// Resolves when a commit made webhook deliveries (the push worker's wake-up).
-    pub async fn pushes_committed(&self) {
-        self.pushes.notified().await
+    /// What the relay notifies once it queued webhook deliveries (the embedded push worker's
+    /// wake-up).
+    pub fn pushes_queued(&self) -> Arc<tokio::sync::Notify> {
+        self.pushes.clone()
     }
 
     pub fn push_enabled(&self) -> bool {
@@ -144,7 +145,8 @@ impl Service {
         self.changes.subscribe()
     }
 
-    /// Resolves when agent work was committed (the relay's wake-up).
+    /// Resolves when a commit put work in the feed: a turn or a pushed update (the relay's
+    /// wake-up).
     pub async fn work_committed(&self) {
         self.work.notified().await
     }

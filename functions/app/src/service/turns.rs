@@ -72,10 +72,8 @@ pub(crate) async fn run_turn(
     budget: TurnBudget,
     delivery: Delivery,
 ) -> Result<TurnOutcome, AppError> {
-    let Ok(task_id) = TaskId::parse(turn.task_id.clone()) else {
-        return Ok(TurnOutcome::Nothing);
-    };
-    let Some(state) = svc.load(&task_id).await? else {
+    let task_id = &turn.task_id;
+    let Some(state) = svc.load(task_id).await? else {
         return Ok(TurnOutcome::Nothing);
     };
     let Some(head) = state.head() else {
@@ -92,7 +90,7 @@ pub(crate) async fn run_turn(
         return Ok(TurnOutcome::Nothing);
     }
     let from = turn.work_seq.saturating_sub(INPUT_WINDOW);
-    let events = svc.events(&task_id, from).await?;
+    let events = svc.events(task_id, from).await?;
     // Only a committed work request is work (an emulator's stream may replay a write it rolled
     // back, whose sequence number a different event may hold by now).
     let requested = events
@@ -133,12 +131,12 @@ pub(crate) async fn run_turn(
         return Ok(TurnOutcome::Ran);
     }
     let terminal = svc
-        .load(&task_id)
+        .load(task_id)
         .await?
         .and_then(|s| s.head().map(|h| h.status.state.is_terminal()))
         .unwrap_or(true);
     if !terminal {
-        finish(svc, &task_id, turn.work_seq).await?;
+        finish(svc, task_id, turn.work_seq).await?;
     }
     Ok(TurnOutcome::Ran)
 }

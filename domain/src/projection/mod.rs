@@ -1,5 +1,7 @@
-//! Projection of task events into the read model (history items, artifact chunks) and the
-//! assembly of an A2A `Task` from that read model. Pure: the stores only persist what this says.
+//! Task events projected into the read model (history, artifact chunks) and, in `push`, into
+//! webhook updates; an A2A `Task` assembled from the read model. Pure: stores persist what it says.
+
+pub mod push;
 
 use serde::{Deserialize, Serialize};
 
@@ -34,6 +36,22 @@ pub enum ReadWrite {
     ArtifactChunk(ArtifactChunk),
 }
 
+/// An appended chunk as an artifact of its own (its parts, under the artifact's id).
+pub(crate) fn chunk_artifact(
+    artifact_id: &crate::ids::ArtifactId,
+    parts: &[crate::wire::Part],
+    metadata: &Option<crate::wire::Metadata>,
+) -> Artifact {
+    Artifact {
+        artifact_id: artifact_id.to_string(),
+        name: None,
+        description: None,
+        parts: parts.to_vec(),
+        metadata: metadata.clone(),
+        extensions: Vec::new(),
+    }
+}
+
 /// Applies `events` to `state` and returns the read-model writes they cause, in order.
 pub fn project(state: &mut TaskAggregate, events: &[TaskEvent]) -> Vec<ReadWrite> {
     let mut writes = Vec::new();
@@ -48,7 +66,8 @@ pub fn project(state: &mut TaskAggregate, events: &[TaskEvent]) -> Vec<ReadWrite
     writes
 }
 
-fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
+/// The read-model writes one event causes, given the head before it.
+pub fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
     match event {
         TaskEvent::MessageAppended { message, .. } => out.push(ReadWrite::History(HistoryEntry {
             pos: head.history_len,
@@ -96,14 +115,7 @@ fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
                 out.push(ReadWrite::ArtifactChunk(ArtifactChunk {
                     ord: i as u32,
                     chunk: a.chunks,
-                    artifact: Artifact {
-                        artifact_id: artifact_id.to_string(),
-                        name: None,
-                        description: None,
-                        parts: parts.clone(),
-                        metadata: metadata.clone(),
-                        extensions: Vec::new(),
-                    },
+                    artifact: chunk_artifact(artifact_id, parts, metadata),
                 }));
             }
         }

@@ -1,0 +1,141 @@
+//! What a task knows of the surfaces its A2UI messages created, and the user actions on them:
+//! an action is read from a user message and accepted only on a surface the task created.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::Value;
+
+use super::extension::MEDIA_TYPE;
+use crate::wire::PartContent;
+
+/// What a task knows of one surface it created: its components, and which of them carry an
+/// action (a user can act on them).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Surface {
+    pub components: BTreeSet<String>,
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub actionable: BTreeSet<String>,
+}
+
+/// The surfaces a task's emitted A2UI messages created and have not deleted, by id.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(transparent)]
+pub struct Surfaces(BTreeMap<String, Surface>);
+
+impl Surfaces {
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// Follows one emitted server message.
+    pub fn apply(&mut self, message: &Value) {
+        let id = |kind: &str| {
+            message
+                .get(kind)
+                .and_then(|k| k.get("surfaceId"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        };
+        if let Some(s) = id("createSurface") {
+            self.0.insert(s, Surface::default());
+        } else if let Some(s) = id("updateComponents") {
+            let surface = self.0.entry(s).or_default();
+            let components = message["updateComponents"]["components"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for c in components {
+                if let Some(cid) = c.get("id").and_then(Value::as_str) {
+                    surface.components.insert(cid.to_string());
+                    if c.get("action").is_some() {
+                        surface.actionable.insert(cid.to_string());
+                    } else {
+                        surface.actionable.remove(cid);
+                    }
+                }
+            }
+        } else if let Some(s) = id("deleteSurface") {
+            self.0.remove(&s);
+        }
+    }
+
+    /// Some surface still offers an action: the agent waits for the user.
+    pub fn awaits_action(&self) -> bool {
+        self.0.values().any(|s| !s.actionable.is_empty())
+    }
+
+    /// An action is accepted only on a surface and component this task created.
+    pub fn check(&self, action: &UiAction) -> Result<(), String> {
+        let surface = self.0.get(&action.surface_id).ok_or_else(|| {
+            format!(
+                "A2UI action discarded: this task has no surface {:?}",
+                action.surface_id
+            )
+        })?;
+        if !surface.components.contains(&action.component_id) {
+            return Err(format!(
+                "A2UI action discarded: surface {:?} has no component {:?}",
+                action.surface_id, action.component_id
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// Longest action name accepted, in bytes.
+pub const MAX_ACTION_NAME_BYTES: usize = 256;
+
+/// A user's action on a surface (A2UI client-to-server `action`; 0.8's `userAction` too).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UiAction {
+    pub name: String,
+    pub surface_id: String,
+    pub component_id: String,
+}
+
+impl UiAction {
+    /// The text the agent sees in place of the raw event.
+    pub fn text(&self) -> String {
+        format!(
+            "[A2UI action] {} on surface {} from {}",
+            self.name, self.surface_id, self.component_id
+        )
+    }
+}
+
+/// The action a user message carries in an `application/a2ui+json` part: `None` when it has no
+/// such part, an error when the part is not an action this server understands.
+pub fn action_of(message: &crate::wire::Message) -> Option<Result<UiAction, String>> {
+    let data = message.parts.iter().find_map(|p| match &p.content {
+        PartContent::Data(v) if p.media_type.as_deref() == Some(MEDIA_TYPE) => Some(v),
+        _ => None,
+    })?;
+    let action = data.get("action").or_else(|| data.get("userAction"));
+    let field = |k: &str| {
+        action
+            .and_then(|a| a.get(k))
+            .and_then(Value::as_str)
+            .map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_string)
+    };
+    Some(match (field("name"), field("surfaceId"), field("sourceComponentId")) {
+        (Some(name), Some(surface_id), Some(component_id)) => {
+            if name.len() > MAX_ACTION_NAME_BYTES || name.chars().any(char::is_control) {
+                Err(format!(
+                    "A2UI action discarded: the name must be 1 to {MAX_ACTION_NAME_BYTES} bytes without control characters"
+                ))
+            } else {
+                Ok(UiAction {
+                    name,
+                    surface_id,
+                    component_id,
+                })
+            }
+        }
+        _ => Err(
+            "A2UI action discarded: an application/a2ui+json part must hold an action with name, surfaceId and sourceComponentId"
+                .to_string(),
+        ),
+    })
+}

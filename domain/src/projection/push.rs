@@ -1,0 +1,73 @@
+//! What a commit pushes to webhook subscribers: the status and artifact updates of the new
+//! events, rendered as the `StreamResponse` JSON they receive (the deliveries are `push`'s).
+
+use crate::push::PushUpdate;
+use crate::task::{TaskAggregate, TaskEvent};
+use crate::wire::{StreamResponse, TaskArtifactUpdateEvent};
+
+/// The updates `events` (decided on `before`, numbered from `before.version + 1`) push: a
+/// status update for each event that changes the task's status, an artifact update for each
+/// artifact event, for events some subscription registered before them receives.
+pub fn updates(before: &TaskAggregate, events: &[TaskEvent]) -> Vec<PushUpdate> {
+    let subscribed = |s: &TaskAggregate| s.head.as_ref().is_some_and(|h| !h.push.is_empty());
+    let registers = events
+        .iter()
+        .any(|e| matches!(e, TaskEvent::PushConfigSet { .. }));
+    if !subscribed(before) && !registers {
+        return Vec::new();
+    }
+    let mut state = before.clone();
+    let mut out = Vec::new();
+    for event in events {
+        let earlier = subscribed(&state);
+        state.apply_event(event);
+        if earlier {
+            out.extend(update_of(&state, event));
+        }
+    }
+    out
+}
+
+/// The update one event pushes, given the state right after it, if some subscription
+/// registered before the event: the caller checks that (`TaskHead.push` before the event).
+pub fn update_of(state: &TaskAggregate, event: &TaskEvent) -> Option<PushUpdate> {
+    let head = state.head.as_ref()?;
+    let update = match event {
+        TaskEvent::ArtifactAdded {
+            artifact,
+            last_chunk,
+            ..
+        } => Some(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: head.id.to_string(),
+            context_id: head.context_id.to_string(),
+            artifact: artifact.clone(),
+            append: false,
+            last_chunk: *last_chunk,
+            metadata: None,
+        })),
+        TaskEvent::ArtifactChunkAppended {
+            artifact_id,
+            parts,
+            metadata,
+            last_chunk,
+            ..
+        } => Some(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
+            task_id: head.id.to_string(),
+            context_id: head.context_id.to_string(),
+            artifact: super::chunk_artifact(artifact_id, parts, metadata),
+            append: true,
+            last_chunk: *last_chunk,
+            metadata: None,
+        })),
+        // Carries the usage extension when the update ends an execution.
+        _ if head.status_version == state.version => {
+            Some(StreamResponse::StatusUpdate(head.status_update()))
+        }
+        _ => None,
+    };
+    let body = serde_json::to_string(&update?).ok()?;
+    Some(PushUpdate {
+        seq: state.version,
+        body,
+    })
+}

@@ -1,0 +1,82 @@
+//! Deliveries: one update to one subscriber, with the headers it is sent with, the queue
+//! group and de-duplication ids, and the update itself (`PushUpdate`).
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::subscription::Subscription;
+
+/// Header carrying the sequence of the task event a delivery reports (receivers de-duplicate
+/// on task id + sequence; per task and config, sequences only grow).
+pub const SEQUENCE_HEADER: &str = "X-Taskledger-Event-Sequence";
+/// Header carrying the delivery's id (`<task>:<seq>:<config>`), the same on every attempt.
+pub const DELIVERY_ID_HEADER: &str = "X-Taskledger-Delivery-Id";
+/// Header carrying the optional config token.
+pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
+/// Header carrying the detached JWS (ES256) over the body, when signing is configured.
+pub const SIGNATURE_HEADER: &str = "X-Taskledger-Signature";
+/// Media type of a delivery's body.
+pub const CONTENT_TYPE: &str = "application/a2a+json";
+
+/// One update to one subscriber: what the push queue carries and the worker sends.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PushDelivery {
+    pub task_id: String,
+    /// Sequence of the event the update reports.
+    pub seq: u64,
+    pub config: Subscription,
+    /// The `StreamResponse` JSON, exactly as sent.
+    pub body: String,
+}
+
+impl PushDelivery {
+    /// `<task>:<seq>:<config>`: the same on every attempt and redrive.
+    pub fn delivery_id(&self) -> String {
+        format!("{}:{}:{}", self.task_id, self.seq, self.config.id)
+    }
+
+    /// Deliveries in one group go out one at a time, in sequence order (FIFO message group:
+    /// at most 128 characters, so a digest).
+    pub fn group(&self) -> String {
+        digest(&format!("{}\n{}", self.task_id, self.config.id))
+    }
+
+    /// Queue de-duplication id (a digest: at most 128 characters).
+    pub fn dedup_id(&self) -> String {
+        digest(&self.delivery_id())
+    }
+}
+
+fn digest(s: &str) -> String {
+    Sha256::digest(s.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// The deliveries an update of event `seq` makes: one per subscription registered before it.
+pub fn deliveries(
+    task_id: &str,
+    subscriptions: &[Subscription],
+    seq: u64,
+    body: &str,
+) -> Vec<PushDelivery> {
+    subscriptions
+        .iter()
+        .filter(|s| s.from_seq < seq)
+        .map(|s| PushDelivery {
+            task_id: task_id.to_string(),
+            seq,
+            config: s.clone(),
+            body: body.to_string(),
+        })
+        .collect()
+}
+
+/// The update an event pushes, rendered as the `StreamResponse` JSON subscribers receive.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PushUpdate {
+    pub seq: u64,
+    pub body: String,
+}

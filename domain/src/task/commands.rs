@@ -1,0 +1,152 @@
+//! The commands a task accepts: what clients, the agent and the service ask of it. Ids and the
+//! clock come in with the command; `decide` turns each into events or a refusal.
+
+use crate::ext::{Plan, Role, TaskExtensionData};
+use crate::ids::{ContextId, ParticipantId, Principal, TaskId};
+use crate::time::Timestamp;
+use crate::wire::{Artifact, Message, TaskState};
+
+/// A client starts a task with its first message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CreateTask {
+    pub task_id: TaskId,
+    pub context_id: ContextId,
+    pub owner: Principal,
+    pub message: Message,
+    pub at: Timestamp,
+    /// Extension data set by the server (sub-tasks); else read from the message's envelope.
+    pub extension: Option<Box<TaskExtensionData>>,
+    /// A task for a participant: waits for this assignee's first accepted message.
+    pub awaiting_assignee: Option<ParticipantId>,
+}
+
+/// A client sends a message to an existing task.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AppendUserMessage {
+    pub message: Message,
+    pub at: Timestamp,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum TaskCommand {
+    CreateTask(CreateTask),
+    AppendUserMessage(AppendUserMessage),
+    /// The agent says something (kept in history).
+    AppendAgentMessage {
+        message: Message,
+        at: Timestamp,
+    },
+    /// The agent moves the task to a new state, optionally with a status message.
+    ChangeStatus {
+        state: TaskState,
+        message: Option<Message>,
+        at: Timestamp,
+    },
+    /// The agent adds an artifact, or a chunk of one (`append`).
+    AddArtifact {
+        artifact: Artifact,
+        append: bool,
+        last_chunk: bool,
+        at: Timestamp,
+    },
+    /// A client cancels the task.
+    CancelTask {
+        at: Timestamp,
+    },
+    /// `set_participant_role`: only an admin, and never removing the last admin.
+    SetParticipantRole {
+        participant_id: ParticipantId,
+        role: Role,
+        by: Option<ParticipantId>,
+        at: Timestamp,
+    },
+    /// Attaches a plan (or replaces it, keeping done steps' outputs where ids match). The step
+    /// commands below name a step by its id or its name (as the tools do); the events that
+    /// follow carry the step's id.
+    CreatePlan {
+        plan: Plan,
+        at: Timestamp,
+    },
+    StartStep {
+        step: String,
+        at: Timestamp,
+    },
+    CompleteStep {
+        step: String,
+        output: String,
+        at: Timestamp,
+    },
+    FailStep {
+        step: String,
+        reason: String,
+        at: Timestamp,
+    },
+    /// Links a new child `<id>.<n>` (the service then creates it), optionally from a step.
+    SpawnSubTask {
+        step: Option<String>,
+        at: Timestamp,
+    },
+    /// A child's state changed.
+    RecordChildState {
+        child_id: TaskId,
+        state: TaskState,
+        summary: String,
+        at: Timestamp,
+    },
+    /// The worker finished the turn for the work requested at `work_seq`.
+    FinishAgentTurn {
+        work_seq: u64,
+        at: Timestamp,
+    },
+    /// A skill's instructions join (or leave) the agent's context for this task.
+    LoadSkill {
+        name: String,
+        at: Timestamp,
+    },
+    UnloadSkill {
+        name: String,
+        at: Timestamp,
+    },
+    /// Records a model call's usage.
+    RecordUsage {
+        model: Option<String>,
+        usage: crate::llm::Usage,
+        at: Timestamp,
+    },
+    /// Registers (or replaces, same id) a webhook subscription; allowed in any state.
+    SetPushConfig {
+        config: crate::push::PushConfigSpec,
+        at: Timestamp,
+    },
+    /// Removes a subscription; removing one that does not exist changes nothing.
+    DeletePushConfig {
+        id: String,
+        at: Timestamp,
+    },
+    /// The worker ran out of time before the agent's loop finished: the same execution goes on
+    /// in a new turn (a new work request, so a new, de-duplicable queue message), after
+    /// `steps_taken` model steps. `after` is the work request the stopping turn served; if a
+    /// newer one exists, its own turn runs the loop and nothing is added.
+    ContinueAgentWork {
+        after: u64,
+        steps_taken: u32,
+        at: Timestamp,
+    },
+    /// The agent's execution ends waiting for its sub-tasks: a status update (state unchanged)
+    /// that carries the usage totals, like every update that ends an execution.
+    AwaitSubTasks {
+        at: Timestamp,
+    },
+    /// `emit_ui`: checked A2UI messages become a new artifact `a2ui:<sequence of its event>`.
+    EmitUi {
+        messages: crate::a2ui::UiMessages,
+        at: Timestamp,
+    },
+    /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.
+    AskParticipant {
+        participant_id: ParticipantId,
+        question: String,
+        options: Vec<String>,
+        at: Timestamp,
+    },
+}

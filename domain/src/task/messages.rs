@@ -1,0 +1,284 @@
+//! Messages: a user's message (refused from non-participants; `/model` and `/effort`; A2UI
+//! actions; envelopes that update the task extension data) and the agent's, and their folding.
+
+use serde_json::Value;
+
+use crate::error::DomainError;
+use crate::ext::{self, Effort, TaskExtensionData};
+use crate::ids::ParticipantId;
+use crate::intake;
+use crate::time::Timestamp;
+use crate::wire::{Message, Part};
+
+use super::commands::AppendUserMessage;
+use super::events::TaskEvent;
+use super::head::TaskHead;
+use super::status::refuse_if_terminal;
+use super::{help, participants, plan, subtasks};
+
+/// `AppendUserMessage`: a client's message to an existing, unfinished task of its context.
+pub(super) fn append_user_message(
+    head: &TaskHead,
+    c: AppendUserMessage,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    refuse_if_terminal(head)?;
+    intake::validate_user_message(&c.message, "message")?;
+    if let Some(ctx) = c.message.context_id.as_deref() {
+        if ctx != head.context_id.as_str() {
+            return Err(DomainError::invalid(
+                "message.contextId",
+                format!(
+                    "does not match the context {} of task {}",
+                    head.context_id, head.id
+                ),
+            ));
+        }
+    }
+    user_message(head, c.message, c.at)
+}
+
+/// `AppendAgentMessage`: the agent says something (kept in history).
+pub(super) fn append_agent_message(
+    head: &TaskHead,
+    message: Message,
+    at: Timestamp,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    refuse_if_terminal(head)?;
+    intake::validate_agent_message(&message, "message")?;
+    let at = head.next_stamp(at);
+    Ok(vec![TaskEvent::MessageAppended {
+        message: head.own_message(message, at),
+        at,
+    }])
+}
+
+/// A user message: membership, `/model` and `/effort`, envelopes, help answers and
+/// participant tasks, then the message itself.
+fn user_message(
+    head: &TaskHead,
+    message: Message,
+    at: Timestamp,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    let sender = ext::sender_of(&message, "message")?;
+    let at = head.next_stamp(at);
+    if let Some(data) = &head.ext {
+        if !data.participants.is_empty() {
+            let member = sender
+                .as_ref()
+                .and_then(|s| data.participant(s.as_str()))
+                .is_some();
+            if !member {
+                let reason = match &sender {
+                    Some(s) => {
+                        format!("message not accepted: {s} is not a participant of this task")
+                    }
+                    None => "message not accepted: name the sender in metadata.participant_id"
+                        .to_string(),
+                };
+                return Ok(vec![TaskEvent::MessageRefused {
+                    participant_id: sender,
+                    reason,
+                    at,
+                }]);
+            }
+        }
+        match ext::slash_command(&message) {
+            Some(ext::SlashCommand::Model(name)) => {
+                if name.is_empty()
+                    || name.len() > ext::MAX_MODEL_NAME_BYTES
+                    || name.contains(char::is_whitespace)
+                {
+                    return Err(DomainError::invalid(
+                        "model",
+                        format!(
+                            "/model needs one model name of 1 to {} bytes, e.g. /model gpt-5",
+                            ext::MAX_MODEL_NAME_BYTES
+                        ),
+                    ));
+                }
+                return Ok(vec![TaskEvent::ModelChanged {
+                    model: name,
+                    by: sender,
+                    at,
+                }]);
+            }
+            Some(ext::SlashCommand::Effort(level)) => {
+                let effort = match level.as_str() {
+                    "low" => Effort::Low,
+                    "medium" => Effort::Medium,
+                    "high" => Effort::High,
+                    other => {
+                        return Err(DomainError::invalid(
+                            "reasoning_effort",
+                            format!("/effort takes low, medium or high (got {other:?})"),
+                        ))
+                    }
+                };
+                return Ok(vec![TaskEvent::ReasoningEffortChanged {
+                    effort,
+                    by: sender,
+                    at,
+                }]);
+            }
+            None => {}
+        }
+    }
+    // A user's action on a surface: only on one this task created; the agent reads it as text.
+    let message = match crate::a2ui::action_of(&message) {
+        None => message,
+        Some(action) => match action.and_then(|a| head.ui.check(&a).map(|()| a)) {
+            Ok(a) => {
+                let mut m = message;
+                m.parts.insert(0, Part::text(a.text()));
+                m
+            }
+            Err(reason) => {
+                return Ok(vec![TaskEvent::MessageRefused {
+                    participant_id: sender,
+                    reason,
+                    at,
+                }])
+            }
+        },
+    };
+    let mut events = Vec::new();
+    if let Some(raw) = ext::envelope_of(&message) {
+        events.extend(envelope(head, raw, sender.as_ref(), at)?);
+    }
+    // An envelope-only message updates the task; it is not work for the agent.
+    let mut wake = !ext::is_envelope_only(&message);
+    let message = head.own_message(message, at);
+    let follow_up = if head.pending_help.is_some() {
+        // Only the asked participant's reply resumes the task.
+        let answered = help::answer(head, sender.as_ref(), at);
+        wake = answered.is_some();
+        answered
+    } else if head.awaiting_assignee.is_some() {
+        // A task for a participant is finished by that participant, not by the agent.
+        wake = false;
+        subtasks::finish_participant_task(head, sender.as_ref(), &message, at)
+    } else {
+        None
+    };
+    events.push(TaskEvent::MessageAppended { message, at });
+    events.extend(follow_up);
+    if wake {
+        events.push(TaskEvent::AgentWorkRequested {
+            reason: "new input".into(),
+            at,
+        });
+    }
+    Ok(events)
+}
+
+/// An envelope on an existing task: validated, permission-checked per field, merged.
+fn envelope(
+    head: &TaskHead,
+    raw: &Value,
+    sender: Option<&ParticipantId>,
+    at: Timestamp,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    let incoming = ext::validate_envelope(raw)?;
+    let given = |k: &str| raw.get(k).is_some();
+    let Some(current) = &head.ext else {
+        let mut data = incoming;
+        data.lifecycle = Some(data.lifecycle());
+        let plan = data.plan.take();
+        let mut events = vec![TaskEvent::ExtensionUpdated {
+            data,
+            by: sender.cloned(),
+            at,
+        }];
+        if let Some(p) = plan {
+            events.push(TaskEvent::PlanCreated { plan: p, at });
+        }
+        return Ok(events);
+    };
+    let mut data = current.clone();
+    data.name = incoming.name;
+    data.goal = incoming.goal;
+    if given("type") {
+        data.kind = incoming.kind;
+    }
+    if given("description") {
+        data.description = incoming.description;
+    }
+    if given("acceptance_criteria") {
+        data.acceptance_criteria = incoming.acceptance_criteria;
+    }
+    if given("participants") && incoming.participants != current.participants {
+        participants::may_replace(current, &incoming.participants, sender)?;
+        data.participants = incoming.participants;
+    }
+    for (field, mine, theirs) in [
+        (
+            "parent_tasks",
+            &current.parent_tasks,
+            &incoming.parent_tasks,
+        ),
+        ("sub_tasks", &current.sub_tasks, &incoming.sub_tasks),
+    ] {
+        if given(field) && mine != theirs {
+            return Err(DomainError::NotPermitted {
+                field: field.into(),
+                reason: "is kept by the server as sub-tasks are spawned".into(),
+            });
+        }
+    }
+    let mut events = Vec::new();
+    if data != *current {
+        events.push(TaskEvent::ExtensionUpdated {
+            data,
+            by: sender.cloned(),
+            at,
+        });
+    }
+    if let Some(p) = incoming.plan {
+        events.extend(plan::envelope_plan(head, p, at)?);
+    }
+    Ok(events)
+}
+
+pub(super) fn apply_message_appended(head: &mut TaskHead, at: Timestamp) {
+    head.history_len += 1;
+    head.last_timeline = head.last_timeline.max(at);
+}
+
+/// A refusal is the task's status message (the refused text never enters history).
+pub(super) fn apply_message_refused(
+    head: &mut TaskHead,
+    version: u64,
+    reason: &str,
+    at: Timestamp,
+) {
+    let mut m = Message::agent_text(format!("{}:refused:{version}", head.id), reason);
+    m.task_id = Some(head.id.to_string());
+    m.context_id = Some(head.context_id.to_string());
+    head.status.message = Some(m);
+    head.status.timestamp = Some(at);
+    head.status_version = version;
+    head.last_timeline = head.last_timeline.max(at);
+}
+
+pub(super) fn apply_extension_updated(
+    head: &mut TaskHead,
+    data: &TaskExtensionData,
+    at: Timestamp,
+) {
+    head.ext = Some(data.clone());
+    head.last_timeline = head.last_timeline.max(at);
+}
+
+pub(super) fn apply_model_changed(head: &mut TaskHead, model: &str, at: Timestamp) {
+    if let Some(d) = head.ext.as_mut() {
+        d.model = Some(model.to_string());
+    }
+    head.last_timeline = head.last_timeline.max(at);
+}
+
+pub(super) fn apply_effort_changed(head: &mut TaskHead, effort: Effort, at: Timestamp) {
+    if let Some(d) = head.ext.as_mut() {
+        d.reasoning_effort = Some(effort);
+    }
+    head.last_timeline = head.last_timeline.max(at);
+}

@@ -1,0 +1,273 @@
+//! The Task aggregate: commands in, events out (`decide`), events folded into state (`apply`),
+//! pure and synchronous. A table of contents: each rule lives in the file named for its concept.
+
+mod agent_work;
+mod artifacts;
+mod commands;
+mod create;
+mod events;
+mod head;
+mod help;
+mod messages;
+mod participants;
+mod plan;
+mod status;
+mod subscriptions;
+mod subtasks;
+
+use cqrs_es::Aggregate;
+
+use crate::error::DomainError;
+
+pub use artifacts::{MAX_ARTIFACTS_PER_TASK, MAX_CHUNKS_PER_ARTIFACT};
+pub use commands::{AppendUserMessage, CreateTask, TaskCommand};
+pub use events::{TaskEvent, EVENT_VERSION};
+pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
+pub use help::MAX_QUESTION_BYTES;
+pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
+
+impl TaskAggregate {
+    /// The decision: which events a command causes, or why it is refused. Changes nothing.
+    pub fn decide(&self, command: TaskCommand) -> Result<Vec<TaskEvent>, DomainError> {
+        if let TaskCommand::CreateTask(c) = command {
+            return create::create_task(self.head.as_ref(), c);
+        }
+        let head = self
+            .head
+            .as_ref()
+            .ok_or_else(|| DomainError::TaskNotFound {
+                task_id: String::new(),
+            })?;
+        match command {
+            TaskCommand::CreateTask(_) => unreachable_create(),
+            // messages
+            TaskCommand::AppendUserMessage(c) => messages::append_user_message(head, c),
+            TaskCommand::AppendAgentMessage { message, at } => {
+                messages::append_agent_message(head, message, at)
+            }
+            // status
+            TaskCommand::ChangeStatus { state, message, at } => {
+                status::change_status(head, state, message, at)
+            }
+            TaskCommand::CancelTask { at } => status::cancel(head, at),
+            // artifacts
+            TaskCommand::AddArtifact {
+                artifact,
+                append,
+                last_chunk,
+                at,
+            } => artifacts::add_artifact(head, artifact, append, last_chunk, at),
+            TaskCommand::EmitUi { messages, at } => {
+                artifacts::emit_ui(head, self.version, messages, at)
+            }
+            // participants
+            TaskCommand::SetParticipantRole {
+                participant_id,
+                role,
+                by,
+                at,
+            } => participants::set_role(head, participant_id, role, by, at),
+            // plan
+            TaskCommand::CreatePlan { plan, at } => plan::create_plan(head, plan, at),
+            TaskCommand::StartStep { step, at } => plan::start_step(head, step, at),
+            TaskCommand::CompleteStep { step, output, at } => {
+                plan::complete_step(head, step, output, at)
+            }
+            TaskCommand::FailStep { step, reason, at } => plan::fail_step(head, step, reason, at),
+            // sub-tasks
+            TaskCommand::SpawnSubTask { step, at } => subtasks::spawn(head, step, at),
+            TaskCommand::RecordChildState {
+                child_id,
+                state,
+                summary,
+                at,
+            } => subtasks::record_child_state(head, child_id, state, summary, at),
+            TaskCommand::AwaitSubTasks { at } => subtasks::await_children(head, at),
+            // help
+            TaskCommand::AskParticipant {
+                participant_id,
+                question,
+                options,
+                at,
+            } => help::ask(head, participant_id, question, options, at),
+            // agent work
+            TaskCommand::FinishAgentTurn { work_seq, at } => {
+                agent_work::finish_turn(head, work_seq, at)
+            }
+            TaskCommand::ContinueAgentWork {
+                after,
+                steps_taken,
+                at,
+            } => agent_work::continue_work(head, after, steps_taken, at),
+            TaskCommand::RecordUsage { model, usage, at } => {
+                agent_work::record_usage(head, model, usage, at)
+            }
+            TaskCommand::LoadSkill { name, at } => agent_work::load_skill(head, name, at),
+            TaskCommand::UnloadSkill { name, at } => agent_work::unload_skill(head, name, at),
+            // subscriptions
+            TaskCommand::SetPushConfig { config, at } => subscriptions::set(head, config, at),
+            TaskCommand::DeletePushConfig { id, at } => subscriptions::delete(head, id, at),
+        }
+    }
+
+    /// Folds one event into the state. No rules here: events are facts.
+    pub fn apply_event(&mut self, event: &TaskEvent) {
+        self.version += 1;
+        let version = self.version;
+        if let TaskEvent::TaskCreated {
+            task_id,
+            context_id,
+            owner,
+            at,
+        } = event
+        {
+            self.head = Some(create::new_head(task_id, context_id, owner, *at, version));
+            return;
+        }
+        let Some(head) = self.head.as_mut() else {
+            return;
+        };
+        match event {
+            TaskEvent::TaskCreated { .. } => {}
+            // messages
+            TaskEvent::MessageAppended { at, .. } => messages::apply_message_appended(head, *at),
+            TaskEvent::MessageRefused { reason, at, .. } => {
+                messages::apply_message_refused(head, version, reason, *at)
+            }
+            TaskEvent::ExtensionUpdated { data, at, .. } => {
+                messages::apply_extension_updated(head, data, *at)
+            }
+            TaskEvent::ModelChanged { model, at, .. } => {
+                messages::apply_model_changed(head, model, *at)
+            }
+            TaskEvent::ReasoningEffortChanged { effort, at, .. } => {
+                messages::apply_effort_changed(head, *effort, *at)
+            }
+            // status
+            TaskEvent::StatusChanged { state, message, at } => {
+                status::apply_status_changed(head, version, *state, message.as_ref(), *at)
+            }
+            TaskEvent::TaskCanceled { at } => status::apply_canceled(head, version, *at),
+            // artifacts
+            TaskEvent::ArtifactAdded {
+                artifact,
+                last_chunk,
+                at,
+            } => artifacts::apply_artifact_added(head, artifact, *last_chunk, *at),
+            TaskEvent::ArtifactChunkAppended {
+                artifact_id,
+                last_chunk,
+                at,
+                ..
+            } => artifacts::apply_chunk_appended(head, artifact_id, *last_chunk, *at),
+            // participants
+            TaskEvent::ParticipantRoleChanged {
+                participant_id,
+                role,
+                at,
+                ..
+            } => participants::apply_role_changed(head, participant_id, *role, *at),
+            // plan
+            TaskEvent::PlanCreated { plan, at } => plan::apply_plan_created(head, plan, *at),
+            TaskEvent::StepStarted { step_id, at } => plan::apply_step_started(head, step_id, *at),
+            TaskEvent::StepCompleted {
+                step_id,
+                output,
+                at,
+            } => plan::apply_step_completed(head, step_id, output, *at),
+            TaskEvent::StepFailed { step_id, at, .. } => {
+                plan::apply_step_failed(head, step_id, *at)
+            }
+            // sub-tasks
+            TaskEvent::SubTaskSpawned {
+                child_id,
+                step_id,
+                at,
+            } => subtasks::apply_spawned(head, child_id, step_id.as_ref(), *at),
+            TaskEvent::ChildStateRecorded {
+                child_id,
+                state,
+                at,
+                ..
+            } => subtasks::apply_child_state(head, child_id, *state, *at),
+            TaskEvent::SubTasksAwaited { at, .. } => subtasks::apply_awaited(head, version, *at),
+            TaskEvent::ParticipantTaskOpened { assignee, at } => {
+                subtasks::apply_participant_task_opened(head, assignee, *at)
+            }
+            // help
+            TaskEvent::HelpRequested {
+                participant_id,
+                question,
+                options,
+                message,
+                at,
+            } => help::apply_requested(
+                head,
+                version,
+                participant_id,
+                question,
+                options,
+                message,
+                *at,
+            ),
+            TaskEvent::HelpAnswered { at, .. } => help::apply_answered(head, version, *at),
+            // agent work
+            TaskEvent::AgentWorkRequested { at, .. } => {
+                agent_work::apply_work_requested(head, version, *at)
+            }
+            TaskEvent::ExecutionContinued { steps_taken, at } => {
+                agent_work::apply_execution_continued(head, *steps_taken, *at)
+            }
+            TaskEvent::AgentTurnFinished { work_seq, at } => {
+                agent_work::apply_turn_finished(head, *work_seq, *at)
+            }
+            TaskEvent::UsageRecorded { model, usage, at } => {
+                agent_work::apply_usage_recorded(head, model.as_deref(), usage, *at)
+            }
+            TaskEvent::SkillLoaded { name, at } => agent_work::apply_skill_loaded(head, name, *at),
+            TaskEvent::SkillUnloaded { name, at } => {
+                agent_work::apply_skill_unloaded(head, name, *at)
+            }
+            // subscriptions
+            TaskEvent::PushConfigSet { config, at } => {
+                subscriptions::apply_set(head, version, config, *at)
+            }
+            TaskEvent::PushConfigDeleted { id, at } => subscriptions::apply_deleted(head, id, *at),
+        }
+        // An update that ends an execution carries the usage totals.
+        if head.status_version == version {
+            let awaiting = matches!(event, TaskEvent::SubTasksAwaited { .. });
+            head.status_metadata = head.status_update_metadata(awaiting);
+        }
+    }
+}
+
+fn unreachable_create() -> Result<Vec<TaskEvent>, DomainError> {
+    Err(DomainError::UnsupportedOperation(
+        "task creation is decided separately".into(),
+    ))
+}
+
+impl Aggregate for TaskAggregate {
+    const TYPE: &'static str = "task";
+    type Command = TaskCommand;
+    type Event = TaskEvent;
+    type Error = DomainError;
+    type Services = ();
+
+    async fn handle(
+        &mut self,
+        command: Self::Command,
+        _services: &Self::Services,
+        sink: &cqrs_es::event_sink::EventSink<Self>,
+    ) -> Result<(), Self::Error> {
+        for event in self.decide(command)? {
+            sink.write(event, self).await;
+        }
+        Ok(())
+    }
+
+    fn apply(&mut self, event: Self::Event) {
+        self.apply_event(&event);
+    }
+}

@@ -1,0 +1,38 @@
+//! A2A 1.0 wire types (proto package `lf.a2a.v1`) in their ProtoJSON form.
+//! camelCase out, camelCase and snake_case in, enum names as strings, unset fields omitted, never `null`.
+
+mod card;
+mod enums;
+mod message;
+mod part;
+mod proto;
+mod push;
+mod requests;
+mod task;
+
+pub use card::{
+    AgentCapabilities, AgentCard, AgentCardSignature, AgentExtension, AgentInterface,
+    AgentProvider, AgentSkill, ApiKeySecurityScheme, AuthorizationCodeOAuthFlow,
+    ClientCredentialsOAuthFlow, DeviceCodeOAuthFlow, HttpAuthSecurityScheme,
+    MutualTlsSecurityScheme, OAuth2SecurityScheme, OAuthFlows, OpenIdConnectSecurityScheme,
+    SecurityRequirement, SecurityScheme, StringList,
+};
+pub use enums::{Role, TaskState};
+pub use message::Message;
+pub use part::{Part, PartContent};
+pub use proto::Metadata;
+pub use push::{
+    AuthenticationInfo, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig,
+    TaskPushNotificationConfigRef,
+};
+pub use requests::{
+    CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse,
+    SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
+};
+pub use task::{
+    Artifact, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
+};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,134 @@
+//! Requests and responses of the task methods: SendMessage (with its configuration), GetTask,
+//! ListTasks and CancelTask.
+
+use serde::{Deserialize, Serialize};
+
+use super::enums::TaskState;
+use super::message::Message;
+use super::proto::{is_false, null_as_default, Metadata};
+use super::push::TaskPushNotificationConfig;
+use super::task::Task;
+use crate::time::Timestamp;
+
+/// `lf.a2a.v1.SendMessageConfiguration`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageConfiguration {
+    #[serde(
+        alias = "accepted_output_modes",
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub accepted_output_modes: Vec<String>,
+    #[serde(
+        alias = "task_push_notification_config",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub task_push_notification_config: Option<TaskPushNotificationConfig>,
+    #[serde(
+        alias = "history_length",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub history_length: Option<i32>,
+    #[serde(
+        alias = "return_immediately",
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "is_false"
+    )]
+    pub return_immediately: bool,
+}
+
+/// `lf.a2a.v1.SendMessageRequest`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SendMessageRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub message: Message,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<SendMessageConfiguration>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}
+
+/// `lf.a2a.v1.SendMessageResponse`: `{"task": …}` or `{"message": …}`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum SendMessageResponse {
+    Task(Task),
+    Message(Message),
+}
+
+/// `lf.a2a.v1.GetTaskRequest`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GetTaskRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub id: String,
+    #[serde(
+        alias = "history_length",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub history_length: Option<i32>,
+}
+
+/// `lf.a2a.v1.ListTasksRequest`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    #[serde(alias = "context_id", default, skip_serializing_if = "Option::is_none")]
+    pub context_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<TaskState>,
+    #[serde(alias = "page_size", default, skip_serializing_if = "Option::is_none")]
+    pub page_size: Option<i32>,
+    #[serde(alias = "page_token", default, skip_serializing_if = "Option::is_none")]
+    pub page_token: Option<String>,
+    #[serde(
+        alias = "history_length",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub history_length: Option<i32>,
+    #[serde(
+        alias = "status_timestamp_after",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub status_timestamp_after: Option<Timestamp>,
+    #[serde(
+        alias = "include_artifacts",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub include_artifacts: Option<bool>,
+}
+
+/// `lf.a2a.v1.ListTasksResponse`: every member is required and always present.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListTasksResponse {
+    pub tasks: Vec<Task>,
+    pub next_page_token: String,
+    pub page_size: i32,
+    pub total_size: i32,
+}
+
+/// `lf.a2a.v1.CancelTaskRequest`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CancelTaskRequest {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
+}

@@ -1,0 +1,165 @@
+//! The one relay, whichever feed drives it (the embedded store's feed, or the DynamoDB table's
+//! stream through the relay Lambda or the local stream poller): a committed work request becomes
+//! an agent turn on the turn queue, a pushed update becomes one delivery per subscription
+//! registered before its event, read from the task's head at relay time (the one moment of
+//! fan-out on every store). A replayed event makes the same turns and deliveries, which the
+//! queues de-duplicate.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::ports::{replay_state, restore, CommittedEvent, EventStore, PushQueue};
+use taskledger_domain::push;
+use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
+use tokio::sync::Notify;
+
+use crate::service::turns::handle_turn;
+use crate::service::Service;
+
+#[derive(Debug, thiserror::Error)]
+pub enum RelayError {
+    #[error("{task_id}#{seq}: {source}")]
+    Queue {
+        task_id: TaskId,
+        seq: u64,
+        source: QueueError,
+    },
+    #[error("{task_id}#{seq}: cannot read the task's subscriptions: {source}")]
+    Store {
+        task_id: TaskId,
+        seq: u64,
+        source: taskledger_domain::ports::StoreError,
+    },
+}
+
+impl RelayError {
+    fn queue(event: &CommittedEvent, source: QueueError) -> Self {
+        Self::Queue {
+            task_id: event.task_id.clone(),
+            seq: event.seq,
+            source,
+        }
+    }
+}
+
+/// Where pushed updates go, and whose subscriptions they fan out to.
+struct PushSide {
+    store: Arc<dyn EventStore>,
+    queue: Arc<dyn PushQueue>,
+    /// Woken once deliveries are queued (the embedded push worker waits on it).
+    queued: Option<Arc<Notify>>,
+}
+
+pub struct Relay {
+    turns: Arc<dyn TurnQueue>,
+    push: Option<PushSide>,
+}
+
+/// What relaying one event queued.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Relayed {
+    pub turns: usize,
+    pub deliveries: usize,
+}
+
+impl Relay {
+    /// A relay of work requests only (push notifications off).
+    pub fn new(turns: Arc<dyn TurnQueue>) -> Self {
+        Self { turns, push: None }
+    }
+
+    /// Pushed updates fan out to the subscriptions `store` holds, onto `queue`.
+    pub fn with_push(
+        mut self,
+        store: Arc<dyn EventStore>,
+        queue: Arc<dyn PushQueue>,
+        queued: Option<Arc<Notify>>,
+    ) -> Self {
+        self.push = Some(PushSide {
+            store,
+            queue,
+            queued,
+        });
+        self
+    }
+
+    /// Relays one committed event; events that call for nothing do nothing.
+    pub async fn relay(&self, event: &CommittedEvent) -> Result<Relayed, RelayError> {
+        let mut done = Relayed::default();
+        if let Some(turn) = event.turn() {
+            self.turns
+                .enqueue(&[turn])
+                .await
+                .map_err(|e| RelayError::queue(event, e))?;
+            done.turns = 1;
+        }
+        if let (Some(body), Some(side)) = (&event.pushed, &self.push) {
+            done.deliveries = side.fan_out(event, body).await?;
+            tracing::debug!(task_id = %event.task_id, seq = event.seq, deliveries = done.deliveries, "pushed");
+        }
+        Ok(done)
+    }
+}
+
+impl PushSide {
+    /// Queues the deliveries of one pushed update; returns how many.
+    async fn fan_out(&self, event: &CommittedEvent, body: &str) -> Result<usize, RelayError> {
+        let store_err = |source| RelayError::Store {
+            task_id: event.task_id.clone(),
+            seq: event.seq,
+            source,
+        };
+        let id = &event.task_id;
+        let Some(loaded) = self.store.load(id).await.map_err(store_err)? else {
+            return Ok(0);
+        };
+        let state = match restore(&loaded).map_err(store_err)? {
+            Some(s) => s,
+            None => replay_state(&self.store.events(id, 0).await.map_err(store_err)?)
+                .map_err(store_err)?,
+        };
+        let Some(head) = state.head.as_ref() else {
+            return Ok(0);
+        };
+        let deliveries = push::deliveries(id.as_str(), &head.push, event.seq, body);
+        if deliveries.is_empty() {
+            return Ok(0);
+        }
+        self.queue
+            .enqueue(&deliveries)
+            .await
+            .map_err(|e| RelayError::queue(event, e))?;
+        if let Some(n) = &self.queued {
+            n.notify_one();
+        }
+        Ok(deliveries.len())
+    }
+}
+
+/// The embedded store's turn queue: a turn runs right here, on the turn handler. Its
+/// durability is the feed's: the feed reader moves its cursor past an entry only once the
+/// entry's relay, and so the turn, is done.
+pub struct InProcessTurns {
+    svc: Arc<Service>,
+}
+
+impl InProcessTurns {
+    pub fn new(svc: Arc<Service>) -> Arc<Self> {
+        Arc::new(Self { svc })
+    }
+}
+
+#[async_trait]
+impl TurnQueue for InProcessTurns {
+    async fn enqueue(&self, turns: &[AgentTurn]) -> Result<(), QueueError> {
+        for turn in turns {
+            match handle_turn(&self.svc, turn).await {
+                Ok(outcome) => tracing::debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
+                // As on a queue without redelivery: the failure is logged where it is handled.
+                Err(e) => tracing::warn!(task_id = %turn.task_id, error = %e, "turn failed"),
+            }
+        }
+        Ok(())
+    }
+}
