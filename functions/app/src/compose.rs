@@ -207,3 +207,27 @@ pub async fn process_push_batch(
     }
     finished
 }
+
+/// A received batch of the SQS turn queue (message id, body) through the turn handler, in
+/// order; returns the ids of the messages whose turn failed (retried, then dead-lettered).
+/// Unreadable bodies are dropped with a warning: there is nothing to retry.
+pub async fn run_turn_batch(
+    svc: &Arc<Service>,
+    budget: crate::agent::TurnBudget,
+    messages: Vec<(String, Option<String>)>,
+) -> Vec<String> {
+    let mut failed = Vec::new();
+    for (id, body) in messages {
+        let turn: Option<taskledger_domain::turns::AgentTurn> =
+            body.as_deref().and_then(|b| serde_json::from_str(b).ok());
+        let Some(turn) = turn else {
+            tracing::warn!(message_id = %id, "unreadable turn message dropped");
+            continue;
+        };
+        if let Err(e) = crate::runners::handle_turn_within(svc, &turn, budget).await {
+            tracing::error!(task_id = %turn.task_id, error = %e, "turn failed");
+            failed.push(id);
+        }
+    }
+    failed
+}

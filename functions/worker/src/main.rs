@@ -3,40 +3,11 @@
 //! Duplicates and stale turns do nothing. A turn that would run past the invocation's deadline
 //! (less `TASKLEDGER_TURN_MARGIN_SECS`) continues in a new turn.
 
-use std::sync::Arc;
-
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use taskledger_app::agent::{ScenarioTimings, TurnBudget};
 use taskledger_app::compose::{self, AgentChoice, DEFAULT_TURN_MARGIN};
-use taskledger_app::runners::handle_turn_within;
-use taskledger_app::{Dispatch, Service, ServiceSettings};
-
-async fn handle(
-    svc: &Arc<Service>,
-    budget: TurnBudget,
-    event: LambdaEvent<SqsEvent>,
-) -> Result<SqsBatchResponse, Error> {
-    let mut response = SqsBatchResponse::default();
-    for record in event.payload.records {
-        let id = record.message_id.clone().unwrap_or_default();
-        let Some(turn) = record
-            .body
-            .as_deref()
-            .and_then(|b| serde_json::from_str(b).ok())
-        else {
-            tracing::warn!(message_id = %id, "unreadable turn message dropped");
-            continue;
-        };
-        if let Err(e) = handle_turn_within(svc, &turn, budget).await {
-            tracing::error!(task_id = %turn.task_id, error = %e, "turn failed");
-            let mut failure = BatchItemFailure::default();
-            failure.item_identifier = id;
-            response.batch_item_failures.push(failure);
-        }
-    }
-    Ok(response)
-}
+use taskledger_app::{Dispatch, ServiceSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -57,8 +28,20 @@ async fn main() -> Result<(), Error> {
             .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
         // Long turns stop `margin` before the invocation's deadline and continue in a new turn.
         let budget = TurnBudget::from_epoch_deadline(event.context.deadline, now_ms, margin);
+        let messages = event.payload.records.into_iter();
+        let messages = messages
+            .map(|r| (r.message_id.unwrap_or_default(), r.body))
+            .collect();
         let svc = svc.clone();
-        async move { handle(&svc, budget, event).await }
+        async move {
+            let mut response = SqsBatchResponse::default();
+            for id in compose::run_turn_batch(&svc, budget, messages).await {
+                let mut failure = BatchItemFailure::default();
+                failure.item_identifier = id;
+                response.batch_item_failures.push(failure);
+            }
+            Ok::<_, Error>(response)
+        }
     }))
     .await
 }
