@@ -11,6 +11,8 @@ use crate::wire::{
 pub const PROTOCOL_VERSION: &str = "1.0";
 /// Path of the JSON-RPC endpoint (also answered with a trailing slash).
 pub const JSONRPC_PATH: &str = "/a2a";
+/// Base path of the HTTP+JSON binding (`/a2a/rest/message:send`, `/a2a/rest/tasks/{id}`, …).
+pub const REST_PATH: &str = "/a2a/rest";
 
 /// What varies between deployments.
 #[derive(Debug, Clone)]
@@ -28,7 +30,8 @@ pub struct CardSettings {
     pub grpc_url: Option<String>,
 }
 
-/// JSON-RPC at `<base>/a2a` first (the binding every client has), then gRPC when served.
+/// JSON-RPC at `<base>/a2a` first (the binding every client has), HTTP+JSON at
+/// `<base>/a2a/rest`, then gRPC when served.
 fn interfaces(base: &str, grpc_url: Option<&str>) -> Vec<AgentInterface> {
     let interface = |url: String, binding: &str| AgentInterface {
         url,
@@ -36,11 +39,38 @@ fn interfaces(base: &str, grpc_url: Option<&str>) -> Vec<AgentInterface> {
         protocol_version: PROTOCOL_VERSION.into(),
         tenant: None,
     };
-    let mut out = vec![interface(format!("{base}{JSONRPC_PATH}"), "JSONRPC")];
+    let mut out = vec![
+        interface(format!("{base}{JSONRPC_PATH}"), "JSONRPC"),
+        interface(format!("{base}{REST_PATH}"), "HTTP+JSON"),
+    ];
     if let Some(url) = grpc_url {
         out.push(interface(url.to_string(), "GRPC"));
     }
     out
+}
+
+/// The extensions the card declares: the ones a client may activate. None is required.
+pub fn extensions() -> Vec<AgentExtension> {
+    vec![AgentExtension {
+                uri: crate::ext::EXTENSION_URI.into(),
+                description: Some(
+                    "tiny-harness task extension v1: name, goal, participants and roles, plan, sub-tasks and help requests in Task.metadata".into(),
+                ),
+                required: false,
+                params: None,
+            }, AgentExtension {
+                uri: crate::a2ui::EXTENSION_URI.into(),
+                description: Some(
+                    "A2UI 0.9.1 surfaces: emit_ui sends them as artifacts named a2ui, one application/a2ui+json data part per message".into(),
+                ),
+                required: false,
+                params: Some(crate::a2ui::card_params()),
+            }, AgentExtension {
+                uri: crate::llm::USAGE_EXTENSION_URI.into(),
+                description: Some("Task-lifetime token usage".into()),
+                required: false,
+                params: None,
+            }]
 }
 
 pub fn agent_card(s: &CardSettings) -> AgentCard {
@@ -73,26 +103,7 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
         capabilities: AgentCapabilities {
             streaming: Some(false),
             push_notifications: Some(s.push_notifications),
-            extensions: vec![AgentExtension {
-                uri: crate::ext::EXTENSION_URI.into(),
-                description: Some(
-                    "tiny-harness task extension v1: name, goal, participants and roles, plan, sub-tasks and help requests in Task.metadata".into(),
-                ),
-                required: false,
-                params: None,
-            }, AgentExtension {
-                uri: crate::a2ui::EXTENSION_URI.into(),
-                description: Some(
-                    "A2UI 0.9.1 surfaces: emit_ui sends them as artifacts named a2ui, one application/a2ui+json data part per message".into(),
-                ),
-                required: false,
-                params: Some(crate::a2ui::card_params()),
-            }, AgentExtension {
-                uri: crate::llm::USAGE_EXTENSION_URI.into(),
-                description: Some("Task-lifetime token usage".into()),
-                required: false,
-                params: None,
-            }],
+            extensions: extensions(),
             extended_agent_card: Some(false),
         },
         security_schemes,
@@ -200,7 +211,13 @@ mod tests {
                 .map(|i| (i.protocol_binding, i.url, i.protocol_version))
                 .collect::<Vec<_>>()
         };
-        assert_eq!(bindings(&settings).len(), 1);
+        assert_eq!(
+            bindings(&settings)
+                .iter()
+                .map(|b| b.0.as_str())
+                .collect::<Vec<_>>(),
+            ["JSONRPC", "HTTP+JSON"]
+        );
         settings.grpc_url = Some("a2a.example.com:50051".into());
         assert_eq!(
             bindings(&settings),
@@ -208,6 +225,11 @@ mod tests {
                 (
                     "JSONRPC".to_string(),
                     "https://a2a.example.com/a2a".to_string(),
+                    "1.0".to_string()
+                ),
+                (
+                    "HTTP+JSON".to_string(),
+                    "https://a2a.example.com/a2a/rest".to_string(),
                     "1.0".to_string()
                 ),
                 (

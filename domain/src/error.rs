@@ -1,5 +1,6 @@
-//! Domain errors and the one table that maps every error to the wire
-//! (JSON-RPC code, HTTP status, gRPC status, ErrorInfo reason), A2A 1.0.1 column.
+//! Domain errors and the one table that maps every error to the wire (JSON-RPC code, HTTP
+//! status, gRPC status, ErrorInfo reason): the A2A 1.0.1 column, and the six 1.0.0 values that
+//! differ for clients pinned to that revision (`ErrorTable`).
 
 use std::collections::BTreeMap;
 
@@ -24,7 +25,32 @@ pub enum ErrorKind {
     VersionNotSupported,
     Unauthenticated,
     PayloadTooLarge,
+    /// The request body's own media type is not JSON (HTTP+JSON: 415, RFC 9110); not to be
+    /// confused with `ContentTypeNotSupported`, a part's or output's media type.
+    UnsupportedMediaType,
+    /// An HTTP+JSON path that exists, with an HTTP method it does not take (405).
+    MethodNotAllowed,
     Unavailable,
+}
+
+/// Which revision of the spec's mapping table the HTTP and gRPC codes follow: 1.0.1 (the
+/// current spec, the default) or 1.0.0, whose six differing rows older clients and the 1.0
+/// conformance kit at 357c4a8 expect. JSON-RPC codes and reasons are the same in both.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ErrorTable {
+    #[default]
+    V1_0_1,
+    V1_0_0,
+}
+
+impl ErrorTable {
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim() {
+            "1.0.1" | "" => Ok(Self::V1_0_1),
+            "1.0.0" => Ok(Self::V1_0_0),
+            other => Err(format!("error table {other:?}: expected 1.0.1 or 1.0.0")),
+        }
+    }
 }
 
 /// How one error kind appears on each binding.
@@ -162,6 +188,20 @@ impl ErrorKind {
                 "PAYLOAD_TOO_LARGE",
                 "Request payload too large",
             ),
+            UnsupportedMediaType => w(
+                -32005,
+                415,
+                "INVALID_ARGUMENT",
+                "CONTENT_TYPE_NOT_SUPPORTED",
+                "Unsupported media type",
+            ),
+            MethodNotAllowed => w(
+                -32601,
+                405,
+                "UNIMPLEMENTED",
+                "METHOD_NOT_ALLOWED",
+                "Method not allowed",
+            ),
             Unavailable => w(
                 -32603,
                 503,
@@ -170,6 +210,27 @@ impl ErrorKind {
                 "Service temporarily unavailable",
             ),
         }
+    }
+}
+
+impl ErrorKind {
+    /// The table of revision `table`: 1.0.0 differs in six rows (409, 415 and 502 over HTTP,
+    /// UNIMPLEMENTED over gRPC).
+    pub const fn wire_for(self, table: ErrorTable) -> WireCode {
+        use ErrorKind::*;
+        let mut w = self.wire();
+        if let ErrorTable::V1_0_0 = table {
+            match self {
+                TaskNotCancelable => w.http = 409,
+                ContentTypeNotSupported => w.http = 415,
+                InvalidAgentResponse => w.http = 502,
+                PushNotificationNotSupported | UnsupportedOperation | VersionNotSupported => {
+                    w.grpc = "UNIMPLEMENTED"
+                }
+                _ => {}
+            }
+        }
+        w
     }
 }
 
@@ -273,6 +334,51 @@ mod tests {
         );
         assert_eq!(ErrorKind::JsonParse.wire().json_rpc, -32700);
         assert_eq!(ErrorKind::MethodNotFound.wire().json_rpc, -32601);
+    }
+
+    #[test]
+    fn the_1_0_0_table_differs_in_six_rows_only() {
+        use ErrorKind::*;
+        let all = [
+            JsonParse,
+            InvalidRequest,
+            MethodNotFound,
+            InvalidParams,
+            Internal,
+            TaskNotFound,
+            TaskNotCancelable,
+            PushNotificationNotSupported,
+            UnsupportedOperation,
+            ContentTypeNotSupported,
+            InvalidAgentResponse,
+            ExtendedAgentCardNotConfigured,
+            ExtensionSupportRequired,
+            VersionNotSupported,
+            Unauthenticated,
+            PayloadTooLarge,
+            UnsupportedMediaType,
+            MethodNotAllowed,
+            Unavailable,
+        ];
+        let differing: Vec<_> = all
+            .iter()
+            .filter(|k| k.wire() != k.wire_for(ErrorTable::V1_0_0))
+            .collect();
+        assert_eq!(differing.len(), 6, "{differing:?}");
+        assert_eq!(TaskNotCancelable.wire_for(ErrorTable::V1_0_0).http, 409);
+        assert_eq!(
+            UnsupportedOperation.wire_for(ErrorTable::V1_0_0).grpc,
+            "UNIMPLEMENTED"
+        );
+        assert_eq!(
+            UnsupportedOperation.wire_for(ErrorTable::V1_0_1).grpc,
+            "FAILED_PRECONDITION"
+        );
+        assert!(all
+            .iter()
+            .all(|k| k.wire().json_rpc == k.wire_for(ErrorTable::V1_0_0).json_rpc));
+        assert_eq!(ErrorTable::parse("1.0.0"), Ok(ErrorTable::V1_0_0));
+        assert!(ErrorTable::parse("2.0").is_err());
     }
 
     #[test]

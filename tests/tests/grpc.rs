@@ -54,10 +54,14 @@ async fn the_card_lists_a_grpc_interface_only_when_grpc_is_served() {
     });
     let s = GrpcServer::start_with(config).await;
     let card = s.http.card().await;
-    assert_eq!(
-        card["supportedInterfaces"][1]["url"],
-        "grpc.example.com:443"
-    );
+    let grpc = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["protocolBinding"] == "GRPC")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(grpc["url"], "grpc.example.com:443", "{card}");
 }
 
 // ------------------------------------------------------------------ send, get, list, cancel

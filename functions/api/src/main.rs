@@ -10,6 +10,11 @@ use taskledger_app::agent::{ScenarioAgent, ScenarioTimings};
 use taskledger_app::compose::{self, LAMBDA_BLOCKING_TIMEOUT_SECS};
 use taskledger_app::identity::{GatewayAuthenticator, DEFAULT_TENANT_CLAIM};
 use taskledger_app::{router, AppState, Dispatch, HttpSettings, ServiceSettings};
+use taskledger_domain::error::ErrorTable;
+
+fn env(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -28,13 +33,16 @@ async fn main() -> Result<(), Error> {
     let tenant_claim = std::env::var("TASKLEDGER_TENANT_CLAIM")
         .unwrap_or_else(|_| DEFAULT_TENANT_CLAIM.to_string());
     let http = HttpSettings {
-        public_url: std::env::var("TASKLEDGER_PUBLIC_URL").ok(),
+        public_url: env("TASKLEDGER_PUBLIC_URL"),
         name: "taskledger".into(),
         description: "An event-sourced A2A task backend.".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: push.signer.as_ref().map(|s| s.jwks()),
-        // API Gateway carries no gRPC: the card lists JSON-RPC only (README "gRPC").
+        // API Gateway carries no gRPC: the card lists JSON-RPC and HTTP+JSON (README "gRPC").
         grpc: None,
+        error_table: ErrorTable::parse(&env("TASKLEDGER_ERROR_TABLE").unwrap_or_default())?,
+        // A REST API stage or a custom domain's base path in front of the routes.
+        path_prefix: env("TASKLEDGER_PATH_PREFIX"),
     };
     let auth = Arc::new(GatewayAuthenticator::new(tenant_claim));
     run(router(AppState::new(service, auth, http))).await

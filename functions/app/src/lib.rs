@@ -15,6 +15,7 @@ pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod identity;
+pub mod operations;
 mod per_task;
 pub mod request;
 pub mod runners;

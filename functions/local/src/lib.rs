@@ -72,6 +72,8 @@ pub struct Config {
     /// model behind an OpenAI-compatible endpoint or Bedrock.
     pub agent: AgentChoice,
     pub push: PushSettings,
+    /// Which revision of the A2A error table HTTP statuses and gRPC codes follow.
+    pub error_table: taskledger_domain::error::ErrorTable,
     /// The gRPC binding on a port of its own; none: not served (and not in the card).
     pub grpc: Option<GrpcSettings>,
 }
@@ -133,6 +135,7 @@ impl Config {
             cursor_key: None,
             agent: AgentChoice::Scenario,
             push: PushSettings::default(),
+            error_table: Default::default(),
             grpc: None,
         }
     }
@@ -374,7 +377,7 @@ async fn build_bindings(
         ));
     }
     let auth: Arc<TokenAuthenticator> = Arc::new(TokenAuthenticator::new(config.tokens.clone()));
-    let grpc = A2aGrpc::new(service.clone(), auth.clone());
+    let grpc = A2aGrpc::new(service.clone(), auth.clone()).with_error_table(config.error_table);
     let grpc_address = config.grpc.as_ref().and_then(|g| match &g.public_addr {
         Some(addr) => Some(GrpcAddress::Fixed(addr.clone())),
         None => grpc_port.map(GrpcAddress::Port),
@@ -389,6 +392,8 @@ async fn build_bindings(
             version: env!("CARGO_PKG_VERSION").into(),
             jwks: signer.as_ref().map(|s| s.jwks()),
             grpc: grpc_address,
+            error_table: config.error_table,
+            path_prefix: None,
         },
     );
     Ok((router(state), grpc))

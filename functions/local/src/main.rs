@@ -9,6 +9,7 @@ use taskledger_app::agent::ScenarioTimings;
 use taskledger_app::compose;
 use taskledger_app::grpc::TlsPem;
 use taskledger_app::identity::TokenAuthenticator;
+use taskledger_domain::error::ErrorTable;
 use taskledger_domain::ids::TaskId;
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_local::{serve_listeners, AgentChoice, Config, GrpcSettings, Listeners, Storage};
@@ -111,6 +112,10 @@ struct Args {
     /// `host:port` the agent card gives for gRPC (default: the card's host with the gRPC port).
     #[arg(long, env = "TASKLEDGER_GRPC_PUBLIC_ADDR")]
     grpc_public_addr: Option<String>,
+    /// Which revision of the A2A error table HTTP statuses and gRPC codes follow: `1.0.1`
+    /// (the current spec) or `1.0.0` (for clients, and the 1.0 conformance kit, pinned to it).
+    #[arg(long, env = "TASKLEDGER_ERROR_TABLE", default_value = "1.0.1", value_parser = ErrorTable::parse)]
+    error_table: ErrorTable,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     log_format: String,
@@ -309,6 +314,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         cursor_key: None,
         push,
         grpc,
+        error_table: args.error_table,
         agent: match (
             &args.llm_base_url.clone().filter(|u| !u.is_empty()),
             &args.bedrock_model.clone().filter(|m| !m.is_empty()),

@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use taskledger_domain::error::ERROR_DOMAIN;
+use taskledger_domain::error::{ErrorTable, ERROR_DOMAIN};
 use tonic::{Code, Status};
 use tonic_types::{ErrorDetails, StatusExt};
 use tracing::{debug, error};
@@ -36,9 +36,10 @@ pub fn code_named(name: &str) -> Code {
     }
 }
 
-/// The status a client sees for `e`; logged like the JSON-RPC binding logs its failures.
-pub fn status(e: &AppError) -> Status {
-    let wire = e.kind().wire();
+/// The status a client sees for `e` under table revision `table`; logged like the HTTP
+/// bindings log their failures.
+pub fn status(e: &AppError, table: ErrorTable) -> Status {
+    let wire = e.kind().wire_for(table);
     if e.is_server_side() {
         error!(error = %e, reason = wire.reason, "request failed");
     } else {
@@ -52,18 +53,12 @@ pub fn status(e: &AppError) -> Status {
     )
 }
 
-impl From<AppError> for Status {
-    fn from(e: AppError) -> Self {
-        status(&e)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use taskledger_domain::error::ErrorKind;
 
-    const KINDS: [ErrorKind; 17] = [
+    const KINDS: [ErrorKind; 19] = [
         ErrorKind::JsonParse,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -80,6 +75,8 @@ mod tests {
         ErrorKind::VersionNotSupported,
         ErrorKind::Unauthenticated,
         ErrorKind::PayloadTooLarge,
+        ErrorKind::UnsupportedMediaType,
+        ErrorKind::MethodNotAllowed,
         ErrorKind::Unavailable,
     ];
 
@@ -92,7 +89,7 @@ mod tests {
 
     #[test]
     fn a_status_carries_the_table_code_and_an_error_info() {
-        let s = status(&AppError::task_not_found("t-1"));
+        let s = status(&AppError::task_not_found("t-1"), ErrorTable::default());
         assert_eq!(s.code(), Code::NotFound);
         assert_eq!(s.message(), "task t-1 not found");
         let info = s.get_details_error_info().expect("ErrorInfo");
@@ -103,7 +100,10 @@ mod tests {
 
     #[test]
     fn our_own_faults_keep_their_details_to_themselves() {
-        let s = status(&AppError::protocol(ErrorKind::Internal, "disk on fire"));
+        let s = status(
+            &AppError::protocol(ErrorKind::Internal, "disk on fire"),
+            ErrorTable::default(),
+        );
         assert_eq!(s.code(), Code::Internal);
         assert_eq!(s.message(), "Internal error");
     }

@@ -1,18 +1,12 @@
-//! `lf.a2a.v1.A2AService` on the command service: each RPC authenticates the caller, checks
-//! the protocol version, transcodes its request into the wire type JSON-RPC decodes, and calls
-//! the same `Service` method as the JSON-RPC dispatch; the result is transcoded back.
+//! `lf.a2a.v1.A2AService` on the operations layer: each RPC authenticates the caller, checks
+//! the protocol version, transcodes its request into ProtoJSON, and hands it to the same
+//! `Operation::decode` and `operations::execute` as JSON-RPC; the outcome is transcoded back.
 
-use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 
-use serde::de::DeserializeOwned;
-use serde::Serialize;
-use serde_json::Value;
-use taskledger_domain::error::ErrorKind;
-use taskledger_domain::ids::{IdempotencyKey, Principal};
-use taskledger_domain::intake::json_fingerprint;
-use taskledger_domain::wire;
+use taskledger_domain::error::{ErrorKind, ErrorTable};
+use taskledger_domain::ids::IdempotencyKey;
 use tonic::codegen::tokio_stream::Stream;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
@@ -23,8 +17,12 @@ use super::errors::status;
 use super::proto::{self, a2a_service_server::A2aService};
 use crate::error::AppError;
 use crate::identity::Authenticator;
+use crate::operations::{self, Context, Method, Operation, Reply};
 use crate::request::{self, EXTENSIONS_HEADER, VERSION_HEADER};
 use crate::service::Service;
+
+/// gRPC metadata key echoing the extensions active for a call (`A2A-Extensions`).
+pub const EXTENSIONS_METADATA: &str = "a2a-extensions";
 
 /// gRPC metadata key making task creation safe to retry (the `Idempotency-Key` header).
 pub const IDEMPOTENCY_METADATA: &str = "idempotency-key";
@@ -34,12 +32,7 @@ pub const IDEMPOTENCY_METADATA: &str = "idempotency-key";
 pub struct A2aGrpc {
     service: Arc<Service>,
     auth: Arc<dyn Authenticator>,
-}
-
-/// What a call carries besides its message, read before the method runs.
-struct Call {
-    who: Principal,
-    idempotency: Option<IdempotencyKey>,
+    table: ErrorTable,
 }
 
 fn metadata_text<'a>(metadata: &'a MetadataMap, key: &str) -> Option<&'a str> {
@@ -48,12 +41,27 @@ fn metadata_text<'a>(metadata: &'a MetadataMap, key: &str) -> Option<&'a str> {
 
 impl A2aGrpc {
     pub fn new(service: Arc<Service>, auth: Arc<dyn Authenticator>) -> Self {
-        Self { service, auth }
+        Self {
+            service,
+            auth,
+            table: ErrorTable::default(),
+        }
+    }
+
+    /// Answers with the codes of table revision `table` (1.0.1 unless set).
+    pub fn with_error_table(mut self, table: ErrorTable) -> Self {
+        self.table = table;
+        self
+    }
+
+    fn fail(&self, e: &AppError) -> Status {
+        status(e, self.table)
     }
 
     /// The caller (through the `Authenticator` the HTTP bindings use, reading `authorization`
-    /// metadata as the header), then `a2a-version`, `a2a-extensions` and `idempotency-key`.
-    fn begin(&self, metadata: &MetadataMap) -> Result<Call, AppError> {
+    /// metadata as the header), `a2a-version`, and the context: `a2a-extensions`,
+    /// `idempotency-key`.
+    fn begin(&self, metadata: &MetadataMap) -> Result<Context, AppError> {
         let (mut parts, ()) = axum::http::Request::new(()).into_parts();
         parts.headers = metadata.clone().into_headers();
         let who = self
@@ -68,67 +76,63 @@ impl A2aGrpc {
             .iter()
             .filter_map(|v| v.to_str().ok())
             .collect();
-        let extensions = request::requested_extensions(&listed);
-        if !extensions.is_empty() {
-            tracing::debug!(?extensions, "extensions requested");
-        }
-        let idempotency = metadata_text(metadata, IDEMPOTENCY_METADATA)
+        let mut ctx = Context::new(who);
+        ctx.requested_extensions = request::requested_extensions(&listed);
+        Ok(ctx)
+    }
+
+    fn idempotency_key(metadata: &MetadataMap) -> Result<Option<IdempotencyKey>, AppError> {
+        metadata_text(metadata, IDEMPOTENCY_METADATA)
             .map(|raw| {
                 IdempotencyKey::parse(raw)
                     .map_err(|e| AppError::invalid_params(IDEMPOTENCY_METADATA, e))
             })
-            .transpose()?;
-        Ok(Call { who, idempotency })
+            .transpose()
     }
 
-    /// One RPC up to the domain result: the call's checks, the request as the wire type `T`,
-    /// the service method.
-    async fn call<P, T, R, F, Fut>(
-        &self,
-        method: &'static str,
-        request: Request<P>,
-        run: F,
-    ) -> Result<R, Status>
+    /// One RPC through the operations layer: the call's checks, the request as ProtoJSON
+    /// decoded into the method's typed request, the operation, the reply.
+    async fn run<P>(&self, method: Method, request: Request<P>) -> Result<Reply, Status>
     where
         P: prost::Message + prost::Name,
-        T: DeserializeOwned,
-        F: FnOnce(Arc<Service>, Principal, T, Option<(IdempotencyKey, String)>) -> Fut,
-        Fut: Future<Output = Result<R, AppError>>,
     {
-        let call = self.begin(request.metadata())?;
+        let ctx = self.begin(request.metadata()).map_err(|e| self.fail(&e))?;
         let span = info_span!(
             "grpc",
-            method,
-            principal = %call.who,
+            method = method.name(),
+            principal = %ctx.principal,
             task_id = tracing::field::Empty
         );
         async {
-            let (typed, value): (T, Value) = convert::request(request.get_ref())?;
-            let idempotency = call.idempotency.map(|k| (k, json_fingerprint(&value)));
-            run(self.service.clone(), call.who, typed, idempotency).await
+            let value = convert::to_protojson(request.get_ref())?;
+            let key = Self::idempotency_key(request.metadata())?;
+            let ctx = ctx.with_idempotency(key, &value);
+            let op = Operation::decode(method, value, convert::REQUEST_ROOT)?;
+            operations::execute(&self.service, ctx, op).await
         }
         .instrument(span)
         .await
-        .map_err(|e| status(&e))
+        .map_err(|e| self.fail(&e))
     }
 
-    /// One unary RPC whose result is transcoded into the response message `O`.
-    async fn unary<P, T, R, O, F, Fut>(
-        &self,
-        method: &'static str,
-        request: Request<P>,
-        run: F,
-    ) -> Result<Response<O>, Status>
+    /// One unary RPC whose outcome is transcoded into the response message `O`, the active
+    /// extensions echoed in `a2a-extensions`.
+    async fn unary<P, O>(&self, method: Method, request: Request<P>) -> Result<Response<O>, Status>
     where
         P: prost::Message + prost::Name,
-        T: DeserializeOwned,
-        R: Serialize,
         O: prost::Message + prost::Name + Default,
-        F: FnOnce(Arc<Service>, Principal, T, Option<(IdempotencyKey, String)>) -> Fut,
-        Fut: Future<Output = Result<R, AppError>>,
     {
-        let result = self.call(method, request, run).await?;
-        Ok(Response::new(convert::response(&result)?))
+        let reply = self.run(method, request).await?;
+        let message = reply
+            .outcome
+            .to_value()
+            .and_then(convert::from_protojson)
+            .map_err(|e| self.fail(&e))?;
+        let mut response = Response::new(message);
+        if let Some(v) = reply.extensions.header().and_then(|h| h.parse().ok()) {
+            response.metadata_mut().insert(EXTENSIONS_METADATA, v);
+        }
+        Ok(response)
     }
 }
 
@@ -140,14 +144,7 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<proto::SendMessageResponse>, Status> {
-        self.unary(
-            "SendMessage",
-            request,
-            |svc, who, req: wire::SendMessageRequest, idem| async move {
-                svc.send_message(&who, req, idem).await
-            },
-        )
-        .await
+        self.unary(Method::SendMessage, request).await
     }
 
     type SendStreamingMessageStream = StreamOf<proto::StreamResponse>;
@@ -156,50 +153,29 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
-        self.begin(request.metadata())?;
-        Err(status(&request::streaming_unsupported(
-            "SendStreamingMessage",
-        )))
+        self.run(Method::SendStreamingMessage, request).await?;
+        Err(self.fail(&request::streaming_unsupported("SendStreamingMessage")))
     }
 
     async fn get_task(
         &self,
         request: Request<proto::GetTaskRequest>,
     ) -> Result<Response<proto::Task>, Status> {
-        self.unary(
-            "GetTask",
-            request,
-            |svc, who, req: wire::GetTaskRequest, _| async move { svc.get_task(&who, req).await },
-        )
-        .await
+        self.unary(Method::GetTask, request).await
     }
 
     async fn list_tasks(
         &self,
         request: Request<proto::ListTasksRequest>,
     ) -> Result<Response<proto::ListTasksResponse>, Status> {
-        self.unary(
-            "ListTasks",
-            request,
-            |svc, who, req: wire::ListTasksRequest, _| async move {
-                svc.list_tasks(&who, req).await
-            },
-        )
-        .await
+        self.unary(Method::ListTasks, request).await
     }
 
     async fn cancel_task(
         &self,
         request: Request<proto::CancelTaskRequest>,
     ) -> Result<Response<proto::Task>, Status> {
-        self.unary(
-            "CancelTask",
-            request,
-            |svc, who, req: wire::CancelTaskRequest, _| async move {
-                svc.cancel_task(&who, req).await
-            },
-        )
-        .await
+        self.unary(Method::CancelTask, request).await
     }
 
     type SubscribeToTaskStream = StreamOf<proto::StreamResponse>;
@@ -208,72 +184,47 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::SubscribeToTaskRequest>,
     ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
-        self.begin(request.metadata())?;
-        Err(status(&request::streaming_unsupported("SubscribeToTask")))
+        self.run(Method::SubscribeToTask, request).await?;
+        Err(self.fail(&request::streaming_unsupported("SubscribeToTask")))
     }
 
     async fn create_task_push_notification_config(
         &self,
         request: Request<proto::TaskPushNotificationConfig>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        self.unary(
-            "CreateTaskPushNotificationConfig",
-            request,
-            |svc, who, req: wire::TaskPushNotificationConfig, _| async move {
-                svc.create_push_config(&who, req).await
-            },
-        )
-        .await
+        self.unary(Method::CreateTaskPushNotificationConfig, request)
+            .await
     }
 
     async fn get_task_push_notification_config(
         &self,
         request: Request<proto::GetTaskPushNotificationConfigRequest>,
     ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        self.unary(
-            "GetTaskPushNotificationConfig",
-            request,
-            |svc, who, req: wire::TaskPushNotificationConfigRef, _| async move {
-                svc.get_push_config(&who, req).await
-            },
-        )
-        .await
+        self.unary(Method::GetTaskPushNotificationConfig, request)
+            .await
     }
 
     async fn list_task_push_notification_configs(
         &self,
         request: Request<proto::ListTaskPushNotificationConfigsRequest>,
     ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
-        self.unary(
-            "ListTaskPushNotificationConfigs",
-            request,
-            |svc, who, req: wire::ListTaskPushNotificationConfigsRequest, _| async move {
-                svc.list_push_configs(&who, req).await
-            },
-        )
-        .await
+        self.unary(Method::ListTaskPushNotificationConfigs, request)
+            .await
     }
 
     async fn get_extended_agent_card(
         &self,
         request: Request<proto::GetExtendedAgentCardRequest>,
     ) -> Result<Response<proto::AgentCard>, Status> {
-        self.begin(request.metadata())?;
-        Err(status(&request::extended_card_unsupported()))
+        self.unary(Method::GetExtendedAgentCard, request).await
     }
 
     async fn delete_task_push_notification_config(
         &self,
         request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
     ) -> Result<Response<()>, Status> {
-        self.call(
-            "DeleteTaskPushNotificationConfig",
-            request,
-            |svc, who, req: wire::TaskPushNotificationConfigRef, _| async move {
-                svc.delete_push_config(&who, req).await
-            },
-        )
-        .await?;
+        self.run(Method::DeleteTaskPushNotificationConfig, request)
+            .await?;
         Ok(Response::new(()))
     }
 }

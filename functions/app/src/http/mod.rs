@@ -1,16 +1,19 @@
 //! The A2A HTTP surface (one axum Router for Lambda and the local server): the agent card and
-//! its keys (`card`), and the JSON-RPC 2.0 binding (`jsonrpc`). Bodies are bounded before
+//! its keys (`card`), the JSON-RPC 2.0 binding (`jsonrpc`) and the HTTP+JSON binding (`rest`),
+//! both on the operations layer and the shared request reading (`common`). Bodies are bounded before
 //! parsing; every error is a binding error with an ErrorInfo; nothing a request sends can panic
 //! the server.
 
 mod card;
+mod common;
 mod jsonrpc;
+mod rest;
 
 use std::sync::Arc;
 use std::time::SystemTime;
 
 use axum::extract::Request;
-use axum::routing::{get, post};
+use axum::routing::{any, get, post};
 use axum::Router;
 use serde_json::Value;
 use taskledger_domain::card::JSONRPC_PATH;
@@ -42,6 +45,11 @@ pub struct HttpSettings {
     pub jwks: Option<Value>,
     /// Where the gRPC binding is served, for the card's `GRPC` interface (none: not served).
     pub grpc: Option<GrpcAddress>,
+    /// Which revision of the error table the HTTP statuses follow.
+    pub error_table: taskledger_domain::error::ErrorTable,
+    /// A path prefix in front of every route (an API Gateway REST API stage, a custom domain's
+    /// base path mapping), e.g. `/prod`: stripped before routing.
+    pub path_prefix: Option<String>,
 }
 
 /// The `host:port` the card gives for the gRPC binding (A2A: no scheme).
@@ -76,14 +84,18 @@ impl AppState {
 }
 
 pub fn router(state: Arc<AppState>) -> Router {
-    let jsonrpc_slash = format!("{JSONRPC_PATH}/");
-    Router::new()
-        .route("/.well-known/agent-card.json", get(card::card))
-        .route("/.well-known/jwks.json", get(card::jwks))
-        .route(JSONRPC_PATH, post(jsonrpc::jsonrpc))
-        .route(&jsonrpc_slash, post(jsonrpc::jsonrpc))
-        .route("/", post(jsonrpc::jsonrpc))
-        .with_state(state)
+    let prefix = state
+        .settings
+        .path_prefix
+        .as_deref()
+        .map(|p| format!("/{}", p.trim_matches('/')))
+        .filter(|p| p.len() > 1);
+    let routes = routes(state);
+    let routes = match prefix {
+        Some(p) => Router::new().nest(&p, routes),
+        None => routes,
+    };
+    routes
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let request_id = req
                 .headers()
@@ -94,4 +106,17 @@ pub fn router(state: Arc<AppState>) -> Router {
         }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+fn routes(state: Arc<AppState>) -> Router {
+    let jsonrpc_slash = format!("{JSONRPC_PATH}/");
+    Router::new()
+        .route("/.well-known/agent-card.json", get(card::card))
+        .route("/.well-known/jwks.json", get(card::jwks))
+        .route(JSONRPC_PATH, post(jsonrpc::jsonrpc))
+        .route(&jsonrpc_slash, post(jsonrpc::jsonrpc))
+        .route("/", post(jsonrpc::jsonrpc))
+        .route(rest::REST_PATH, any(rest::rest))
+        .route(&format!("{}/{{*path}}", rest::REST_PATH), any(rest::rest))
+        .with_state(state)
 }

@@ -1,0 +1,129 @@
+//! What the two HTTP bindings read and write the same way: the body (bounded before it is
+//! parsed), its media type, the service parameters (`A2A-Version`, `A2A-Extensions`,
+//! `Idempotency-Key`), the ErrorInfo of an error, JSON responses and the echoed extensions.
+
+use axum::body::{Body, Bytes};
+use axum::http::header::{CONTENT_LENGTH, CONTENT_TYPE};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+use taskledger_domain::error::{ErrorKind, ERROR_DOMAIN};
+use taskledger_domain::ids::IdempotencyKey;
+
+use super::{IDEMPOTENCY_HEADER, MAX_BODY_BYTES, VERSION_HEADER};
+use crate::error::AppError;
+use crate::operations::Extensions;
+use crate::request::{self, EXTENSIONS_HEADER};
+
+/// The body, refused as PayloadTooLarge past `MAX_BODY_BYTES` (by its declared length before
+/// anything is read).
+pub async fn read_body(body: Body, headers: &HeaderMap) -> Result<Bytes, AppError> {
+    let too_large = || {
+        AppError::protocol(
+            ErrorKind::PayloadTooLarge,
+            format!("request body exceeds {MAX_BODY_BYTES} bytes"),
+        )
+    };
+    let declared = headers
+        .get(CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > MAX_BODY_BYTES as u64) {
+        return Err(too_large());
+    }
+    axum::body::to_bytes(body, MAX_BODY_BYTES)
+        .await
+        .map_err(|_| too_large())
+}
+
+/// The body's media type when it is not JSON (`application/json`, or any `+json` type such
+/// as `application/a2a+json`); a missing Content-Type is taken as JSON.
+pub fn non_json_media_type(headers: &HeaderMap) -> Option<String> {
+    let ct = headers.get(CONTENT_TYPE)?;
+    let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
+    let essence = ct.split(';').next().unwrap_or("").trim().to_string();
+    (essence != "application/json" && !essence.ends_with("+json")).then_some(essence)
+}
+
+/// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`); the rule is
+/// `request::check_version`.
+pub fn check_version(headers: &HeaderMap, query: Option<&str>) -> Result<(), AppError> {
+    let from_query = query.and_then(|q| {
+        q.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            k.eq_ignore_ascii_case(VERSION_HEADER)
+                .then(|| v.to_string())
+        })
+    });
+    let requested = headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string())
+        .or(from_query);
+    request::check_version(requested)
+}
+
+/// The extension URIs listed in `A2A-Extensions` (any number of headers, comma-separated).
+pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
+    let listed: Vec<&str> = headers
+        .get_all(EXTENSIONS_HEADER)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    request::requested_extensions(&listed)
+}
+
+pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, AppError> {
+    headers
+        .get(IDEMPOTENCY_HEADER)
+        .map(|v| {
+            let raw = v.to_str().unwrap_or_default();
+            IdempotencyKey::parse(raw).map_err(|e| AppError::invalid_params(IDEMPOTENCY_HEADER, e))
+        })
+        .transpose()
+}
+
+/// The `google.rpc.ErrorInfo` of an error, as ProtoJSON.
+pub fn error_info(e: &AppError) -> Value {
+    let mut info = json!({
+        "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+        "reason": e.kind().wire().reason,
+        "domain": ERROR_DOMAIN,
+    });
+    let meta = e.metadata();
+    if !meta.is_empty() {
+        info["metadata"] = json!(meta);
+    }
+    info
+}
+
+/// Logs an error where it is handled: ours at error level, the client's at debug.
+pub fn log_refusal(e: &AppError) {
+    let reason = e.kind().wire().reason;
+    if e.is_server_side() {
+        tracing::error!(error = %e, reason, "request failed");
+    } else {
+        tracing::debug!(error = %e, reason, "request refused");
+    }
+}
+
+pub fn json_response(status: StatusCode, body: &Value) -> Response {
+    let bytes = serde_json::to_vec(body).unwrap_or_default();
+    (
+        status,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        bytes,
+    )
+        .into_response()
+}
+
+/// Echoes the extensions that were active for the request (`A2A-Extensions`).
+pub fn with_extensions(mut response: Response, extensions: &Extensions) -> Response {
+    if let Some(v) = extensions
+        .header()
+        .and_then(|h| HeaderValue::from_str(&h).ok())
+    {
+        response.headers_mut().insert(EXTENSIONS_HEADER, v);
+    }
+    response
+}

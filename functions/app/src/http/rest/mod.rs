@@ -1,0 +1,126 @@
+//! The HTTP+JSON binding (A2A §11) at `REST_PATH`: the route (path, HTTP method, query) and the
+//! body become the operation's request object, the same operations layer runs it, and the
+//! outcome is its bare ProtoJSON. Errors are `google.rpc.Status` in JSON (AIP-193):
+//! `{"error": {"code": <HTTP status>, "status": <gRPC code name>, "message", "details":
+//! [ErrorInfo]}}`, the status from the error table. Requests may say `application/json` or
+//! `application/a2a+json` (any `+json` type); responses are `application/json`.
+
+mod routes;
+
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header::ALLOW;
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::Response;
+use serde_json::{json, Map, Value};
+use taskledger_domain::error::ErrorKind;
+use tracing::{info_span, Instrument};
+
+use super::common::{self, json_response};
+use super::AppState;
+use crate::error::AppError;
+use crate::operations::{self, Context, Operation};
+
+pub use taskledger_domain::card::REST_PATH;
+
+/// An HTTP+JSON error: the table's HTTP status, the error body, `Allow` on a 405.
+fn failure(state: &AppState, e: &AppError) -> Response {
+    common::log_refusal(e);
+    let wire = e.kind().wire_for(state.settings.error_table);
+    let status = StatusCode::from_u16(wire.http).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = json!({"error": {
+        "code": wire.http,
+        "status": wire.grpc,
+        "message": e.client_message(),
+        "details": [common::error_info(e)],
+    }});
+    let mut response = json_response(status, &body);
+    if e.kind() == ErrorKind::MethodNotAllowed {
+        if let Some(allow) = e
+            .metadata()
+            .get("allow")
+            .and_then(|a| HeaderValue::from_str(a).ok())
+        {
+            response.headers_mut().insert(ALLOW, allow);
+        }
+    }
+    response
+}
+
+pub(in crate::http) async fn rest(
+    State(state): State<Arc<AppState>>,
+    request: Request,
+) -> Response {
+    let (parts, body) = request.into_parts();
+    match handle(&state, parts, body).await {
+        Ok((value, extensions)) => {
+            common::with_extensions(json_response(StatusCode::OK, &value), &extensions)
+        }
+        Err(e) => failure(&state, &e),
+    }
+}
+
+/// The request object of a body: empty is `{}`, anything but a JSON object is refused.
+fn body_object(bytes: &[u8]) -> Result<Map<String, Value>, AppError> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Map::new());
+    }
+    match serde_json::from_slice(bytes) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(_) => Err(AppError::protocol(
+            ErrorKind::InvalidRequest,
+            "the body must be a JSON object",
+        )),
+        Err(e) => Err(AppError::protocol(
+            ErrorKind::JsonParse,
+            format!("invalid JSON: {e}"),
+        )),
+    }
+}
+
+async fn handle(
+    state: &AppState,
+    parts: axum::http::request::Parts,
+    body: Body,
+) -> Result<(Value, operations::Extensions), AppError> {
+    let path = parts.uri.path();
+    let below = path.strip_prefix(REST_PATH).unwrap_or(path);
+    let route = routes::route(parts.method.as_str(), below)?;
+    let mut request = if route.from_query {
+        routes::query_fields(route.method, parts.uri.query())?
+    } else {
+        if let Some(essence) = common::non_json_media_type(&parts.headers) {
+            return Err(AppError::protocol(
+                ErrorKind::UnsupportedMediaType,
+                format!("Content-Type {essence:?} is not supported; send application/json"),
+            ));
+        }
+        body_object(&common::read_body(body, &parts.headers).await?)?
+    };
+    let principal = state
+        .auth
+        .authenticate(&parts)
+        .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
+    common::check_version(&parts.headers, parts.uri.query())?;
+    let key = common::idempotency_key(&parts.headers)?;
+    // What the path names wins over the body.
+    request.extend(route.fields);
+    let request = Value::Object(request);
+    let mut ctx = Context::new(principal).with_idempotency(key, &request);
+    ctx.requested_extensions = common::requested_extensions(&parts.headers);
+    let span = info_span!(
+        "rest",
+        method = route.method.name(),
+        principal = %ctx.principal,
+        task_id = tracing::field::Empty
+    );
+    async {
+        let op = Operation::decode(route.method, request, "request")?;
+        let reply = operations::execute(&state.service, ctx, op).await?;
+        Ok((reply.outcome.to_value()?, reply.extensions))
+    }
+    .instrument(span)
+    .await
+}

@@ -1,0 +1,336 @@
+//! HTTP+JSON paths and query strings (A2A §11), parsed by hand: Google-style custom verbs
+//! (`/tasks/{id}:cancel`) split on the last `:` of the raw segment before it is percent-decoded
+//! (an id holding `:` or `/` is sent encoded, `%3A`, `%2F`), an optional `/{tenant}` prefix,
+//! and camelCase query parameters typed as their request fields expect.
+
+use serde_json::{json, Map, Value};
+use taskledger_domain::error::ErrorKind;
+
+use crate::error::AppError;
+use crate::operations::Method;
+
+/// Where a request goes: its operation, and the request fields its path fills.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    pub method: Method,
+    pub fields: Map<String, Value>,
+    /// The request object comes from the query (GET, DELETE) rather than the body.
+    pub from_query: bool,
+}
+
+/// First path segments that are operations; anything else first is a tenant.
+const RESOURCES: [&str; 4] = [
+    "message:send",
+    "message:stream",
+    "tasks",
+    "extendedAgentCard",
+];
+
+fn decode(raw: &str, what: &str) -> Result<String, AppError> {
+    let s = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| AppError::invalid_params(what, "is not UTF-8 once percent-decoded"))?
+        .into_owned();
+    if s.is_empty() {
+        return Err(AppError::invalid_params(what, "must not be empty"));
+    }
+    Ok(s)
+}
+
+fn not_found(path: &str) -> AppError {
+    AppError::protocol(
+        ErrorKind::MethodNotFound,
+        format!("no HTTP+JSON operation at {path}"),
+    )
+    .with("path", path)
+}
+
+fn not_allowed(http: &str, path: &str, allowed: &str) -> AppError {
+    AppError::protocol(
+        ErrorKind::MethodNotAllowed,
+        format!("{http} is not allowed on {path} (allowed: {allowed})"),
+    )
+    .with("allow", allowed)
+}
+
+/// The id and verb of a `{id}:{verb}` segment; a segment without a known verb is an id.
+fn split_verb(raw: &str) -> (&str, Option<&str>) {
+    match raw.rsplit_once(':') {
+        Some((id, verb)) if !id.is_empty() => (id, Some(verb)),
+        _ => (raw, None),
+    }
+}
+
+/// The route of `http_method` on `path` (below the binding's base path).
+pub fn route(http_method: &str, path: &str) -> Result<Route, AppError> {
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let mut fields = Map::new();
+    let rest: &[&str] = match segments.first() {
+        Some(first) if !first.is_empty() && !RESOURCES.contains(first) => {
+            fields.insert("tenant".into(), json!(decode(first, "tenant")?));
+            &segments[1..]
+        }
+        _ => &segments,
+    };
+    let get = http_method == "GET";
+    let post = http_method == "POST";
+    let delete = http_method == "DELETE";
+    let only = |ok: bool, allowed: &str| {
+        if ok {
+            Ok(())
+        } else {
+            Err(not_allowed(http_method, path, allowed))
+        }
+    };
+    let make = |method, fields, from_query| Route {
+        method,
+        fields,
+        from_query,
+    };
+    match rest {
+        ["message:send"] => only(post, "POST").map(|()| make(Method::SendMessage, fields, false)),
+        ["message:stream"] => {
+            only(post, "POST").map(|()| make(Method::SendStreamingMessage, fields, false))
+        }
+        ["extendedAgentCard"] => {
+            only(get, "GET").map(|()| make(Method::GetExtendedAgentCard, fields, true))
+        }
+        ["tasks"] => only(get, "GET").map(|()| make(Method::ListTasks, fields, true)),
+        ["tasks", last] => {
+            let (raw_id, verb) = split_verb(last);
+            match verb {
+                Some("cancel") => {
+                    fields.insert("id".into(), json!(decode(raw_id, "id")?));
+                    only(post, "POST").map(|()| make(Method::CancelTask, fields, false))
+                }
+                Some("subscribe") => {
+                    fields.insert("id".into(), json!(decode(raw_id, "id")?));
+                    only(get || post, "GET, POST")
+                        .map(|()| make(Method::SubscribeToTask, fields, get))
+                }
+                Some(other) if !get => Err(not_found(&format!("tasks/{{id}}:{other}"))),
+                _ => {
+                    // No verb (or, on GET, an id that holds a `:`): the task itself.
+                    fields.insert("id".into(), json!(decode(last, "id")?));
+                    only(get, "GET").map(|()| make(Method::GetTask, fields, true))
+                }
+            }
+        }
+        ["tasks", id, "pushNotificationConfigs"] => {
+            fields.insert("taskId".into(), json!(decode(id, "taskId")?));
+            match http_method {
+                "POST" => Ok(make(
+                    Method::CreateTaskPushNotificationConfig,
+                    fields,
+                    false,
+                )),
+                "GET" => Ok(make(Method::ListTaskPushNotificationConfigs, fields, true)),
+                _ => Err(not_allowed(http_method, path, "GET, POST")),
+            }
+        }
+        ["tasks", id, "pushNotificationConfigs", config] => {
+            fields.insert("taskId".into(), json!(decode(id, "taskId")?));
+            fields.insert("id".into(), json!(decode(config, "configId")?));
+            match (get, delete) {
+                (true, _) => Ok(make(Method::GetTaskPushNotificationConfig, fields, true)),
+                (_, true) => Ok(make(Method::DeleteTaskPushNotificationConfig, fields, true)),
+                _ => Err(not_allowed(http_method, path, "GET, DELETE")),
+            }
+        }
+        _ => Err(not_found(path)),
+    }
+}
+
+/// How a query parameter is typed in its request object.
+#[derive(Clone, Copy)]
+enum Kind {
+    Text,
+    Int,
+    Bool,
+}
+
+/// The query parameters each operation reads, camelCase (their snake_case names too).
+fn parameters(method: Method) -> &'static [(&'static str, &'static str, Kind)] {
+    match method {
+        Method::ListTasks => &[
+            ("contextId", "context_id", Kind::Text),
+            ("status", "status", Kind::Text),
+            ("pageSize", "page_size", Kind::Int),
+            ("pageToken", "page_token", Kind::Text),
+            ("historyLength", "history_length", Kind::Int),
+            ("statusTimestampAfter", "status_timestamp_after", Kind::Text),
+            ("includeArtifacts", "include_artifacts", Kind::Bool),
+        ],
+        Method::GetTask | Method::SubscribeToTask => {
+            &[("historyLength", "history_length", Kind::Int)]
+        }
+        Method::ListTaskPushNotificationConfigs => &[
+            ("pageSize", "page_size", Kind::Int),
+            ("pageToken", "page_token", Kind::Text),
+        ],
+        _ => &[],
+    }
+}
+
+/// The query's parameters of `method` as request fields: numbers and booleans typed, each at
+/// most once; parameters the operation does not read are ignored.
+pub fn query_fields(method: Method, query: Option<&str>) -> Result<Map<String, Value>, AppError> {
+    let mut out = Map::new();
+    for (key, value) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
+        let Some((name, _, kind)) = parameters(method)
+            .iter()
+            .find(|(camel, snake, _)| key == *camel || key == *snake)
+        else {
+            continue;
+        };
+        if out.contains_key(*name) {
+            return Err(AppError::invalid_params(
+                *name,
+                "is given more than once in the query",
+            ));
+        }
+        let typed = match kind {
+            Kind::Text => json!(value),
+            Kind::Int => json!(value.parse::<i64>().map_err(|_| {
+                AppError::invalid_params(*name, format!("must be a whole number (got {value:?})"))
+            })?),
+            Kind::Bool => match value.as_ref() {
+                "true" => json!(true),
+                "false" => json!(false),
+                other => {
+                    return Err(AppError::invalid_params(
+                        *name,
+                        format!("must be true or false (got {other:?})"),
+                    ))
+                }
+            },
+        };
+        out.insert((*name).to_string(), typed);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kind(r: Result<Route, AppError>) -> ErrorKind {
+        r.expect_err("refused").kind()
+    }
+
+    #[test]
+    fn every_operation_has_its_path_with_or_without_a_tenant() {
+        let cases = [
+            ("POST", "/message:send", Method::SendMessage),
+            ("POST", "/message:stream", Method::SendStreamingMessage),
+            ("GET", "/tasks", Method::ListTasks),
+            ("GET", "/tasks/t-1", Method::GetTask),
+            ("POST", "/tasks/t-1:cancel", Method::CancelTask),
+            ("GET", "/tasks/t-1:subscribe", Method::SubscribeToTask),
+            ("POST", "/tasks/t-1:subscribe", Method::SubscribeToTask),
+            (
+                "POST",
+                "/tasks/t-1/pushNotificationConfigs",
+                Method::CreateTaskPushNotificationConfig,
+            ),
+            (
+                "GET",
+                "/tasks/t-1/pushNotificationConfigs",
+                Method::ListTaskPushNotificationConfigs,
+            ),
+            (
+                "GET",
+                "/tasks/t-1/pushNotificationConfigs/c-1",
+                Method::GetTaskPushNotificationConfig,
+            ),
+            (
+                "DELETE",
+                "/tasks/t-1/pushNotificationConfigs/c-1",
+                Method::DeleteTaskPushNotificationConfig,
+            ),
+            ("GET", "/extendedAgentCard", Method::GetExtendedAgentCard),
+        ];
+        for (http, path, method) in cases {
+            assert_eq!(route(http, path).unwrap().method, method, "{http} {path}");
+            let tenanted = route(http, &format!("/acme{path}")).unwrap();
+            assert_eq!(tenanted.method, method, "{http} /acme{path}");
+            assert_eq!(tenanted.fields["tenant"], "acme");
+        }
+        let r = route("DELETE", "/tasks/t-1/pushNotificationConfigs/c-1").unwrap();
+        assert_eq!(r.fields["taskId"], "t-1");
+        assert_eq!(r.fields["id"], "c-1");
+    }
+
+    #[test]
+    fn ids_holding_colons_and_slashes_are_sent_encoded() {
+        let r = route("POST", "/tasks/a%3Ab%2Fc:cancel").unwrap();
+        assert_eq!(r.method, Method::CancelTask);
+        assert_eq!(r.fields["id"], "a:b/c");
+        let r = route("POST", "/tasks/a:b:cancel").unwrap();
+        assert_eq!(r.fields["id"], "a:b", "the last colon is the verb's");
+        let r = route("GET", "/tasks/a:b").unwrap();
+        assert_eq!(r.method, Method::GetTask);
+        assert_eq!(
+            r.fields["id"], "a:b",
+            "GET knows no verb b: the id holds a colon"
+        );
+    }
+
+    #[test]
+    fn unknown_verbs_and_paths_are_not_found_and_wrong_methods_not_allowed() {
+        assert_eq!(
+            kind(route("POST", "/tasks/x:frobnicate")),
+            ErrorKind::MethodNotFound
+        );
+        assert_eq!(
+            kind(route("GET", "/nothing/here/at/all")),
+            ErrorKind::MethodNotFound
+        );
+        assert_eq!(
+            kind(route("GET", "/message:send")),
+            ErrorKind::MethodNotAllowed
+        );
+        assert_eq!(kind(route("DELETE", "/tasks")), ErrorKind::MethodNotAllowed);
+        assert_eq!(
+            kind(route("POST", "/tasks/t-1")),
+            ErrorKind::MethodNotAllowed
+        );
+        assert_eq!(
+            kind(route("GET", "/tasks/t-1:cancel")),
+            ErrorKind::MethodNotAllowed
+        );
+        assert_eq!(
+            kind(route("POST", "/tasks/%FF:cancel")),
+            ErrorKind::InvalidParams
+        );
+    }
+
+    #[test]
+    fn query_parameters_are_typed_once_each() {
+        let q = query_fields(
+            Method::ListTasks,
+            Some("pageSize=2&status=TASK_STATE_COMPLETED&includeArtifacts=true&context_id=c%201&other=x"),
+        )
+        .unwrap();
+        assert_eq!(q["pageSize"], 2);
+        assert_eq!(q["status"], "TASK_STATE_COMPLETED");
+        assert_eq!(q["includeArtifacts"], true);
+        assert_eq!(q["contextId"], "c 1");
+        assert!(!q.contains_key("other"));
+        let bad = |query: &str| {
+            query_fields(Method::ListTasks, Some(query))
+                .expect_err("refused")
+                .metadata()["field"]
+                .clone()
+        };
+        assert_eq!(bad("pageSize=abc"), "pageSize");
+        assert_eq!(bad("historyLength=1.5"), "historyLength");
+        assert_eq!(bad("includeArtifacts=yes"), "includeArtifacts");
+        assert_eq!(bad("pageSize=1&page_size=2"), "pageSize");
+        let h = query_fields(Method::GetTask, Some("historyLength=-1")).unwrap();
+        assert_eq!(
+            h["historyLength"], -1,
+            "the range is the request's to check"
+        );
+    }
+}

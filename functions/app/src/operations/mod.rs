@@ -1,0 +1,269 @@
+//! The transport-neutral request layer: each A2A operation is one function from a typed request
+//! (with the caller, the extensions they activated and an idempotency key) to a typed result or
+//! an A2A error. JSON-RPC, HTTP+JSON and gRPC only turn their request into a `Method` and its
+//! request object (ProtoJSON), let `Operation::decode` type it, `execute` it, and encode the
+//! `Outcome`; the one error table gives each binding its codes.
+
+mod extensions;
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use taskledger_domain::error::ErrorKind;
+use taskledger_domain::ids::{IdempotencyKey, Principal};
+use taskledger_domain::intake::json_fingerprint;
+use taskledger_domain::wire::{
+    CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse,
+    SendMessageRequest, SendMessageResponse, Task, TaskPushNotificationConfig,
+    TaskPushNotificationConfigRef,
+};
+
+pub use extensions::{negotiate, Extensions};
+
+use crate::error::AppError;
+use crate::request;
+use crate::service::Service;
+
+/// The A2A operations, by their JSON-RPC / gRPC method names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Method {
+    SendMessage,
+    SendStreamingMessage,
+    GetTask,
+    ListTasks,
+    CancelTask,
+    SubscribeToTask,
+    CreateTaskPushNotificationConfig,
+    GetTaskPushNotificationConfig,
+    ListTaskPushNotificationConfigs,
+    DeleteTaskPushNotificationConfig,
+    GetExtendedAgentCard,
+}
+
+const METHODS: [(&str, Method); 11] = [
+    ("SendMessage", Method::SendMessage),
+    ("SendStreamingMessage", Method::SendStreamingMessage),
+    ("GetTask", Method::GetTask),
+    ("ListTasks", Method::ListTasks),
+    ("CancelTask", Method::CancelTask),
+    ("SubscribeToTask", Method::SubscribeToTask),
+    (
+        "CreateTaskPushNotificationConfig",
+        Method::CreateTaskPushNotificationConfig,
+    ),
+    (
+        "GetTaskPushNotificationConfig",
+        Method::GetTaskPushNotificationConfig,
+    ),
+    (
+        "ListTaskPushNotificationConfigs",
+        Method::ListTaskPushNotificationConfigs,
+    ),
+    (
+        "DeleteTaskPushNotificationConfig",
+        Method::DeleteTaskPushNotificationConfig,
+    ),
+    ("GetExtendedAgentCard", Method::GetExtendedAgentCard),
+];
+
+impl Method {
+    /// The method of a JSON-RPC `method` or gRPC RPC name; an unknown one is MethodNotFound.
+    pub fn named(name: &str) -> Result<Self, AppError> {
+        METHODS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(_, m)| *m)
+            .ok_or_else(|| {
+                AppError::protocol(
+                    ErrorKind::MethodNotFound,
+                    format!("method {name:?} does not exist"),
+                )
+                .with("method", name)
+            })
+    }
+
+    pub fn name(self) -> &'static str {
+        METHODS
+            .iter()
+            .find(|(_, m)| *m == self)
+            .map(|(n, _)| *n)
+            .unwrap_or("unknown")
+    }
+}
+
+/// One typed request.
+#[derive(Debug, Clone)]
+pub enum Operation {
+    SendMessage(SendMessageRequest),
+    SendStreamingMessage(SendMessageRequest),
+    GetTask(GetTaskRequest),
+    ListTasks(ListTasksRequest),
+    CancelTask(CancelTaskRequest),
+    SubscribeToTask(GetTaskRequest),
+    CreatePushConfig(TaskPushNotificationConfig),
+    GetPushConfig(TaskPushNotificationConfigRef),
+    ListPushConfigs(ListTaskPushNotificationConfigsRequest),
+    DeletePushConfig(TaskPushNotificationConfigRef),
+    GetExtendedAgentCard,
+}
+
+impl Operation {
+    /// Types the request object of `method`; a field that does not fit is InvalidParams
+    /// naming it under `root` (`params` on JSON-RPC, `body`/`query` on HTTP+JSON).
+    pub fn decode(method: Method, value: Value, root: &str) -> Result<Self, AppError> {
+        // A capability the card does not declare is refused before its request is read.
+        match method {
+            Method::SendStreamingMessage | Method::SubscribeToTask => {
+                return Err(request::streaming_unsupported(method.name()))
+            }
+            Method::GetExtendedAgentCard => return Err(request::extended_card_unsupported()),
+            _ => {}
+        }
+        Ok(match method {
+            Method::SendMessage => Self::SendMessage(request::decode(value, root)?),
+            Method::SendStreamingMessage => {
+                Self::SendStreamingMessage(request::decode(value, root)?)
+            }
+            Method::GetTask => Self::GetTask(request::decode(value, root)?),
+            Method::ListTasks => Self::ListTasks(request::decode(value, root)?),
+            Method::CancelTask => Self::CancelTask(request::decode(value, root)?),
+            Method::SubscribeToTask => Self::SubscribeToTask(request::decode(value, root)?),
+            Method::CreateTaskPushNotificationConfig => {
+                Self::CreatePushConfig(request::decode(value, root)?)
+            }
+            Method::GetTaskPushNotificationConfig => {
+                Self::GetPushConfig(request::decode(value, root)?)
+            }
+            Method::ListTaskPushNotificationConfigs => {
+                Self::ListPushConfigs(request::decode(value, root)?)
+            }
+            Method::DeleteTaskPushNotificationConfig => {
+                Self::DeletePushConfig(request::decode(value, root)?)
+            }
+            Method::GetExtendedAgentCard => Self::GetExtendedAgentCard,
+        })
+    }
+
+    pub fn method(&self) -> Method {
+        match self {
+            Self::SendMessage(_) => Method::SendMessage,
+            Self::SendStreamingMessage(_) => Method::SendStreamingMessage,
+            Self::GetTask(_) => Method::GetTask,
+            Self::ListTasks(_) => Method::ListTasks,
+            Self::CancelTask(_) => Method::CancelTask,
+            Self::SubscribeToTask(_) => Method::SubscribeToTask,
+            Self::CreatePushConfig(_) => Method::CreateTaskPushNotificationConfig,
+            Self::GetPushConfig(_) => Method::GetTaskPushNotificationConfig,
+            Self::ListPushConfigs(_) => Method::ListTaskPushNotificationConfigs,
+            Self::DeletePushConfig(_) => Method::DeleteTaskPushNotificationConfig,
+            Self::GetExtendedAgentCard => Method::GetExtendedAgentCard,
+        }
+    }
+
+    /// The extensions the request's message lists (`message.extensions`).
+    fn message_extensions(&self) -> &[String] {
+        match self {
+            Self::SendMessage(r) | Self::SendStreamingMessage(r) => &r.message.extensions,
+            _ => &[],
+        }
+    }
+}
+
+/// What a request carries besides its operation.
+#[derive(Debug, Clone)]
+pub struct Context {
+    pub principal: Principal,
+    /// The extension URIs the client listed (`A2A-Extensions`, any number of values).
+    pub requested_extensions: Vec<String>,
+    /// `Idempotency-Key`, with the fingerprint of the request object it came with.
+    pub idempotency: Option<(IdempotencyKey, String)>,
+}
+
+impl Context {
+    pub fn new(principal: Principal) -> Self {
+        Self {
+            principal,
+            requested_extensions: Vec::new(),
+            idempotency: None,
+        }
+    }
+
+    /// The key a creation may be retried with, bound to the request object it came with.
+    pub fn with_idempotency(mut self, key: Option<IdempotencyKey>, request: &Value) -> Self {
+        self.idempotency = key.map(|k| (k, json_fingerprint(request)));
+        self
+    }
+}
+
+/// A typed result.
+#[derive(Debug, Clone)]
+pub enum Outcome {
+    Sent(SendMessageResponse),
+    Task(Task),
+    Tasks(ListTasksResponse),
+    PushConfig(TaskPushNotificationConfig),
+    PushConfigs(ListTaskPushNotificationConfigsResponse),
+    /// `google.protobuf.Empty` (`{}`).
+    Empty,
+}
+
+impl Outcome {
+    /// The result as ProtoJSON.
+    pub fn to_value(&self) -> Result<Value, AppError> {
+        let v = match self {
+            Self::Sent(r) => serde_json::to_value(r),
+            Self::Task(t) => serde_json::to_value(t),
+            Self::Tasks(r) => serde_json::to_value(r),
+            Self::PushConfig(c) => serde_json::to_value(c),
+            Self::PushConfigs(r) => serde_json::to_value(r),
+            Self::Empty => Ok(Value::Object(Default::default())),
+        };
+        v.map_err(|e| {
+            AppError::protocol(
+                ErrorKind::Internal,
+                format!("cannot serialise the result: {e}"),
+            )
+        })
+    }
+}
+
+/// The result and the extensions that were active for it (echoed in `A2A-Extensions`).
+#[derive(Debug, Clone)]
+pub struct Reply {
+    pub outcome: Outcome,
+    pub extensions: Extensions,
+}
+
+/// Runs one operation for the caller.
+pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
+    let extensions = negotiate(&ctx.requested_extensions, op.message_extensions())?;
+    let who = &ctx.principal;
+    let outcome = match op {
+        Operation::SendMessage(req) => {
+            Outcome::Sent(svc.send_message(who, req, ctx.idempotency).await?)
+        }
+        Operation::GetTask(req) => Outcome::Task(svc.get_task(who, req).await?),
+        Operation::ListTasks(req) => Outcome::Tasks(svc.list_tasks(who, req).await?),
+        Operation::CancelTask(req) => Outcome::Task(svc.cancel_task(who, req).await?),
+        Operation::CreatePushConfig(req) => {
+            Outcome::PushConfig(svc.create_push_config(who, req).await?)
+        }
+        Operation::GetPushConfig(req) => Outcome::PushConfig(svc.get_push_config(who, req).await?),
+        Operation::ListPushConfigs(req) => {
+            Outcome::PushConfigs(svc.list_push_configs(who, req).await?)
+        }
+        Operation::DeletePushConfig(req) => {
+            svc.delete_push_config(who, req).await?;
+            Outcome::Empty
+        }
+        Operation::GetExtendedAgentCard => return Err(request::extended_card_unsupported()),
+        op @ (Operation::SendStreamingMessage(_) | Operation::SubscribeToTask(_)) => {
+            return Err(request::streaming_unsupported(op.method().name()))
+        }
+    };
+    Ok(Reply {
+        outcome,
+        extensions,
+    })
+}
