@@ -11,6 +11,8 @@ use crate::wire::{Message, Metadata, PartContent, Role};
 
 /// Most parts one message may carry.
 pub const MAX_PARTS_PER_MESSAGE: usize = 100;
+/// Largest `message.metadata` (all of it, as compact JSON), in bytes.
+pub const MAX_MESSAGE_METADATA_BYTES: usize = 64 * 1024;
 
 /// kagent metadata key: ordering stamp of a message or artifact (RFC 3339, UTC, nanoseconds).
 pub const TIMELINE_POSITION_KEY: &str = "kagent.dev/a2a/timeline-position";
@@ -36,8 +38,25 @@ pub fn validate_user_message(m: &Message, path: &str) -> Result<MessageId, Domai
             ))
         }
     }
+    validate_metadata(m, path)?;
     validate_parts(m, path)?;
     Ok(id)
+}
+
+fn validate_metadata(m: &Message, path: &str) -> Result<(), DomainError> {
+    let Some(meta) = &m.metadata else {
+        return Ok(());
+    };
+    let size = serde_json::to_vec(meta)
+        .map(|v| v.len())
+        .unwrap_or(usize::MAX);
+    if size > MAX_MESSAGE_METADATA_BYTES {
+        return Err(DomainError::invalid(
+            format!("{path}.metadata"),
+            format!("is {size} bytes as JSON; at most {MAX_MESSAGE_METADATA_BYTES} are accepted"),
+        ));
+    }
+    Ok(())
 }
 
 /// Checks a message the agent produced.
@@ -126,6 +145,29 @@ pub fn json_fingerprint(v: &Value) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn message_metadata_is_bounded_at_64_kib_as_json() {
+        let with = |n: usize| {
+            let mut m = Message::user_text("m-1", "hi");
+            // {"k":"<n-10 x>"} is n bytes
+            let mut meta = Metadata::new();
+            meta.insert("k".into(), Value::String("x".repeat(n - 8)));
+            m.metadata = Some(meta);
+            m
+        };
+        let at = with(MAX_MESSAGE_METADATA_BYTES);
+        assert_eq!(
+            serde_json::to_vec(at.metadata.as_ref().unwrap())
+                .unwrap()
+                .len(),
+            MAX_MESSAGE_METADATA_BYTES
+        );
+        assert!(validate_user_message(&at, "message").is_ok());
+        let err = validate_user_message(&with(MAX_MESSAGE_METADATA_BYTES + 1), "message")
+            .expect_err("one byte past");
+        assert_eq!(err.metadata()["field"], "message.metadata");
+    }
+
     use super::*;
     use crate::wire::Part;
     use serde_json::json;

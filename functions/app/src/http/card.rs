@@ -45,7 +45,15 @@ fn base_url(state: &AppState, headers: &HeaderMap) -> String {
         .get("x-forwarded-proto")
         .and_then(|h| h.to_str().ok())
         .unwrap_or("http");
-    format!("{proto}://{host}")
+    let prefix = state
+        .settings
+        .path_prefix
+        .as_deref()
+        .map(|p| p.trim_matches('/'))
+        .filter(|p| !p.is_empty())
+        .map(|p| format!("/{p}"))
+        .unwrap_or_default();
+    format!("{proto}://{host}{prefix}")
 }
 
 /// The host (no port) of a base URL: `https://h:8443/x` → `h`, `http://[::1]:8080` → `[::1]`.

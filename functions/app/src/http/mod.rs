@@ -120,3 +120,76 @@ fn routes(state: Arc<AppState>) -> Router {
         .route(&format!("{}/{{*path}}", rest::REST_PATH), any(rest::rest))
         .with_state(state)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use axum::body::Body;
+    use tower::ServiceExt;
+
+    fn app(prefix: Option<&str>) -> Router {
+        let store = Arc::new(taskledger_infra::SqliteStore::in_memory());
+        let service = Service::new(
+            store.clone(),
+            store,
+            crate::agent::ScenarioAgent::new(Default::default()),
+            taskledger_domain::cursor::CursorCodec::new(b"k".to_vec()),
+            Default::default(),
+        );
+        let auth = Arc::new(crate::identity::TokenAuthenticator::new(Default::default()));
+        router(AppState::new(
+            service,
+            auth,
+            HttpSettings {
+                public_url: None,
+                name: "n".into(),
+                description: "d".into(),
+                version: "1".into(),
+                jwks: None,
+                grpc: None,
+                error_table: Default::default(),
+                path_prefix: prefix.map(str::to_string),
+            },
+        ))
+    }
+
+    async fn get(app: Router, uri: &str) -> (u16, serde_json::Value) {
+        let req = axum::http::Request::get(uri)
+            .header("host", "h.example.com")
+            .header("a2a-version", "1.0")
+            .body(Body::empty())
+            .unwrap();
+        let resp = app.oneshot(req).await.unwrap();
+        let status = resp.status().as_u16();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        (status, serde_json::from_slice(&bytes).unwrap_or_default())
+    }
+
+    #[tokio::test]
+    async fn a_path_prefix_is_stripped_before_routing_and_kept_in_the_card() {
+        let (status, card) = get(app(Some("/prod/")), "/prod/.well-known/agent-card.json").await;
+        assert_eq!(status, 200);
+        let urls: Vec<&str> = card["supportedInterfaces"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["url"].as_str().unwrap())
+            .collect();
+        assert_eq!(
+            urls,
+            [
+                "http://h.example.com/prod/a2a",
+                "http://h.example.com/prod/a2a/rest"
+            ]
+        );
+        let (status, page) = get(app(Some("prod")), "/prod/a2a/rest/tasks").await;
+        assert_eq!(status, 200, "{page}");
+        assert_eq!(page["tasks"], serde_json::json!([]));
+        let (status, _) = get(app(Some("prod")), "/a2a/rest/tasks").await;
+        assert_eq!(status, 404, "without the prefix nothing is routed");
+        let (status, _) = get(app(None), "/a2a/rest/tasks").await;
+        assert_eq!(status, 200);
+    }
+}
