@@ -74,6 +74,11 @@ if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port"; then
   echo "--- server log"; cat "$log"
   exit 1
 fi
+echo "==> Python a2a-sdk interop over HTTP+JSON"
+if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port" http_json; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi
 echo "==> Python a2a-sdk interop over gRPC"
 port=$(free_port)
 grpc_port=$(free_port)

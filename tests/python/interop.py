@@ -2,11 +2,12 @@
 """Black-box A2A 1.0 interop test: the official Python client (a2a-sdk 1.x)
 against a running taskledger server.
 
-Usage: python interop.py http://127.0.0.1:PORT [jsonrpc|grpc]
+Usage: python interop.py http://127.0.0.1:PORT [jsonrpc|http_json|grpc]
 
-The binding defaults to JSON-RPC; `grpc` drives the same checks through the
-SDK's gRPC transport against the card's GRPC interface (the server started
-with --grpc-listen). Prints one line per check and finally
+The binding defaults to JSON-RPC; `http_json` drives the same checks through
+the SDK's HTTP+JSON (REST) transport against the card's HTTP+JSON interface,
+and `grpc` through its gRPC transport against the card's GRPC interface (the
+server started with --grpc-listen). Prints one line per check and finally
 `N passed, M failed`; exits non-zero if any check failed.
 """
 
@@ -110,6 +111,8 @@ async def run(base_url: str, c: Checks, binding: str = 'jsonrpc') -> None:
     base_url = base_url.rstrip('/')
     expected_rpc_url = f'{base_url}/a2a'
     grpc_run = binding == 'grpc'
+    rest_run = binding == 'http_json'
+    expected_rest_url = f'{base_url}/a2a/rest'
     recorder = MetadataRecorder()
     channel_urls: list[str] = []
 
@@ -138,6 +141,12 @@ async def run(base_url: str, c: Checks, binding: str = 'jsonrpc') -> None:
             (expected_rpc_url, 'JSONRPC', '1.0') in ifaces,
             f'supportedInterfaces={ifaces}',
         )
+        if rest_run:
+            c.check(
+                'agent card has HTTP+JSON 1.0 interface at <base>/a2a/rest',
+                (expected_rest_url, 'HTTP+JSON', '1.0') in ifaces,
+                f'supportedInterfaces={ifaces}',
+            )
         grpc_urls = [u for (u, b, v) in ifaces if b == 'GRPC' and v == '1.0']
         if grpc_run:
             c.check(
@@ -166,9 +175,11 @@ async def run(base_url: str, c: Checks, binding: str = 'jsonrpc') -> None:
             config = ClientConfig(
                 streaming=False,
                 httpx_client=http,
-                supported_protocol_bindings=[TransportProtocol.JSONRPC],
+                supported_protocol_bindings=[
+                    TransportProtocol.HTTP_JSON if rest_run else TransportProtocol.JSONRPC
+                ],
             )
-        label = 'GRPC' if grpc_run else 'JSONRPC'
+        label = 'GRPC' if grpc_run else ('HTTP+JSON' if rest_run else 'JSONRPC')
         try:
             client = ClientFactory(config).create(card)
         except Exception as e:  # noqa: BLE001
@@ -380,6 +391,29 @@ async def run(base_url: str, c: Checks, binding: str = 'jsonrpc') -> None:
             await client.close()
             return
 
+        if rest_run:
+            # 9. Headers and URLs of the SDK's HTTP+JSON requests (the card fetch aside).
+            calls = [r for r in seen_requests if '/.well-known/' not in str(r.url)]
+            bad_version = [
+                (r.method, str(r.url), r.headers.get('A2A-Version')) for r in calls
+                if r.headers.get('A2A-Version') != '1.0'
+            ]
+            c.check(
+                'SDK sent A2A-Version: 1.0 on every HTTP+JSON request',
+                bool(calls) and not bad_version,
+                f'requests={len(calls)} bad={bad_version}',
+            )
+            elsewhere = sorted(
+                {str(r.url) for r in calls if not str(r.url).startswith(expected_rest_url + '/')}
+            )
+            c.check(
+                'SDK called only below the card HTTP+JSON interface URL',
+                bool(calls) and not elsewhere,
+                f'other urls={elsewhere}',
+            )
+            await client.close()
+            return
+
         # 9. Headers the SDK actually put on the JSON-RPC POSTs.
         posts = [r for r in seen_requests if r.method == 'POST']
         bad_version = [
@@ -402,8 +436,10 @@ async def run(base_url: str, c: Checks, binding: str = 'jsonrpc') -> None:
 
 
 def main() -> int:
-    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in ([], ['jsonrpc'], ['grpc']):
-        print(f'usage: {sys.argv[0]} BASE_URL [jsonrpc|grpc]', file=sys.stderr)
+    if len(sys.argv) not in (2, 3) or sys.argv[2:] not in (
+        [], ['jsonrpc'], ['http_json'], ['grpc']
+    ):
+        print(f'usage: {sys.argv[0]} BASE_URL [jsonrpc|http_json|grpc]', file=sys.stderr)
         return 2
     binding = sys.argv[2] if len(sys.argv) == 3 else 'jsonrpc'
     c = Checks()
