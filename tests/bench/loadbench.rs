@@ -1,12 +1,13 @@
 //! Load bench: starts the local server (release build, embedded SQLite store on disk) as a child
 //! process, drives it with N concurrent clients over JSON-RPC (HTTP/1.1, one pooled connection
-//! per client) or gRPC (`--binding grpc`: HTTP/2 h2c, one channel per client), and prints
+//! per client), HTTP+JSON (`--binding rest`, the same) or gRPC (`--binding grpc`: HTTP/2 h2c,
+//! one channel per client), and prints
 //! requests/s, latency percentiles and the server's peak RSS. With gRPC it also times the
 //! ProtoJSON transcoding of one GetTask in-process.
 //!
 //! cargo build --release -p taskledger-local -p taskledger-tests
 //! target/release/loadbench [--clients 16] [--seconds 10] [--server target/release/taskledger]
-//!                          [--binding jsonrpc|grpc]
+//!                          [--binding jsonrpc|rest|grpc]
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use tonic::transport::Channel;
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Binding {
     JsonRpc,
+    Rest,
     Grpc,
 }
 
@@ -47,9 +49,10 @@ fn args() -> Args {
             "--binding" => {
                 a.binding = match value.as_str() {
                     "jsonrpc" => Binding::JsonRpc,
+                    "rest" => Binding::Rest,
                     "grpc" => Binding::Grpc,
                     other => {
-                        eprintln!("--binding is jsonrpc or grpc, not {other:?}");
+                        eprintln!("--binding is jsonrpc, rest or grpc, not {other:?}");
                         std::process::exit(2);
                     }
                 }
@@ -157,7 +160,31 @@ enum Api {
         client: reqwest::Client,
         url: String,
     },
+    /// HTTP+JSON below this base (`…/a2a/rest`).
+    Rest {
+        client: reqwest::Client,
+        base: String,
+    },
     Grpc(A2aServiceClient<Channel>),
+}
+
+/// One HTTP+JSON request; the body as JSON.
+async fn rest(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: String,
+    body: Option<Value>,
+) -> Value {
+    let mut req = client.request(method, url).header("A2A-Version", "1.0");
+    if let Some(b) = body {
+        req = req.json(&b);
+    }
+    req.send()
+        .await
+        .expect("request")
+        .json()
+        .await
+        .expect("JSON reply")
 }
 
 impl Api {
@@ -167,6 +194,14 @@ impl Api {
             Api::JsonRpc { client, url } => {
                 let v = rpc(client, url, "SendMessage", send_params(i)).await;
                 v["result"]["task"]["id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no task: {v}"))
+                    .to_string()
+            }
+            Api::Rest { client, base } => {
+                let url = format!("{base}/message:send");
+                let v = rest(client, reqwest::Method::POST, url, Some(send_params(i))).await;
+                v["task"]["id"]
                     .as_str()
                     .unwrap_or_else(|| panic!("no task: {v}"))
                     .to_string()
@@ -191,6 +226,17 @@ impl Api {
                 }
                 let v = rpc(client, url, "GetTask", params).await;
                 v["result"]["status"]["state"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no task: {v}"))
+                    .to_string()
+            }
+            Api::Rest { client, base } => {
+                let query = history_length
+                    .map(|h| format!("?historyLength={h}"))
+                    .unwrap_or_default();
+                let url = format!("{base}/tasks/{id}{query}");
+                let v = rest(client, reqwest::Method::GET, url, None).await;
+                v["status"]["state"]
                     .as_str()
                     .unwrap_or_else(|| panic!("no task: {v}"))
                     .to_string()
@@ -228,6 +274,11 @@ impl Api {
                 v["result"]["totalSize"]
                     .as_i64()
                     .unwrap_or_else(|| panic!("{v}"))
+            }
+            Api::Rest { client, base } => {
+                let url = format!("{base}/tasks?pageSize=50&historyLength=0");
+                let v = rest(client, reqwest::Method::GET, url, None).await;
+                v["totalSize"].as_i64().unwrap_or_else(|| panic!("{v}"))
             }
             Api::Grpc(c) => {
                 let r = c
@@ -373,6 +424,10 @@ async fn main() {
                 client: client.clone(),
                 url: url.clone(),
             },
+            Binding::Rest => Api::Rest {
+                client: client.clone(),
+                base: format!("{base}/a2a/rest"),
+            },
             Binding::Grpc => {
                 let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}"))
                     .expect("uri")
@@ -390,6 +445,7 @@ async fn main() {
         a.clients,
         match a.binding {
             Binding::JsonRpc => "JSON-RPC (HTTP/1.1)",
+            Binding::Rest => "HTTP+JSON (HTTP/1.1)",
             Binding::Grpc => "gRPC (HTTP/2 h2c, a channel each)",
         },
         a.seconds
