@@ -8,7 +8,10 @@
 #      path on the emulator (200 blocking sends over two minutes);
 #   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
 #   4. the official Python client (a2a-sdk 1.x) against a freshly started local server, over
-#      JSON-RPC, then over gRPC against a server started with --grpc-listen.
+#      JSON-RPC, then over gRPC against a server started with --grpc-listen;
+#   5. the official JavaScript client (@a2a-js/sdk 1.x, npm ci into tests/js/node_modules) against
+#      a freshly started local server, on the transport it picks from the card (and on each
+#      binding explicitly once the card also lists HTTP+JSON).
 # Point it at LocalStack or real AWS instead by exporting AWS_ENDPOINT_URL (and credentials)
 # yourself: the emulator is then not started.
 set -euo pipefail
@@ -92,3 +95,27 @@ if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port" grpc; t
   echo "--- server log"; cat "$log"
   exit 1
 fi
+
+echo "==> JavaScript @a2a-js/sdk interop"
+js=tests/js
+command -v npm >/dev/null || { echo "the JavaScript interop test needs Node.js >= 20 and npm"; exit 1; }
+if ! cmp -s "$js/package-lock.json" "$js/node_modules/.installed-lock.json"; then
+  echo "==> installing the npm packages into $js/node_modules (npm ci)"
+  (cd "$js" && npm ci --no-audit --no-fund)
+  cp "$js/package-lock.json" "$js/node_modules/.installed-lock.json"
+fi
+port=$(free_port)
+log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory >"$log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
+transports=(auto)
+if curl -fsS "http://127.0.0.1:$port/.well-known/agent-card.json" | grep -q '"HTTP+JSON"'; then
+  transports+=(jsonrpc http_json)
+fi
+for transport in "${transports[@]}"; do
+  if ! node "$js/interop.mjs" "http://127.0.0.1:$port" --transport "$transport"; then
+    echo "--- server log"; cat "$log"
+    exit 1
+  fi
+done
