@@ -44,6 +44,25 @@ impl Service {
         Ok((c.state, c.events))
     }
 
+    /// A commit the agent side makes on an existing task (no idempotency items).
+    async fn commit_as_agent<F>(
+        &self,
+        task_id: &TaskId,
+        build: F,
+    ) -> Result<super::commit::Committed, AppError>
+    where
+        F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
+    {
+        self.commit(
+            Actor::Agent,
+            task_id,
+            Target::Existing,
+            Keys::default(),
+            build,
+        )
+        .await
+    }
+
     /// Consequences for related tasks: a child's state is recorded on its parent; a canceled
     /// parent cancels its unfinished children.
     pub(crate) fn follow_up<'a>(
@@ -80,20 +99,14 @@ impl Service {
 
     async fn cancel_child(&self, child_id: &TaskId) {
         let r = self
-            .commit(
-                Actor::Agent,
-                child_id,
-                Target::Existing,
-                Keys::default(),
-                |s| {
-                    if s.head().is_some_and(|h| h.status.state.is_terminal()) {
-                        return vec![];
-                    }
-                    vec![TaskCommand::CancelTask {
-                        at: Timestamp::now(),
-                    }]
-                },
-            )
+            .commit_as_agent(child_id, |s| {
+                if s.head().is_some_and(|h| h.status.state.is_terminal()) {
+                    return vec![];
+                }
+                vec![TaskCommand::CancelTask {
+                    at: Timestamp::now(),
+                }]
+            })
             .await;
         match r {
             Ok(c) => self.follow_up(&c.state, &c.events).await,
@@ -110,20 +123,14 @@ impl Service {
             .unwrap_or_default();
         let (child_id, state) = (&child.id, child.status.state);
         let r = self
-            .commit(
-                Actor::Agent,
-                parent_id,
-                Target::Existing,
-                Keys::default(),
-                |_| {
-                    vec![TaskCommand::RecordChildState {
-                        child_id: child_id.clone(),
-                        state,
-                        summary: summary.clone(),
-                        at: Timestamp::now(),
-                    }]
-                },
-            )
+            .commit_as_agent(parent_id, |_| {
+                vec![TaskCommand::RecordChildState {
+                    child_id: child_id.clone(),
+                    state,
+                    summary: summary.clone(),
+                    at: Timestamp::now(),
+                }]
+            })
             .await;
         // The agent is woken by the commit's AgentWorkRequested, when all are resolved.
         if let Err(e) = r {
@@ -143,18 +150,12 @@ impl Service {
         for_participant: Option<ParticipantId>,
     ) -> Result<TaskId, AppError> {
         let linked = self
-            .commit(
-                Actor::Agent,
-                parent_id,
-                Target::Existing,
-                Keys::default(),
-                |_| {
-                    vec![TaskCommand::SpawnSubTask {
-                        step: step.clone(),
-                        at: Timestamp::now(),
-                    }]
-                },
-            )
+            .commit_as_agent(parent_id, |_| {
+                vec![TaskCommand::SpawnSubTask {
+                    step: step.clone(),
+                    at: Timestamp::now(),
+                }]
+            })
             .await?;
         let child_id = linked
             .events
