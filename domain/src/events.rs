@@ -16,6 +16,28 @@ pub struct StoredEvent {
     /// The externally tagged event JSON (`{"MessageAppended": {…}}`).
     pub payload: Value,
     pub recorded_at: Timestamp,
+    /// What a stream receives of it, recorded at commit; `None` for events a client does not
+    /// see (and for events stored before streams read the log).
+    pub update: Option<EventUpdate>,
+}
+
+/// An event a client sees: the task's generation after it, and for a status update the
+/// update as rendered at commit (it carries head state the event does not, such as usage
+/// totals). An artifact update is rendered from the payload when read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EventUpdate {
+    pub generation: u64,
+    /// `None` for an artifact event.
+    pub status: Option<RecordedStatus>,
+}
+
+/// A status update as a stream sends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RecordedStatus {
+    /// The state it reports (where a stream decides to end).
+    pub state: crate::wire::TaskState,
+    /// The `StreamResponse` JSON, `{"statusUpdate": …}`.
+    pub body: String,
 }
 
 impl StoredEvent {
@@ -26,6 +48,7 @@ impl StoredEvent {
             event_version: event.event_version(),
             payload: serde_json::to_value(event).unwrap_or(Value::Null),
             recorded_at,
+            update: None,
         }
     }
 
@@ -115,6 +138,7 @@ mod tests {
             event_version: "0.3".into(),
             payload: json!({"StatusChanged": {"state": "input-required", "at": "2026-01-01T00:00:00Z"}}),
             recorded_at: Timestamp::now(),
+            update: None,
         };
         match s.decode().unwrap() {
             TaskEvent::StatusChanged { state, .. } => assert_eq!(state, TaskState::InputRequired),
@@ -130,6 +154,7 @@ mod tests {
             event_version: "1.0".into(),
             payload: json!({"StatusChanged": {"state": "working", "at": "2026-01-01T00:00:00Z"}}),
             recorded_at: Timestamp::now(),
+            update: None,
         };
         assert!(
             s.decode().is_err(),

@@ -221,6 +221,7 @@ fn legacy_events() -> Vec<StoredEvent> {
             event_version: EVENT_VERSION.into(),
             payload,
             recorded_at: at(59),
+            update: None,
         })
         .collect()
 }

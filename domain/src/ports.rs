@@ -364,6 +364,8 @@ pub struct CommitBuilder {
     before_version: u64,
     state: TaskAggregate,
     events: Vec<crate::task::TaskEvent>,
+    /// What each event shows a stream, in step with `events`.
+    updates: Vec<Option<crate::events::EventUpdate>>,
     writes: Vec<ReadWrite>,
     pushes: Vec<crate::push::PushUpdate>,
 }
@@ -375,6 +377,7 @@ impl CommitBuilder {
             before_version: before.version,
             state: before,
             events: Vec::new(),
+            updates: Vec::new(),
             writes: Vec::new(),
             pushes: Vec::new(),
         }
@@ -404,6 +407,8 @@ impl CommitBuilder {
             self.pushes
                 .extend(crate::projection::push::update_of(&self.state, &event));
         }
+        self.updates
+            .push(crate::projection::stream::recorded(&self.state, &event));
         self.events.push(event);
     }
 
@@ -412,8 +417,13 @@ impl CommitBuilder {
         let stored = self
             .events
             .iter()
+            .zip(self.updates)
             .enumerate()
-            .map(|(i, e)| StoredEvent::new(self.before_version + 1 + i as u64, e, recorded_at))
+            .map(|(i, (e, update))| {
+                let mut s = StoredEvent::new(self.before_version + 1 + i as u64, e, recorded_at);
+                s.update = update;
+                s
+            })
             .collect();
         let commit = Commit {
             task_id: self.task_id,

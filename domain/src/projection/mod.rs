@@ -1,7 +1,8 @@
 //! Task events projected into the read model (history, artifact chunks) and, in `push`, into
-//! webhook updates; an A2A `Task` assembled from the read model. Pure: stores persist what it says.
+//! webhook updates, in `stream` into what streams read; an A2A `Task` assembled from the read model. Pure: stores persist what it says.
 
 pub mod push;
+pub mod stream;
 
 use serde::{Deserialize, Serialize};
 

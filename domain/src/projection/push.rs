@@ -32,42 +32,54 @@ pub fn updates(before: &TaskAggregate, events: &[TaskEvent]) -> Vec<PushUpdate> 
 /// registered before the event: the caller checks that (`TaskHead.push` before the event).
 pub fn update_of(state: &TaskAggregate, event: &TaskEvent) -> Option<PushUpdate> {
     let head = state.head.as_ref()?;
-    let update = match event {
+    let update = match artifact_update(head.id.as_str(), head.context_id.as_str(), event) {
+        Some(artifact) => StreamResponse::ArtifactUpdate(artifact),
+        // Carries the usage extension when the update ends an execution.
+        None if head.status_version == state.version => {
+            StreamResponse::StatusUpdate(head.status_update())
+        }
+        None => return None,
+    };
+    let body = serde_json::to_string(&update).ok()?;
+    Some(PushUpdate {
+        seq: state.version,
+        body,
+    })
+}
+
+/// The artifact update an artifact event shows, from the event alone.
+pub(crate) fn artifact_update(
+    task_id: &str,
+    context_id: &str,
+    event: &TaskEvent,
+) -> Option<TaskArtifactUpdateEvent> {
+    match event {
         TaskEvent::ArtifactAdded {
             artifact,
             last_chunk,
             ..
-        } => Some(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-            task_id: head.id.to_string(),
-            context_id: head.context_id.to_string(),
+        } => Some(TaskArtifactUpdateEvent {
+            task_id: task_id.to_string(),
+            context_id: context_id.to_string(),
             artifact: artifact.clone(),
             append: false,
             last_chunk: *last_chunk,
             metadata: None,
-        })),
+        }),
         TaskEvent::ArtifactChunkAppended {
             artifact_id,
             parts,
             metadata,
             last_chunk,
             ..
-        } => Some(StreamResponse::ArtifactUpdate(TaskArtifactUpdateEvent {
-            task_id: head.id.to_string(),
-            context_id: head.context_id.to_string(),
+        } => Some(TaskArtifactUpdateEvent {
+            task_id: task_id.to_string(),
+            context_id: context_id.to_string(),
             artifact: super::chunk_artifact(artifact_id, parts, metadata),
             append: true,
             last_chunk: *last_chunk,
             metadata: None,
-        })),
-        // Carries the usage extension when the update ends an execution.
-        _ if head.status_version == state.version => {
-            Some(StreamResponse::StatusUpdate(head.status_update()))
-        }
+        }),
         _ => None,
-    };
-    let body = serde_json::to_string(&update?).ok()?;
-    Some(PushUpdate {
-        seq: state.version,
-        body,
-    })
+    }
 }

@@ -123,5 +123,6 @@ pub(super) fn new_head(
         loaded_skills: Vec::new(),
         push: Vec::new(),
         ui: Default::default(),
+        generation: 1,
     }
 }

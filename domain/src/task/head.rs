@@ -81,6 +81,15 @@ pub struct TaskHead {
     /// A2UI surfaces the agent created (from `a2ui` artifacts) and not deleted.
     #[serde(default, skip_serializing_if = "crate::a2ui::Surfaces::is_empty")]
     pub ui: crate::a2ui::Surfaces,
+    /// The task's generation (A2A 1.1 draft): how many events changed what a client sees of
+    /// the task — a status update or an artifact update each, 1 once created. Heads written
+    /// before it existed count from their next such event.
+    #[serde(default, skip_serializing_if = "is_zero_u64")]
+    pub generation: u64,
+}
+
+fn is_zero_u64(n: &u64) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u32) -> bool {

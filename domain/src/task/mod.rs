@@ -239,6 +239,14 @@ impl TaskAggregate {
             let awaiting = matches!(event, TaskEvent::SubTasksAwaited { .. });
             head.status_metadata = head.status_update_metadata(awaiting);
         }
+        // Each status or artifact update is one generation.
+        let artifact = matches!(
+            event,
+            TaskEvent::ArtifactAdded { .. } | TaskEvent::ArtifactChunkAppended { .. }
+        );
+        if artifact || head.status_version == version {
+            head.generation += 1;
+        }
     }
 }
 

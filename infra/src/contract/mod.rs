@@ -99,7 +99,9 @@ fn append_cmd(id: &str, text: &str) -> TaskCommand {
 }
 
 mod list;
+mod stream;
 pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters};
+pub use stream::events_read_back_with_what_streams_show;
 
 // ------------------------------------------------------------------ cases
 
@@ -419,7 +421,8 @@ macro_rules! contract_tests {
             many_tasks_concurrently,
             get_is_scoped_to_the_owner_and_shapes_the_view,
             list_orders_pages_and_filters,
-            list_filters_in_every_combination
+            list_filters_in_every_combination,
+            events_read_back_with_what_streams_show
         );
     };
     (@case $make:expr; $($case:ident),+) => {

@@ -126,6 +126,14 @@ impl DynamoStore {
                 ("payload".into(), s(json(&e.payload)?)),
                 ("at".into(), n(e.recorded_at.unix_nanos())),
             ]);
+            // What a stream reads of it (`reads::decode_update`).
+            if let Some(u) = &e.update {
+                item.insert(schema::GENERATION_ATTR.into(), n(u.generation));
+                if let Some(status) = &u.status {
+                    item.insert(schema::STATUS_STATE_ATTR.into(), s(status.state.as_str()));
+                    item.insert(schema::STATUS_UPDATE_ATTR.into(), s(&status.body));
+                }
+            }
             // The update this event pushes to webhook subscribers: the stream relay turns it
             // into deliveries (one per subscription registered before the event).
             if let Some(p) = c.pushes.iter().find(|p| p.seq == e.seq) {

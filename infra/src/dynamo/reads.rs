@@ -2,7 +2,7 @@
 //! for the history and chunks the view asks); append and ListTasks go to `append` and `list`.
 
 use async_trait::async_trait;
-use taskledger_domain::events::StoredEvent;
+use taskledger_domain::events::{EventUpdate, RecordedStatus, StoredEvent};
 use taskledger_domain::ids::{HistoryLength, IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{
     Commit, EventStore, IdempotencyRecord, ListPage, ListQuery, Loaded, StoreError, TaskReadModel,
@@ -11,7 +11,7 @@ use taskledger_domain::ports::{
 use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::wire::Message;
+use taskledger_domain::wire::{Message, TaskState};
 
 use super::schema;
 use super::store::{get_n, get_s, parse, s, sdk_err, snapshot_of, DynamoStore, Item};
@@ -101,7 +101,30 @@ fn decode_event(item: &Item) -> Result<StoredEvent, StoreError> {
         event_version: get_s(item, "ver")?.to_string(),
         payload: parse(get_s(item, "payload")?)?,
         recorded_at: Timestamp::from_unix_nanos(get_n(item, "at")?),
+        update: decode_update(item)?,
     })
+}
+
+/// The update attributes of an event item (none: the event shows no update).
+fn decode_update(item: &Item) -> Result<Option<EventUpdate>, StoreError> {
+    if !item.contains_key(schema::GENERATION_ATTR) {
+        return Ok(None);
+    }
+    let status = match item.get(schema::STATUS_STATE_ATTR) {
+        None => None,
+        Some(_) => {
+            let state = get_s(item, schema::STATUS_STATE_ATTR)?;
+            Some(RecordedStatus {
+                state: TaskState::from_name(state)
+                    .ok_or_else(|| StoreError::Corrupt(format!("unknown task state {state:?}")))?,
+                body: get_s(item, schema::STATUS_UPDATE_ATTR)?.to_string(),
+            })
+        }
+    };
+    Ok(Some(EventUpdate {
+        generation: get_n(item, schema::GENERATION_ATTR)? as u64,
+        status,
+    }))
 }
 
 #[async_trait]

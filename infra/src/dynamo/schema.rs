@@ -102,6 +102,11 @@ pub const SHARDS: u32 = 16;
 pub const HEAD_SK: &str = "HEAD";
 /// Sort key of an idempotency item.
 pub const IDEMPOTENCY_SK: &str = "IDEM";
+/// Attributes of an event item a stream reads: the generation after the event, and for a
+/// status update the state it reports and the rendered update.
+pub const GENERATION_ATTR: &str = "gen";
+pub const STATUS_STATE_ATTR: &str = "sst";
+pub const STATUS_UPDATE_ATTR: &str = "su";
 /// Bounds of a task's event and chunk sort keys (`EVENTS_START` is also their common prefix),
 /// and the upper bound of its history sort keys.
 pub const EVENTS_START: &str = "E#";

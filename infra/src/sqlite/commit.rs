@@ -89,18 +89,22 @@ pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError
     {
         let mut ins = tx
             .prepare_cached(
-                "INSERT INTO events (task_id, seq, event_type, event_version, payload, recorded_at) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                "INSERT INTO events (task_id, seq, event_type, event_version, payload, recorded_at, \
+                 generation, status_state, status_update) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
             )
             .map_err(db_err)?;
         for e in &c.events {
+            let status = e.update.as_ref().and_then(|u| u.status.as_ref());
             ins.execute(params![
                 task_id,
                 e.seq as i64,
                 e.event_type,
                 e.event_version,
                 json(&e.payload)?,
-                e.recorded_at.unix_nanos()
+                e.recorded_at.unix_nanos(),
+                e.update.as_ref().map(|u| u.generation as i64),
+                status.map(|s| s.state.as_str()),
+                status.map(|s| s.body.as_str()),
             ])
             .map_err(|err| {
                 if is_constraint(&err) {

@@ -3,26 +3,72 @@
 
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
-use taskledger_domain::events::StoredEvent;
+use taskledger_domain::events::{EventUpdate, RecordedStatus, StoredEvent};
 use taskledger_domain::ids::{IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{Commit, EventStore, IdempotencyRecord, Loaded, StoreError};
 use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::TaskState;
 
 use super::codec::{db_err, parse};
 use super::SqliteStore;
 
-fn row_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<(i64, String, String, String, i64)> {
-    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+type EventRow = (
+    i64,
+    String,
+    String,
+    String,
+    i64,
+    Option<i64>,
+    Option<String>,
+    Option<String>,
+);
+
+fn row_event(r: &rusqlite::Row<'_>) -> rusqlite::Result<EventRow> {
+    Ok((
+        r.get(0)?,
+        r.get(1)?,
+        r.get(2)?,
+        r.get(3)?,
+        r.get(4)?,
+        r.get(5)?,
+        r.get(6)?,
+        r.get(7)?,
+    ))
 }
 
-fn to_event(row: (i64, String, String, String, i64)) -> Result<StoredEvent, StoreError> {
+fn to_event(row: EventRow) -> Result<StoredEvent, StoreError> {
+    let (seq, event_type, event_version, payload, recorded_at, generation, state, body) = row;
     Ok(StoredEvent {
-        seq: row.0 as u64,
-        event_type: row.1,
-        event_version: row.2,
-        payload: parse(&row.3)?,
-        recorded_at: Timestamp::from_unix_nanos(row.4),
+        seq: seq as u64,
+        event_type,
+        event_version,
+        payload: parse(&payload)?,
+        recorded_at: Timestamp::from_unix_nanos(recorded_at),
+        update: decode_update(generation, state, body)?,
     })
+}
+
+/// The update columns back into an `EventUpdate` (all `NULL`: the event shows none).
+fn decode_update(
+    generation: Option<i64>,
+    state: Option<String>,
+    body: Option<String>,
+) -> Result<Option<EventUpdate>, StoreError> {
+    let Some(generation) = generation else {
+        return Ok(None);
+    };
+    let status = match (state, body) {
+        (Some(state), Some(body)) => Some(RecordedStatus {
+            state: TaskState::from_name(&state)
+                .ok_or_else(|| StoreError::Corrupt(format!("unknown task state {state:?}")))?,
+            body,
+        }),
+        _ => None,
+    };
+    Ok(Some(EventUpdate {
+        generation: generation as u64,
+        status,
+    }))
 }
 
 fn load_events(
@@ -32,7 +78,8 @@ fn load_events(
 ) -> Result<Vec<StoredEvent>, StoreError> {
     let mut stmt = conn
         .prepare_cached(
-            "SELECT seq, event_type, event_version, payload, recorded_at FROM events \
+            "SELECT seq, event_type, event_version, payload, recorded_at, generation, \
+             status_state, status_update FROM events \
              WHERE task_id = ?1 AND seq > ?2 ORDER BY seq",
         )
         .map_err(db_err)?;

@@ -8,6 +8,7 @@ pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS events (
     task_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT NOT NULL,
     event_version TEXT NOT NULL, payload TEXT NOT NULL, recorded_at INTEGER NOT NULL,
+    generation INTEGER, status_state TEXT, status_update TEXT,
     PRIMARY KEY (task_id, seq)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS heads (
     task_id TEXT NOT NULL PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT NOT NULL,
@@ -46,17 +47,26 @@ CREATE TABLE IF NOT EXISTS idempotency (
 /// Brings an older file up to date; each step checks what it changes first, so it runs once.
 pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     // Before the feed carried pushed updates, every entry was a work request.
-    let columns: Vec<String> = conn
-        .prepare("SELECT name FROM pragma_table_info('feed')")?
-        .query_map([], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
-    if !columns.iter().any(|c| c == "event_type") {
+    if !has_column(conn, "feed", "event_type")? {
         conn.execute_batch(
             "ALTER TABLE feed ADD COLUMN event_type TEXT NOT NULL DEFAULT 'AgentWorkRequested';
              ALTER TABLE feed ADD COLUMN pushed TEXT;",
         )?;
     }
+    // Before streams read the log, events carried no update.
+    if !has_column(conn, "events", "generation")? {
+        conn.execute_batch(
+            "ALTER TABLE events ADD COLUMN generation INTEGER;
+             ALTER TABLE events ADD COLUMN status_state TEXT;
+             ALTER TABLE events ADD COLUMN status_update TEXT;",
+        )?;
+    }
     Ok(())
+}
+
+fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
+    let mut stmt = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
+    stmt.exists([table, column])
 }
 
 #[cfg(test)]
@@ -68,7 +78,10 @@ mod tests {
         let conn = Connection::open_in_memory().unwrap();
         conn.execute_batch(
             "CREATE TABLE feed (pos INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, seq INTEGER NOT NULL);
-             INSERT INTO feed (task_id, seq) VALUES ('t', 3);",
+             INSERT INTO feed (task_id, seq) VALUES ('t', 3);
+             CREATE TABLE events (task_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT NOT NULL,
+                 event_version TEXT NOT NULL, payload TEXT NOT NULL, recorded_at INTEGER NOT NULL,
+                 PRIMARY KEY (task_id, seq)) WITHOUT ROWID;",
         )
         .unwrap();
         migrate(&conn).unwrap();
@@ -80,5 +93,25 @@ mod tests {
             .unwrap();
         assert_eq!(kind, "AgentWorkRequested");
         assert_eq!(pushed, None);
+    }
+
+    #[test]
+    fn events_written_before_streams_are_migrated_once_and_show_no_update() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE TABLE feed (pos INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, seq INTEGER NOT NULL,
+                 event_type TEXT NOT NULL DEFAULT 'AgentWorkRequested', pushed TEXT);
+             CREATE TABLE events (task_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT NOT NULL,
+                 event_version TEXT NOT NULL, payload TEXT NOT NULL, recorded_at INTEGER NOT NULL,
+                 PRIMARY KEY (task_id, seq)) WITHOUT ROWID;
+             INSERT INTO events VALUES ('t', 1, 'TaskCreated', '1.0', '{}', 0);",
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        migrate(&conn).unwrap();
+        let generation: Option<i64> = conn
+            .query_row("SELECT generation FROM events", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(generation, None);
     }
 }
