@@ -3,7 +3,8 @@
 # official A2A client), starts moto (DynamoDB + SQS on one port, like LocalStack's 4566) on
 # 127.0.0.1, and runs:
 #   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
-#      tests on SQLite, round-trip budgets on DynamoDB;
+#      tests on SQLite, round-trip budgets on DynamoDB; then the black-box API tests (api,
+#      extension, llm_agent, push) a second and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API tests again with the server on DynamoDB, and a soak of the serverless
 #      path on the emulator (200 blocking sends over two minutes);
 #   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
@@ -50,6 +51,11 @@ export TASKLEDGER_REQUIRE_DYNAMODB=1
 
 echo "==> cargo test (domain, storage contract on SQLite + DynamoDB, black-box API, round trips)"
 cargo test --workspace --all-targets
+
+for binding in rest grpc; do
+  echo "==> black-box API tests again over ${binding} (TASKLEDGER_TEST_BINDING=${binding}, on SQLite)"
+  TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push
+done
 
 echo "==> black-box API tests with the server on DynamoDB"
 TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent

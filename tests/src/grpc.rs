@@ -34,12 +34,13 @@ impl GrpcServer {
         if config.grpc.is_none() {
             config.grpc = Some(GrpcSettings::loopback());
         }
+        let table = config.error_table;
         let running = taskledger_local::start(config)
             .await
             .expect("server starts");
         let grpc = running.grpc.expect("gRPC is served");
         Self {
-            http: crate::Server::at(running.http),
+            http: crate::Server::running(&running, table).over(crate::Binding::JsonRpc),
             grpc,
             client: connect_lazy(grpc),
             token: None,

@@ -1,20 +1,32 @@
 //! Harness for the black-box tests: starts the local server on a free port and talks to it
-//! over real HTTP, like any client would.
+//! over real sockets, like any client would, through the binding `TASKLEDGER_TEST_BINDING`
+//! names (JSON-RPC by default, HTTP+JSON or gRPC: `binding`).
 
+pub mod binding;
 pub mod grpc;
 pub mod receiver;
+
+pub use binding::{binding, Binding, GrpcEndpoint};
 
 use std::time::Duration;
 
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use taskledger_app::agent::ScenarioTimings;
-use taskledger_local::{Config, Storage};
+use taskledger_domain::error::ErrorTable;
+use taskledger_local::{Config, GrpcSettings, Running, Storage};
 
 pub struct Server {
     pub base: String,
     pub client: reqwest::Client,
     pub token: Option<String>,
+    /// The binding `call` speaks.
+    pub binding: Binding,
+    /// The gRPC side, when the server serves it.
+    pub grpc: Option<GrpcEndpoint>,
+    /// The error table the server answers with (HTTP+JSON and gRPC errors are checked
+    /// against it).
+    pub error_table: ErrorTable,
 }
 
 /// Shorter pauses for the timed scenarios, so tests stay quick.
@@ -67,27 +79,79 @@ impl Server {
         Self::start_with(test_config()).await
     }
 
-    pub async fn start_with(config: Config) -> Self {
-        let addr = taskledger_local::spawn(config)
+    /// Starts a server on `config`, called through `binding()`; on gRPC the server also
+    /// serves gRPC on a free loopback port (unless `config.grpc` already says where).
+    pub async fn start_with(mut config: Config) -> Self {
+        if binding().is_grpc() && config.grpc.is_none() {
+            config.grpc = Some(GrpcSettings::loopback());
+        }
+        let table = config.error_table;
+        let running = taskledger_local::start(config)
             .await
             .expect("server starts");
-        Self::at(addr)
+        Self::running(&running, table)
     }
 
-    /// A client of a server already listening at `addr`.
+    /// A client of a started server (both addresses), through `binding()`.
+    pub fn running(running: &Running, error_table: ErrorTable) -> Self {
+        Self {
+            error_table,
+            grpc: running.grpc.map(GrpcEndpoint::new),
+            ..Self::at(running.http)
+        }
+    }
+
+    /// A client of a server already listening at `addr` over HTTP, through `binding()` (a
+    /// server whose gRPC port is not known cannot be called over gRPC: see `running`).
     pub fn at(addr: std::net::SocketAddr) -> Self {
         Self {
             base: format!("http://{addr}"),
             client: reqwest::Client::new(),
             token: None,
+            binding: binding(),
+            grpc: None,
+            error_table: ErrorTable::default(),
+        }
+    }
+
+    /// The same server, called through `binding`.
+    pub fn over(&self, binding: Binding) -> Self {
+        assert!(
+            !binding.is_grpc() || self.grpc.is_some(),
+            "this server does not serve gRPC"
+        );
+        Self {
+            binding,
+            ..self.clone_client()
         }
     }
 
     pub fn as_user(&self, token: &str) -> Self {
         Self {
+            token: Some(token.to_string()),
+            ..self.clone_client()
+        }
+    }
+
+    fn clone_client(&self) -> Self {
+        Self {
             base: self.base.clone(),
             client: self.client.clone(),
-            token: Some(token.to_string()),
+            token: self.token.clone(),
+            binding: self.binding,
+            grpc: self.grpc.clone(),
+            error_table: self.error_table,
+        }
+    }
+
+    /// Whether `params` can be sent as `method` on this server's binding: JSON-RPC carries any
+    /// JSON; HTTP+JSON needs path fields it can write in a path and a query without nested
+    /// objects; gRPC needs values the request message can hold. `Err` says why not.
+    pub fn expressible(&self, method: &str, params: &Value) -> Result<(), String> {
+        match self.binding {
+            Binding::JsonRpc => Ok(()),
+            Binding::Rest => binding::rest_request(method, params).map(|_| ()),
+            Binding::Grpc => binding::grpc_expressible(method, params),
         }
     }
 
@@ -116,12 +180,23 @@ impl Server {
         (status, v)
     }
 
-    /// A JSON-RPC call with `A2A-Version: 1.0`; returns the whole response object.
+    /// A call of `method` with `params` (its JSON-RPC form) and `A2A-Version: 1.0` over the
+    /// server's binding; returns the JSON-RPC response object (translated back from HTTP+JSON
+    /// or gRPC on those bindings: `binding`).
     pub async fn call(&self, method: &str, params: Value) -> Value {
         self.call_with(method, params, &[]).await
     }
 
+    /// `call` with extra headers (gRPC: metadata, keys lowercase).
     pub async fn call_with(&self, method: &str, params: Value, extra: &[(&str, &str)]) -> Value {
+        match self.binding {
+            Binding::JsonRpc => self.call_jsonrpc(method, params, extra).await,
+            Binding::Rest => binding::rest_call(self, method, params, extra).await,
+            Binding::Grpc => binding::grpc_call(self, method, params, extra).await,
+        }
+    }
+
+    async fn call_jsonrpc(&self, method: &str, params: Value, extra: &[(&str, &str)]) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
         let mut headers = vec![("Content-Type", "application/json"), ("A2A-Version", "1.0")];
         headers.extend_from_slice(extra);
