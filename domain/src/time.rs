@@ -26,6 +26,12 @@ impl Timestamp {
         self.0.unix_timestamp()
     }
 
+    /// `google.protobuf.Timestamp`'s pair: whole seconds since the epoch and the nanoseconds
+    /// into that second (always 0..1e9), over the full year range RFC 3339 can write.
+    pub fn unix_secs_and_nanos(self) -> (i64, i32) {
+        (self.0.unix_timestamp(), self.0.nanosecond() as i32)
+    }
+
     pub fn from_unix_nanos(n: i64) -> Self {
         Self(
             OffsetDateTime::from_unix_timestamp_nanos(n as i128)

@@ -264,6 +264,14 @@ mod tests {
             "notAProtoField": 1
         });
         same::<proto::Task>(task.clone());
+        for far in [
+            "2999-12-31T23:59:59.999999999Z",
+            "1600-01-01T00:00:00.000000001Z",
+        ] {
+            let mut t = task.clone();
+            t["status"]["timestamp"] = json!(far);
+            same::<proto::Task>(t);
+        }
         same::<proto::SendMessageResponse>(json!({"task": task}));
         same::<proto::SendMessageResponse>(json!({"message": {"messageId": "m", "role": 2,
             "parts": [{"text": "hi"}]}}));

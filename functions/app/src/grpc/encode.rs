@@ -259,11 +259,7 @@ fn timestamp(value: &Value, out: &mut Vec<u8>) -> Result<(), EncodeError> {
     let text = value
         .as_str()
         .ok_or_else(|| format!("google.protobuf.Timestamp: expected a string, got {value}"))?;
-    let nanos = Timestamp::parse(text)?.unix_nanos();
-    let (secs, frac) = (
-        nanos.div_euclid(1_000_000_000),
-        nanos.rem_euclid(1_000_000_000),
-    );
+    let (secs, frac) = Timestamp::parse(text)?.unix_secs_and_nanos();
     if secs != 0 {
         key(1, VARINT, out);
         varint(secs as u64, out);

@@ -110,7 +110,7 @@ pub enum Operation {
 
 impl Operation {
     /// Types the request object of `method`; a field that does not fit is InvalidParams
-    /// naming it under `root` (`params` on JSON-RPC, `body`/`query` on HTTP+JSON).
+    /// naming it under `root` (`params` on JSON-RPC, `request` on HTTP+JSON and gRPC, whose body, path and query are one request object).
     pub fn decode(method: Method, value: Value, root: &str) -> Result<Self, AppError> {
         // A capability the card does not declare is refused before its request is read.
         match method {

@@ -191,8 +191,19 @@ fn visible_to(state: &TaskAggregate, actor: Actor<'_>) -> bool {
     }
 }
 
-/// A task id from the wire: one that cannot be an id names no task.
+/// A task id from the wire: one longer than any id is invalid (and is not echoed back, so an
+/// error reply stays small on every binding); any other that cannot be an id names no task.
 fn task_id_of(raw: &str) -> Result<TaskId, AppError> {
+    if raw.len() > taskledger_domain::ids::MAX_ID_BYTES {
+        return Err(AppError::invalid_params(
+            "id",
+            format_args!(
+                "a task id is at most {} bytes; this one has {}",
+                taskledger_domain::ids::MAX_ID_BYTES,
+                raw.len()
+            ),
+        ));
+    }
     let id = TaskId::parse(raw.to_string()).map_err(|_| AppError::task_not_found(raw))?;
     tracing::Span::current().record("task_id", id.as_str());
     Ok(id)
