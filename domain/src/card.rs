@@ -9,6 +9,9 @@ use crate::wire::{
 
 /// The protocol version every interface speaks.
 pub const PROTOCOL_VERSION: &str = "1.0";
+/// The draft version each interface also speaks (task generations, a2aproject/A2A#1810),
+/// listed after the 1.0 interfaces so a 1.0 client picks those.
+pub const DRAFT_PROTOCOL_VERSION: &str = "1.1";
 /// Path of the JSON-RPC endpoint (also answered with a trailing slash).
 pub const JSONRPC_PATH: &str = "/a2a";
 /// Base path of the HTTP+JSON binding (`/a2a/rest/message:send`, `/a2a/rest/tasks/{id}`, …).
@@ -33,20 +36,24 @@ pub struct CardSettings {
 /// JSON-RPC at `<base>/a2a` first (the binding every client has), HTTP+JSON at
 /// `<base>/a2a/rest`, then gRPC when served.
 fn interfaces(base: &str, grpc_url: Option<&str>) -> Vec<AgentInterface> {
-    let interface = |url: String, binding: &str| AgentInterface {
-        url,
-        protocol_binding: binding.into(),
-        protocol_version: PROTOCOL_VERSION.into(),
-        tenant: None,
-    };
-    let mut out = vec![
-        interface(format!("{base}{JSONRPC_PATH}"), "JSONRPC"),
-        interface(format!("{base}{REST_PATH}"), "HTTP+JSON"),
+    let mut bindings = vec![
+        (format!("{base}{JSONRPC_PATH}"), "JSONRPC"),
+        (format!("{base}{REST_PATH}"), "HTTP+JSON"),
     ];
     if let Some(url) = grpc_url {
-        out.push(interface(url.to_string(), "GRPC"));
+        bindings.push((url.to_string(), "GRPC"));
     }
-    out
+    [PROTOCOL_VERSION, DRAFT_PROTOCOL_VERSION]
+        .into_iter()
+        .flat_map(|version| {
+            bindings.iter().map(move |(url, binding)| AgentInterface {
+                url: url.clone(),
+                protocol_binding: (*binding).into(),
+                protocol_version: version.into(),
+                tenant: None,
+            })
+        })
+        .collect()
 }
 
 /// The extensions the card declares: the ones a client may activate. None is required.
@@ -214,13 +221,18 @@ mod tests {
         assert_eq!(
             bindings(&settings)
                 .iter()
-                .map(|b| b.0.as_str())
+                .map(|b| format!("{} {}", b.0, b.2))
                 .collect::<Vec<_>>(),
-            ["JSONRPC", "HTTP+JSON"]
+            [
+                "JSONRPC 1.0",
+                "HTTP+JSON 1.0",
+                "JSONRPC 1.1",
+                "HTTP+JSON 1.1"
+            ]
         );
         settings.grpc_url = Some("a2a.example.com:50051".into());
         assert_eq!(
-            bindings(&settings),
+            bindings(&settings)[..3],
             vec![
                 (
                     "JSONRPC".to_string(),

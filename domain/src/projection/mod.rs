@@ -216,6 +216,7 @@ pub fn assemble(
         artifacts,
         history: history.filter(|h| !h.is_empty()),
         metadata: (!metadata.is_empty()).then_some(metadata),
+        generation: (head.generation > 0).then_some(head.generation),
     }
 }
 

@@ -31,6 +31,10 @@ pub struct AppendUserMessage {
 pub enum TaskCommand {
     CreateTask(CreateTask),
     AppendUserMessage(AppendUserMessage),
+    /// The commands after it in the commit apply only if the task's generation is `expected`.
+    RequireGeneration {
+        expected: u64,
+    },
     /// The agent says something (kept in history).
     AppendAgentMessage {
         message: Message,

@@ -128,6 +128,8 @@ impl TaskHead {
             context_id: self.context_id.to_string(),
             status: self.status.clone(),
             metadata: self.status_metadata.clone(),
+            // Stored without it: a stream adds it for the clients that ask (A2A 1.1).
+            generation: None,
         }
     }
 

@@ -6,6 +6,7 @@ mod artifacts;
 mod commands;
 mod create;
 mod events;
+mod generation;
 mod head;
 mod help;
 mod messages;
@@ -42,6 +43,7 @@ impl TaskAggregate {
             TaskCommand::CreateTask(_) => unreachable_create(),
             // messages
             TaskCommand::AppendUserMessage(c) => messages::append_user_message(head, c),
+            TaskCommand::RequireGeneration { expected } => generation::require(head, expected),
             TaskCommand::AppendAgentMessage { message, at } => {
                 messages::append_agent_message(head, message, at)
             }

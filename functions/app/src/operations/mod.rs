@@ -5,6 +5,7 @@
 //! `Outcome`; the one error table gives each binding its codes.
 
 mod extensions;
+mod generations;
 
 use std::sync::Arc;
 
@@ -22,7 +23,7 @@ use taskledger_domain::wire::{
 pub use extensions::{negotiate, Extensions};
 
 use crate::error::AppError;
-use crate::request;
+use crate::request::{self, ProtocolVersion};
 use crate::service::streams::TaskStream;
 use crate::service::Service;
 
@@ -177,6 +178,8 @@ pub struct Context {
     pub idempotency: Option<(IdempotencyKey, String)>,
     /// `Last-Event-ID`, as sent: where a SubscribeToTask stream resumes.
     pub last_event_id: Option<String>,
+    /// The `1.x` the client speaks (`A2A-Version`).
+    pub version: ProtocolVersion,
 }
 
 impl Context {
@@ -186,6 +189,7 @@ impl Context {
             requested_extensions: Vec::new(),
             idempotency: None,
             last_event_id: None,
+            version: ProtocolVersion::default(),
         }
     }
 
@@ -257,6 +261,7 @@ pub struct Reply {
 /// Runs one operation for the caller.
 pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
     let extensions = negotiate(&ctx.requested_extensions, op.message_extensions())?;
+    let op = generations::request_for(ctx.version, op);
     let who = &ctx.principal;
     let outcome = match op {
         Operation::SendMessage(req) => {
@@ -286,7 +291,7 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
         Operation::GetExtendedAgentCard => return Err(request::extended_card_unsupported()),
     };
     Ok(Reply {
-        outcome,
+        outcome: generations::outcome_for(ctx.version, outcome),
         extensions,
     })
 }

@@ -98,8 +98,11 @@ impl Service {
         let (task_id, since, committed) = match message.task_id.clone() {
             Some(raw) => {
                 let task_id = task_id_of(&raw)?;
+                let guard = config
+                    .if_generation_match
+                    .map(|expected| TaskCommand::RequireGeneration { expected });
                 match self
-                    .append_user_message(who, &task_id, &message_id, message.clone(), push)
+                    .append_user_message(who, &task_id, &message_id, message.clone(), push, guard)
                     .await?
                 {
                     Some((state, events)) => {
@@ -140,6 +143,7 @@ impl Service {
         message_id: &MessageId,
         message: Message,
         push: Option<PushConfigSpec>,
+        guard: Option<TaskCommand>,
     ) -> Result<Option<(TaskAggregate, Vec<TaskEvent>)>, AppError> {
         let key = MessageKey {
             task_id: task_id.clone(),
@@ -148,14 +152,13 @@ impl Service {
         };
         let result = self
             .execute(Actor::Client(who), task_id, Some(key), |_| {
-                // A config given with the message is registered first: it sees what follows.
-                let mut cmds: Vec<TaskCommand> = push
-                    .iter()
-                    .map(|config| TaskCommand::SetPushConfig {
-                        config: config.clone(),
-                        at: Timestamp::now(),
-                    })
-                    .collect();
+                // A condition on the task goes first; then a config given with the message
+                // is registered: it sees what follows.
+                let mut cmds: Vec<TaskCommand> = guard.iter().cloned().collect();
+                cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
+                    config: config.clone(),
+                    at: Timestamp::now(),
+                }));
                 cmds.push(TaskCommand::AppendUserMessage(AppendUserMessage {
                     message: message.clone(),
                     at: Timestamp::now(),
@@ -243,14 +246,27 @@ impl Service {
 
     /// Waits until the task is terminal or newly interrupted after `since`, or the bound passes.
     async fn wait_settled(&self, task_id: &TaskId, since: u64) -> Result<(), AppError> {
+        let bound = self.settings.blocking_timeout;
+        self.wait_for(task_id, bound, |s| s.settled_since(since))
+            .await
+    }
+
+    /// Waits until `done` holds for the task, or `bound` passes: woken by commits announced in
+    /// this process, and looking again every `SETTLE_POLL` for those of others.
+    pub(super) async fn wait_for(
+        &self,
+        task_id: &TaskId,
+        bound: Duration,
+        done: impl Fn(&TaskAggregate) -> bool,
+    ) -> Result<(), AppError> {
         let mut changes = self.changes.subscribe();
-        let deadline = tokio::time::Instant::now() + self.settings.blocking_timeout;
+        let deadline = tokio::time::Instant::now() + bound;
         loop {
             let state = self
                 .load(task_id)
                 .await?
                 .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
-            if state.settled_since(since) {
+            if done(&state) {
                 return Ok(());
             }
             // Changes made by another process (the worker Lambda) announce nothing here: look
