@@ -77,6 +77,27 @@ pub fn extensions() -> Vec<AgentExtension> {
                 description: Some("Task-lifetime token usage".into()),
                 required: false,
                 params: None,
+            }, AgentExtension {
+                uri: crate::task::WORK_URI.into(),
+                description: Some(
+                    "DMP work/v1: hand work over (skill handoff); it waits, AUTH_REQUIRED, for the owner's approval".into(),
+                ),
+                required: false,
+                params: None,
+            }, AgentExtension {
+                uri: crate::task::GATE_URI.into(),
+                description: Some(
+                    "DMP gate/v1: the open gates of a task on status.message.metadata while it is AUTH_REQUIRED".into(),
+                ),
+                required: false,
+                params: None,
+            }, AgentExtension {
+                uri: crate::task::ENVELOPE_URI.into(),
+                description: Some(
+                    "DMP envelope/v1: of it, answers (kind answer, replyTo a gate, choice) are read".into(),
+                ),
+                required: false,
+                params: None,
             }]
 }
 
@@ -134,6 +155,16 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
                     .into(),
             tags: vec!["tasks".into(), "event-sourcing".into()],
             examples: vec!["Summarise what I sent you".into()],
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            security_requirements: Vec::new(),
+        }, AgentSkill {
+            id: "handoff".into(),
+            name: "Hand work over".into(),
+            description: "DMP work/v1: a message with metadata[work/v1] {skill: handoff, title, acceptance, writes, priority, labels} (extension active) opens a draft that waits, AUTH_REQUIRED, for the owner to approve or decline it."
+                .into(),
+            tags: vec!["dmp".into(), "handoff".into()],
+            examples: Vec::new(),
             input_modes: Vec::new(),
             output_modes: Vec::new(),
             security_requirements: Vec::new(),

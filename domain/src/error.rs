@@ -268,6 +268,8 @@ pub enum DomainError {
     /// The sender may not do this (role rules of the task extension).
     #[error("{field}: {reason}")]
     NotPermitted { field: String, reason: String },
+    #[error("gate {gate_id} was already answered ({choice}); it takes one answer")]
+    GateClosed { gate_id: String, choice: String },
     #[error("Task generation mismatch: expected {expected} but current generation is {current}")]
     GenerationMismatch {
         task_id: String,
@@ -296,6 +298,7 @@ impl DomainError {
             }
             Self::TaskAlreadyExists { .. } => ErrorKind::Internal,
             Self::GenerationMismatch { .. } => ErrorKind::TaskGenerationMismatch,
+            Self::GateClosed { .. } => ErrorKind::UnsupportedOperation,
         }
     }
 
@@ -326,6 +329,10 @@ impl DomainError {
                 m.insert("taskId".into(), task_id.clone());
                 m.insert("expectedGeneration".into(), expected.to_string());
                 m.insert("currentGeneration".into(), current.to_string());
+            }
+            Self::GateClosed { gate_id, choice } => {
+                m.insert("gateId".into(), gate_id.clone());
+                m.insert("choice".into(), choice.clone());
             }
             Self::UnsupportedOperation(_) => {}
         }

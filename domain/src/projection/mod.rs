@@ -148,7 +148,10 @@ pub fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) 
         | TaskEvent::SkillLoaded { .. }
         | TaskEvent::SkillUnloaded { .. }
         | TaskEvent::PushConfigSet { .. }
-        | TaskEvent::PushConfigDeleted { .. } => {}
+        | TaskEvent::PushConfigDeleted { .. }
+        | TaskEvent::HandoffProposed { .. }
+        | TaskEvent::GateRaised { .. }
+        | TaskEvent::GateAnswered { .. } => {}
     }
 }
 
@@ -196,6 +199,12 @@ pub fn assemble(
         if let Ok(v) = serde_json::to_value(usage) {
             metadata.insert(crate::llm::USAGE_EXTENSION_URI.to_string(), v);
         }
+    }
+    if let Some(h) = &head.handoff {
+        metadata.insert(
+            crate::task::WORK_URI.to_string(),
+            h.work_state(head.id.as_str()),
+        );
     }
     if let Some(ext) = &head.ext {
         let mut data = ext.clone();

@@ -159,6 +159,22 @@ impl Operation {
         }
     }
 
+    /// A message's metadata of an extension the client must opt into (DMP's work/v1 and
+    /// envelope/v1) is read only when that extension is active: otherwise it is dropped.
+    fn hide_inactive(&mut self, active: &Extensions) {
+        let message = match self {
+            Self::SendMessage(r) | Self::SendStreamingMessage(r) => &mut r.message,
+            _ => return,
+        };
+        if let Some(m) = message.metadata.as_mut() {
+            for uri in OPT_IN {
+                if !active.is_active(uri) {
+                    m.remove(uri);
+                }
+            }
+        }
+    }
+
     /// The extensions the request's message lists (`message.extensions`).
     fn message_extensions(&self) -> &[String] {
         match self {
@@ -167,6 +183,12 @@ impl Operation {
         }
     }
 }
+
+/// Extensions whose message metadata is read only when the client activated them.
+const OPT_IN: [&str; 2] = [
+    taskledger_domain::task::WORK_URI,
+    taskledger_domain::task::ENVELOPE_URI,
+];
 
 /// What a request carries besides its operation.
 #[derive(Debug, Clone)]
@@ -261,7 +283,8 @@ pub struct Reply {
 /// Runs one operation for the caller.
 pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
     let extensions = negotiate(&ctx.requested_extensions, op.message_extensions())?;
-    let op = generations::request_for(ctx.version, op);
+    let mut op = generations::request_for(ctx.version, op);
+    op.hide_inactive(&extensions);
     let who = &ctx.principal;
     let outcome = match op {
         Operation::SendMessage(req) => {

@@ -12,7 +12,7 @@ use taskledger_domain::ports::{IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::projection::assemble;
 use taskledger_domain::push::PushConfigSpec;
 use taskledger_domain::task::{
-    AppendUserMessage, CreateTask, TaskAggregate, TaskCommand, TaskEvent,
+    AnswerGate, AppendUserMessage, CreateTask, TaskAggregate, TaskCommand, TaskEvent,
 };
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, SendMessageRequest, SendMessageResponse};
@@ -150,6 +150,17 @@ impl Service {
             message_id: message_id.clone(),
             fingerprint: intake::fingerprint(&message),
         };
+        // A DMP answer to one of the task's gates is decided as that, not as new input.
+        let answer = match taskledger_domain::task::answer_of(&message).transpose()? {
+            Some((gate_id, choice)) => Some(AnswerGate {
+                gate_id,
+                choice,
+                by: taskledger_domain::ext::sender_of(&message, "message")?,
+                message: message.clone(),
+                at: Timestamp::now(),
+            }),
+            None => None,
+        };
         let result = self
             .execute(Actor::Client(who), task_id, Some(key), |_| {
                 // A condition on the task goes first; then a config given with the message
@@ -159,10 +170,13 @@ impl Service {
                     config: config.clone(),
                     at: Timestamp::now(),
                 }));
-                cmds.push(TaskCommand::AppendUserMessage(AppendUserMessage {
-                    message: message.clone(),
-                    at: Timestamp::now(),
-                }));
+                cmds.push(match &answer {
+                    Some(a) => TaskCommand::AnswerGate(Box::new(a.clone())),
+                    None => TaskCommand::AppendUserMessage(AppendUserMessage {
+                        message: message.clone(),
+                        at: Timestamp::now(),
+                    }),
+                });
                 cmds
             })
             .await;
