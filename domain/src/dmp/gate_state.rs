@@ -2,10 +2,9 @@
 //! `status.message.metadata`, and the one fixed sentence per gate type that stands in for a
 //! gate's body. Only a gate's id, type and time ever leave the host; never its data (§5.8).
 
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-
+use super::ext_data::ExtensionData;
 use crate::time::Timestamp;
+use serde::{Deserialize, Serialize};
 
 /// The gate/v1 extension URI (§8.5, registry §11.10).
 pub const GATE_URI: &str = "https://dispatch.foo/a2a/ext/gate/v1";
@@ -78,29 +77,12 @@ impl GateStateV1 {
                 .collect(),
         }
     }
+}
 
-    /// The value under `GATE_URI`.
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).expect("GateStateV1 is plain data")
-    }
-
-    /// Writes this state into `status.message.metadata` under `GATE_URI`; the caller also names
-    /// `GATE_URI` in the message's `extensions` (§8.3), and only when the extension is active.
-    pub fn write_into(&self, metadata: &mut Map<String, Value>) {
-        metadata.insert(GATE_URI.to_owned(), self.to_value());
-    }
-
-    /// A metadata map holding only this state.
-    pub fn to_metadata(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        self.write_into(&mut m);
-        m
-    }
-
-    /// Reads the state back: `None` when absent or not a GateStateV1.
-    pub fn from_metadata(metadata: &Map<String, Value>) -> Option<Self> {
-        serde_json::from_value(metadata.get(GATE_URI)?.clone()).ok()
-    }
+/// On `status.message.metadata` while AUTH_REQUIRED (§8.5); the caller also names `GATE_URI`
+/// in the message's `extensions` (§8.3), and writes it only when the extension is active.
+impl ExtensionData for GateStateV1 {
+    const URI: &'static str = GATE_URI;
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@
 use serde_json::{json, Value};
 
 use super::*;
+use crate::dmp::ext_data::ExtensionData;
 use crate::dmp::gate_state::GateStateV1;
 
 /// When the vector's facts are projected.

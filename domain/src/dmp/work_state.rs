@@ -1,10 +1,9 @@
 //! work/v1 state written back to a client (DMP §8.6 `WorkStateV1`): its handoff's work item
 //! status and, while WORKING, the stage, on `Task.metadata` and `status.message.metadata`.
 
-use serde::{Deserialize, Deserializer, Serialize, Serializer};
-use serde_json::{Map, Value};
-
+use super::ext_data::ExtensionData;
 use super::work::WORK_URI;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// A work item's status (§8.6 `WorkStateV1.status`): the lifecycle draft → ready → working →
 /// review → landing → landed, or dropped, or a status of the host's own.
@@ -107,30 +106,12 @@ impl WorkStateV1 {
             stage,
         }
     }
+}
 
-    /// The value under `WORK_URI` (§8.3: extension data sits in `metadata[<URI>]`).
-    pub fn to_value(&self) -> Value {
-        serde_json::to_value(self).expect("WorkStateV1 is plain data")
-    }
-
-    /// Writes this state into a `Task.metadata` or `status.message.metadata` map under
-    /// `WORK_URI`, leaving the other members as they are. On a message, the caller also names
-    /// `WORK_URI` in `extensions` (§8.3); write it only when the extension is active.
-    pub fn write_into(&self, metadata: &mut Map<String, Value>) {
-        metadata.insert(WORK_URI.to_owned(), self.to_value());
-    }
-
-    /// A metadata map holding only this state.
-    pub fn to_metadata(&self) -> Map<String, Value> {
-        let mut m = Map::new();
-        self.write_into(&mut m);
-        m
-    }
-
-    /// Reads the state back from a metadata map: `None` when absent or not a WorkStateV1.
-    pub fn from_metadata(metadata: &Map<String, Value>) -> Option<Self> {
-        serde_json::from_value(metadata.get(WORK_URI)?.clone()).ok()
-    }
+/// On `Task.metadata` and `status.message.metadata` (§8.6); on a message the caller also names
+/// `WORK_URI` in `extensions` (§8.3), and writes it only when the extension is active.
+impl ExtensionData for WorkStateV1 {
+    const URI: &'static str = WORK_URI;
 }
 
 #[cfg(test)]
