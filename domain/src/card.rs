@@ -78,14 +78,14 @@ pub fn extensions() -> Vec<AgentExtension> {
                 required: false,
                 params: None,
             }, AgentExtension {
-                uri: crate::task::WORK_URI.into(),
+                uri: crate::dmp::WORK_URI.into(),
                 description: Some(
                     "DMP work/v1: hand work over (skill handoff); it waits, AUTH_REQUIRED, for the owner's approval".into(),
                 ),
                 required: false,
                 params: None,
             }, AgentExtension {
-                uri: crate::task::GATE_URI.into(),
+                uri: crate::dmp::GATE_URI.into(),
                 description: Some(
                     "DMP gate/v1: the open gates of a task on status.message.metadata while it is AUTH_REQUIRED".into(),
                 ),
@@ -164,6 +164,16 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
             description: "DMP work/v1: a message with metadata[work/v1] {skill: handoff, title, acceptance, writes, priority, labels} (extension active) opens a draft that waits, AUTH_REQUIRED, for the owner to approve or decline it."
                 .into(),
             tags: vec!["dmp".into(), "handoff".into()],
+            examples: Vec::new(),
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            security_requirements: Vec::new(),
+        }, AgentSkill {
+            id: "status".into(),
+            name: "State of my handoffs".into(),
+            description: "DMP work/v1: a message with metadata[work/v1] {skill: status, task?} is answered at once with the work state of that handoff, or of the caller's newest."
+                .into(),
+            tags: vec!["dmp".into(), "status".into()],
             examples: Vec::new(),
             input_modes: Vec::new(),
             output_modes: Vec::new(),

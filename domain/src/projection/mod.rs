@@ -201,10 +201,8 @@ pub fn assemble(
         }
     }
     if let Some(h) = &head.handoff {
-        metadata.insert(
-            crate::task::WORK_URI.to_string(),
-            h.work_state(head.id.as_str()),
-        );
+        use crate::dmp::ExtensionData;
+        h.work_state(head.id.as_str()).write_into(&mut metadata);
     }
     if let Some(ext) = &head.ext {
         let mut data = ext.clone();

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dmp::{GateStateV1, OpenGate};
 use crate::error::DomainError;
 use crate::ext::Role;
 use crate::ids::{stored, ParticipantId};
@@ -13,9 +14,6 @@ use crate::wire::{Message, TaskState};
 
 use super::events::TaskEvent;
 use super::head::TaskHead;
-
-/// DMP gate/v1: the read-only state of a task's open gates, on `status.message.metadata`.
-pub const GATE_URI: &str = "https://dispatch.foo/a2a/ext/gate/v1";
 
 /// DMP envelope/v1 on `Message.metadata`: of it, an `answer` (`replyTo` a gate, `choice`)
 /// is read, which answers a gate.
@@ -77,10 +75,8 @@ impl GateKind {
     }
 
     /// The one sentence a client is shown while the gate is open (gate data never leaves).
-    pub const fn sentence(self) -> &'static str {
-        match self {
-            Self::TaskProposal => "Waiting for the project owner to approve this handoff.",
-        }
+    pub fn sentence(self) -> &'static str {
+        crate::dmp::gate_sentence(self.name())
     }
 }
 
@@ -245,18 +241,15 @@ pub(super) fn apply_answered(
 }
 
 /// `GateStateV1` of the open gates (`{gates: [{id, type, openedAt, waitingOn}]}`).
-pub fn gate_state<'a>(open: impl Iterator<Item = &'a Gate>) -> serde_json::Value {
-    let gates: Vec<serde_json::Value> = open
-        .map(|g| {
-            serde_json::json!({
-                "id": g.id,
-                "type": g.kind.name(),
-                "openedAt": g.opened_at.to_rfc3339_millis(),
-                "waitingOn": "owner",
-            })
+pub fn gate_state<'a>(open: impl Iterator<Item = &'a Gate>) -> GateStateV1 {
+    let open: Vec<OpenGate> = open
+        .map(|g| OpenGate {
+            id: g.id.clone(),
+            gate_type: g.kind.name().to_string(),
+            opened_at: g.opened_at,
         })
         .collect();
-    serde_json::json!({ "gates": gates })
+    GateStateV1::from_open_gates(&open)
 }
 
 impl TaskHead {

@@ -3,6 +3,7 @@
 use cqrs_es::test::TestFramework;
 use serde_json::json;
 
+use crate::dmp::{WorkStatus, GATE_URI};
 use crate::error::DomainError;
 use crate::ext::{Participant, ParticipantKind, Role, TaskExtensionData};
 use crate::ids::{ContextId, ParticipantId, Principal, TaskId};

@@ -5,6 +5,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::dmp::{ExtensionData, Handoff, WorkStateV1, WorkStatus, GATE_URI};
 use crate::error::DomainError;
 use crate::ids::{ContextId, Principal, TaskId};
 use crate::time::Timestamp;
@@ -16,12 +17,9 @@ use super::events::TaskEvent;
 use super::gates::{self, GateKind};
 use super::head::TaskHead;
 
-/// DMP work/v1: requests on `Message.metadata`, `WorkStateV1` on `Task.metadata`.
-pub const WORK_URI: &str = "https://dispatch.foo/a2a/ext/work/v1";
-
-/// The work a handoff proposes, as checked where it entered (`crate::dmp::work`): the title,
-/// acceptance criteria, repository paths it may write, the priority (capped at `medium`) and
-/// the labels (stored under `a2a/`).
+/// The work a handoff proposes, in the stored form of a checked request (`dmp::Handoff`):
+/// the title, acceptance criteria, repository paths it may write, the priority as kept
+/// (capped at `medium`) and the labels as kept (under `a2a/`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HandoffWork {
     pub title: String,
@@ -34,21 +32,18 @@ pub struct HandoffWork {
     pub labels: Vec<String>,
 }
 
-/// Where a handed-off work item is (DMP work/v1 `WorkStateV1.status`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum WorkStatus {
-    Draft,
-    Ready,
-    Dropped,
-}
-
-impl WorkStatus {
-    pub const fn as_str(self) -> &'static str {
-        match self {
-            Self::Draft => "draft",
-            Self::Ready => "ready",
-            Self::Dropped => "dropped",
+impl From<&Handoff> for HandoffWork {
+    fn from(h: &Handoff) -> Self {
+        Self {
+            title: h.title.as_str().to_string(),
+            acceptance: h
+                .acceptance
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
+            writes: h.writes.iter().map(|w| w.as_str().to_string()).collect(),
+            priority: h.priority.capped().as_str().to_string(),
+            labels: h.stored_labels(),
         }
     }
 }
@@ -108,11 +103,8 @@ pub(super) fn propose(
         GateKind::TaskProposal.sentence(),
     );
     if let TaskEvent::GateRaised { gate } = &gate {
-        said.extensions = vec![gates::GATE_URI.into()];
-        said.metadata = Some(serde_json::Map::from_iter([(
-            gates::GATE_URI.to_string(),
-            gates::gate_state(std::iter::once(gate)),
-        )]));
+        said.extensions = vec![GATE_URI.into()];
+        said.metadata = Some(gates::gate_state(std::iter::once(gate)).to_metadata());
     }
     events.push(gate);
     events.push(TaskEvent::StatusChanged {
@@ -125,12 +117,8 @@ pub(super) fn propose(
 
 impl HandoffHead {
     /// `WorkStateV1` (`{task, title, status}`) of the handoff task `task_id`.
-    pub fn work_state(&self, task_id: &str) -> serde_json::Value {
-        serde_json::json!({
-            "task": task_id,
-            "title": self.work.title,
-            "status": self.status.as_str(),
-        })
+    pub fn work_state(&self, task_id: &str) -> WorkStateV1 {
+        WorkStateV1::new(task_id, self.work.title.clone(), self.status.clone())
     }
 }
 

@@ -26,10 +26,10 @@ pub use artifacts::{MAX_ARTIFACTS_PER_TASK, MAX_CHUNKS_PER_ARTIFACT};
 pub use commands::{AppendUserMessage, CreateTask, TaskCommand};
 pub use events::{TaskEvent, EVENT_VERSION};
 pub use gates::{
-    answer_of, gate_id, AnswerGate, Gate, GateAnswer, GateKind, ENVELOPE_URI, GATE_URI,
+    answer_of, gate_id, gate_state, AnswerGate, Gate, GateAnswer, GateKind, ENVELOPE_URI,
     MAX_ANSWER_FIELD_BYTES,
 };
-pub use handoff::{HandoffHead, HandoffWork, ProposeHandoff, WorkStatus, WORK_URI};
+pub use handoff::{HandoffHead, HandoffWork, ProposeHandoff, HANDOFF_RISK};
 pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};

@@ -186,7 +186,7 @@ impl Operation {
 
 /// Extensions whose message metadata is read only when the client activated them.
 const OPT_IN: [&str; 2] = [
-    taskledger_domain::task::WORK_URI,
+    taskledger_domain::dmp::WORK_URI,
     taskledger_domain::task::ENVELOPE_URI,
 ];
 

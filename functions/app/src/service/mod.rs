@@ -8,6 +8,7 @@ mod cancel;
 mod commit;
 mod dispatch;
 mod family;
+mod handoffs;
 mod push_configs;
 mod queries;
 mod send;

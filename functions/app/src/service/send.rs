@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use taskledger_domain::dmp::WorkRequest;
+use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::{
     ContextId, HistoryLength, IdempotencyKey, MessageId, Principal, TaskId,
 };
@@ -12,7 +14,8 @@ use taskledger_domain::ports::{IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::projection::assemble;
 use taskledger_domain::push::PushConfigSpec;
 use taskledger_domain::task::{
-    AnswerGate, AppendUserMessage, CreateTask, TaskAggregate, TaskCommand, TaskEvent,
+    AnswerGate, AppendUserMessage, CreateTask, HandoffWork, ProposeHandoff, TaskAggregate,
+    TaskCommand, TaskEvent,
 };
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, SendMessageRequest, SendMessageResponse};
@@ -115,14 +118,29 @@ impl Service {
                 }
             }
             None => {
-                if let Some(reply) = self.agent.direct_reply(&message) {
-                    return Ok(Submission::Direct(reply));
+                // DMP work/v1 (read only when the client activated it): a handoff opens a
+                // draft, a status request is answered at once.
+                let handoff = match WorkRequest::from_metadata(message.metadata.as_ref())
+                    .map_err(DomainError::from)?
+                {
+                    Some(WorkRequest::Status { task }) => {
+                        return Ok(Submission::Direct(self.work_status(who, task).await?))
+                    }
+                    Some(WorkRequest::Handoff(h)) => Some(HandoffWork::from(&h)),
+                    None => None,
+                };
+                if handoff.is_none() {
+                    if let Some(reply) = self.agent.direct_reply(&message) {
+                        return Ok(Submission::Direct(reply));
+                    }
                 }
+                // A proposal asks nothing of the agent: nothing to wait for.
+                let wake = handoff.is_none();
                 let (task_id, state) = self
-                    .create_task(who, message.clone(), idempotency, push)
+                    .create_task(who, message.clone(), idempotency, push, handoff)
                     .await?;
                 tracing::Span::current().record("task_id", task_id.as_str());
-                let version = state.as_ref().map(|s| (s.version, true));
+                let version = state.as_ref().map(|s| (s.version, wake));
                 (task_id, version, state)
             }
         };
@@ -197,6 +215,7 @@ impl Service {
         message: Message,
         idempotency: Option<(IdempotencyKey, String)>,
         push: Option<PushConfigSpec>,
+        handoff: Option<HandoffWork>,
     ) -> Result<(TaskId, Option<TaskAggregate>), AppError> {
         let context_id = match message.context_id.clone() {
             Some(c) => {
@@ -229,7 +248,18 @@ impl Service {
         };
         let created = self
             .commit(Actor::Client(who), &task_id, Target::New, keys, |_| {
-                let mut cmds = vec![TaskCommand::CreateTask(create.clone())];
+                let first = match &handoff {
+                    Some(work) => TaskCommand::ProposeHandoff(Box::new(ProposeHandoff {
+                        task_id: create.task_id.clone(),
+                        context_id: create.context_id.clone(),
+                        owner: create.owner.clone(),
+                        message: create.message.clone(),
+                        work: work.clone(),
+                        at: create.at,
+                    })),
+                    None => TaskCommand::CreateTask(create.clone()),
+                };
+                let mut cmds = vec![first];
                 cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
                     config: config.clone(),
                     at: Timestamp::now(),
