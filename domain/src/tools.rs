@@ -13,7 +13,7 @@ use crate::llm::{ToolCall, ToolSpec};
 use crate::task::TaskCommand;
 use crate::time::Timestamp;
 
-const DEFINITIONS: [(&str, &str); 12] = [
+const DEFINITIONS: [(&str, &str); 13] = [
     (
         "list_skills",
         include_str!("../schemas/intrinsics/list_skills.json"),
@@ -61,6 +61,10 @@ const DEFINITIONS: [(&str, &str); 12] = [
     (
         "emit_ui",
         include_str!("../schemas/intrinsics/emit_ui.json"),
+    ),
+    (
+        "advance_work",
+        include_str!("../schemas/intrinsics/advance_work.json"),
     ),
 ];
 
@@ -204,6 +208,12 @@ struct EmitUiArgs {
     messages: Vec<Value>,
 }
 #[derive(Deserialize)]
+struct AdvanceArgs {
+    status: String,
+    #[serde(default)]
+    artifacts: Vec<crate::dmp::WorkArtifact>,
+}
+#[derive(Deserialize)]
 struct RoleArgs {
     participant_id: String,
     role: Role,
@@ -315,6 +325,16 @@ pub fn plan_call(
                 by: by.cloned(),
                 at,
             }])
+        }
+        "advance_work" => {
+            let w: AdvanceArgs = args(a)?;
+            ToolAction::Commands(vec![TaskCommand::AdvanceWork(Box::new(
+                crate::task::AdvanceWork {
+                    status: crate::dmp::WorkStatus::parse(&w.status),
+                    artifacts: w.artifacts,
+                    at,
+                },
+            ))])
         }
         "emit_ui" => {
             let u: EmitUiArgs = args(a)?;

@@ -231,3 +231,111 @@ async fn without_the_extension_active_a_handoff_is_an_ordinary_message() {
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
     assert!(t["metadata"].get(WORK).is_none());
 }
+
+#[tokio::test]
+async fn an_operator_lands_the_work_item_and_a_subscriber_sees_every_step() {
+    use taskledger_local::{operator, Storage};
+    // The operator's command runs on the server's store, as a second process would.
+    let storage = match taskledger_tests::test_storage() {
+        Storage::Memory => Storage::Dir(
+            std::env::temp_dir().join(format!("tl-handoff-{}", uuid::Uuid::new_v4().simple())),
+        ),
+        other => other,
+    };
+    let mut config = taskledger_tests::test_config();
+    config.storage = storage.clone();
+    config.stream_poll = std::time::Duration::from_millis(50);
+    let s = Server::start_with(config).await;
+    let task = propose(&s).await;
+    let id = task["id"].as_str().unwrap().to_string();
+    s.call_with(
+        "SendMessage",
+        answer(&id, &gate_of(&task), Some("approve")),
+        ACTIVE,
+    )
+    .await;
+    // A JSON-RPC subscriber from the approval on, read to the end of its stream.
+    let subscriber = {
+        let (client, base, id) = (s.client.clone(), s.base.clone(), id.clone());
+        tokio::spawn(async move {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
+                "params": {"id": id}});
+            let text = client
+                .post(format!("{base}/a2a"))
+                .header("A2A-Version", "1.0")
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            text.lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| serde_json::from_str::<Value>(d.trim()).unwrap())
+                .collect::<Vec<Value>>()
+        })
+    };
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    for status in ["working", "review", "landing"] {
+        let t = operator::advance_work(&storage, &id, status, vec![])
+            .await
+            .unwrap();
+        assert_eq!(t.status.state.as_str(), "TASK_STATE_WORKING", "{status}");
+    }
+    let evidence: Vec<Value> = (0..60)
+        .map(|i| {
+            json!({"command": format!("cargo test {i}"), "exitCode": 0, "durationMs": 5,
+            "summary": "ok"})
+        })
+        .collect();
+    let artifacts = serde_json::from_value(json!([
+        {"kind": "pr", "url": "https://git.example.com/p/7", "number": 7, "state": "merged"},
+        {"kind": "evidence", "items": evidence},
+    ]))
+    .unwrap();
+    let landed = operator::advance_work(&storage, &id, "landed", artifacts)
+        .await
+        .unwrap();
+    assert_eq!(landed.status.state.as_str(), "TASK_STATE_COMPLETED");
+    // Landed is final: the operator is refused.
+    assert!(operator::advance_work(&storage, &id, "working", vec![])
+        .await
+        .is_err());
+    let t = s.ok("GetTask", json!({"id": id})).await;
+    assert_eq!(t["status"]["message"]["parts"][0]["text"], "Landed.");
+    assert_eq!(t["metadata"][WORK]["status"], "landed");
+    let artifacts = t["artifacts"].as_array().unwrap();
+    let ids: Vec<&str> = artifacts
+        .iter()
+        .map(|a| a["artifactId"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["pr", "evidence"]);
+    assert_eq!(artifacts[1]["metadata"]["truncated"], true);
+    assert_eq!(
+        artifacts[1]["parts"][0]["data"]["items"]
+            .as_array()
+            .unwrap()
+            .len(),
+        50
+    );
+    let events = tokio::time::timeout(std::time::Duration::from_secs(10), subscriber)
+        .await
+        .expect("the stream ended at the terminal state")
+        .unwrap();
+    let stages: Vec<String> = events
+        .iter()
+        .filter_map(|e| {
+            e["result"]["statusUpdate"]["status"]["message"]["metadata"][WORK]["status"].as_str()
+        })
+        .map(str::to_string)
+        .collect();
+    assert_eq!(
+        stages,
+        ["working", "review", "landing", "landed"],
+        "{events:?}"
+    );
+    if let Storage::Dir(dir) = storage {
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}

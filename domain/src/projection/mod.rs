@@ -151,6 +151,7 @@ pub fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) 
         | TaskEvent::PushConfigDeleted { .. }
         | TaskEvent::HandoffProposed { .. }
         | TaskEvent::GateRaised { .. }
+        | TaskEvent::WorkAdvanced { .. }
         | TaskEvent::GateAnswered { .. } => {}
     }
 }

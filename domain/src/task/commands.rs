@@ -33,6 +33,8 @@ pub enum TaskCommand {
     AppendUserMessage(AppendUserMessage),
     /// A client's message opening a task that hands work over (DMP work/v1).
     ProposeHandoff(Box<super::handoff::ProposeHandoff>),
+    /// A handoff's approved work item moves on (the agent or an operator says so).
+    AdvanceWork(Box<super::work::AdvanceWork>),
     /// A deciding answer to one of the task's gates.
     AnswerGate(Box<super::gates::AnswerGate>),
     /// The commands after it in the commit apply only if the task's generation is `expected`.

@@ -227,6 +227,12 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// A handoff's work item moved on in its lifecycle.
+    WorkAdvanced {
+        status: crate::dmp::WorkStatus,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
     /// A decision is owed before work goes on.
     GateRaised { gate: super::gates::Gate },
     /// The gate's deciding answer (its effect follows in the same commit).
@@ -297,6 +303,7 @@ impl TaskEvent {
             Self::PushConfigDeleted { .. } => "PushConfigDeleted",
             Self::HandoffProposed { .. } => "HandoffProposed",
             Self::GateRaised { .. } => "GateRaised",
+            Self::WorkAdvanced { .. } => "WorkAdvanced",
             Self::GateAnswered { .. } => "GateAnswered",
         }
     }

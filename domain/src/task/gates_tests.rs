@@ -202,3 +202,102 @@ fn a_plain_message_to_a_task_waiting_on_a_gate_is_refused() {
     }));
     assert!(matches!(r, Err(DomainError::UnsupportedOperation(ref m)) if m.contains("gate")));
 }
+
+fn advance(status: WorkStatus, artifacts: Vec<crate::dmp::WorkArtifact>) -> TaskCommand {
+    TaskCommand::AdvanceWork(Box::new(AdvanceWork {
+        status,
+        artifacts,
+        at: at(3),
+    }))
+}
+
+/// Proposed and approved.
+fn approved() -> Vec<TaskEvent> {
+    let mut all = proposed();
+    let gate = state_after(&all).head.unwrap().gates[0].id.clone();
+    let answered = state_after(&all)
+        .decide(answer(Some("approve"), None, &gate))
+        .unwrap();
+    all.extend(answered);
+    all
+}
+
+fn then(mut all: Vec<TaskEvent>, cmd: TaskCommand) -> Vec<TaskEvent> {
+    let events = state_after(&all).decide(cmd).unwrap();
+    all.extend(events);
+    all
+}
+
+#[test]
+fn an_approved_work_item_lands_with_its_artifacts_cut_to_size() {
+    use crate::dmp::{FileStat, WorkArtifact};
+    let all = then(approved(), advance(WorkStatus::Working, vec![]));
+    let head = state_after(&all).head.unwrap();
+    assert_eq!(head.status.state, TaskState::Working);
+    let all = then(all, advance(WorkStatus::Review, vec![]));
+    let head = state_after(&all).head.unwrap();
+    let said = head.status.message.clone().unwrap();
+    let state = &said.metadata.unwrap()[crate::dmp::WORK_URI];
+    assert_eq!(state["status"], "review");
+    assert_eq!(state["stage"], "review");
+    let all = then(all, advance(WorkStatus::Landing, vec![]));
+    let files: Vec<FileStat> = (0..250)
+        .map(|i| FileStat {
+            path: format!("src/f{i}.rs"),
+            insertions: 1,
+            deletions: 1,
+        })
+        .collect();
+    let all = then(
+        all,
+        advance(
+            WorkStatus::Landed,
+            vec![
+                WorkArtifact::Pr {
+                    url: "https://git.example.com/p/7".into(),
+                    number: 7,
+                    state: Some(crate::dmp::PrState::Merged),
+                },
+                WorkArtifact::Diffstat {
+                    files: 250,
+                    insertions: 250,
+                    deletions: 250,
+                    per_file: files,
+                },
+            ],
+        ),
+    );
+    let head = state_after(&all).head.unwrap();
+    assert_eq!(head.status.state, TaskState::Completed);
+    assert_eq!(head.status.message.clone().unwrap().text(), "Landed.");
+    assert_eq!(head.handoff.as_ref().unwrap().status, WorkStatus::Landed);
+    let ids: Vec<&str> = head
+        .artifacts
+        .iter()
+        .map(|a| a.artifact_id.as_str())
+        .collect();
+    assert_eq!(ids, ["pr", "diffstat"]);
+    let diffstat = all
+        .iter()
+        .find_map(|e| match e {
+            TaskEvent::ArtifactAdded { artifact, .. } if artifact.artifact_id == "diffstat" => {
+                Some(artifact.clone())
+            }
+            _ => None,
+        })
+        .unwrap();
+    assert_eq!(diffstat.metadata.unwrap()["truncated"], true);
+    // Landed is final.
+    let r = state_after(&all).decide(advance(WorkStatus::Working, vec![]));
+    assert!(matches!(r, Err(DomainError::InvalidParams { ref field, .. }) if field == "status"));
+}
+
+#[test]
+fn a_draft_does_not_move_before_its_gate_is_answered_and_a_drop_rejects() {
+    let r = state_after(&proposed()).decide(advance(WorkStatus::Working, vec![]));
+    assert!(matches!(r, Err(DomainError::InvalidParams { .. })), "{r:?}");
+    let all = then(approved(), advance(WorkStatus::Dropped, vec![]));
+    let head = state_after(&all).head.unwrap();
+    assert_eq!(head.status.state, TaskState::Rejected);
+    assert_eq!(head.status.message.unwrap().text(), DROPPED_SENTENCE);
+}

@@ -17,6 +17,7 @@ mod plan;
 mod status;
 mod subscriptions;
 mod subtasks;
+mod work;
 
 use cqrs_es::Aggregate;
 
@@ -33,6 +34,7 @@ pub use handoff::{HandoffHead, HandoffWork, ProposeHandoff, HANDOFF_RISK};
 pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
+pub use work::{AdvanceWork, DROPPED_SENTENCE};
 
 impl TaskAggregate {
     /// The decision: which events a command causes, or why it is refused. Changes nothing.
@@ -51,6 +53,7 @@ impl TaskAggregate {
         match command {
             TaskCommand::CreateTask(_) | TaskCommand::ProposeHandoff(_) => unreachable_create(),
             TaskCommand::AnswerGate(c) => gates::answer(head, *c),
+            TaskCommand::AdvanceWork(c) => work::advance(head, *c),
             // messages
             TaskCommand::AppendUserMessage(c) => messages::append_user_message(head, c),
             TaskCommand::RequireGeneration { expected } => generation::require(head, expected),
@@ -248,6 +251,7 @@ impl TaskAggregate {
             // gates and handoffs
             TaskEvent::HandoffProposed { work, .. } => handoff::apply_proposed(head, work),
             TaskEvent::GateRaised { gate } => gates::apply_raised(head, gate),
+            TaskEvent::WorkAdvanced { status, .. } => work::apply_advanced(head, status),
             TaskEvent::GateAnswered {
                 gate_id,
                 choice,

@@ -28,6 +28,7 @@ use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::{PushSigner, WebhookSender};
 
+pub mod operator;
 pub mod pollers;
 use taskledger_infra::SqliteStore;
 use tokio::net::TcpListener;
@@ -170,6 +171,9 @@ pub enum LocalError {
     Serve(#[from] std::io::Error),
     #[error(transparent)]
     Grpc(#[from] GrpcServeError),
+    /// An operator command the service refused.
+    #[error(transparent)]
+    Refused(#[from] taskledger_app::AppError),
 }
 
 /// The opened store: its ports, and what runs after commits on it.

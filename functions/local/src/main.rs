@@ -147,6 +147,19 @@ enum Command {
     DeadLetters,
     /// Put every dead-lettered push delivery back in the outbox (sent again by the server).
     Redrive,
+    /// Move a handoff's approved work item on (DMP work/v1): working, review, landing,
+    /// landed (the task completes) or dropped (it is rejected).
+    Work {
+        /// The handoff task.
+        #[arg(long)]
+        task: String,
+        /// The work item's new status.
+        #[arg(long)]
+        status: String,
+        /// Work artifacts as JSON, e.g. `[{"kind":"pr","url":"…","number":7}]`.
+        #[arg(long, default_value = "[]")]
+        artifacts: String,
+    },
     /// Replay events into the DynamoDB read model: one task, or every task page by page.
     Rebuild {
         /// The task to rebuild.
@@ -279,11 +292,40 @@ fn grpc_settings(args: &Args) -> Result<Option<GrpcSettings>, String> {
     }))
 }
 
+/// The store the flags name.
+fn storage_of(args: &Args) -> Storage {
+    if uses_dynamo(args) {
+        Storage::Dynamo {
+            prefix: args.table_prefix.clone(),
+            create_tables: args.create_tables,
+            counter: None,
+            pollers: !args.in_process_agent,
+        }
+    } else if args.in_memory {
+        Storage::Memory
+    } else {
+        Storage::Dir(args.data_dir.clone())
+    }
+}
+
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     match &args.command {
         Some(Command::Rebuild { task, all }) => return rebuild(&args, task.clone(), *all).await,
         Some(Command::DeadLetters) => return dead_letters(&args, false).await,
         Some(Command::Redrive) => return dead_letters(&args, true).await,
+        Some(Command::Work {
+            task,
+            status,
+            artifacts,
+        }) => {
+            let artifacts = serde_json::from_str(artifacts)
+                .map_err(|e| format!("--artifacts: not a list of work artifacts: {e}"))?;
+            let storage = storage_of(&args);
+            let t =
+                taskledger_local::operator::advance_work(&storage, task, status, artifacts).await?;
+            println!("{}", serde_json::to_string_pretty(&t)?);
+            return Ok(());
+        }
         Some(Command::Serve) | None => {}
     }
     let push = taskledger_local::PushSettings {
@@ -304,18 +346,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let grpc = grpc_settings(&args)?;
     let tokens = TokenAuthenticator::parse_table(&args.tokens)
         .map_err(|e| format!("--tokens / TASKLEDGER_TOKENS: {e}"))?;
-    let storage = if uses_dynamo(&args) {
-        Storage::Dynamo {
-            prefix: args.table_prefix.clone(),
-            create_tables: args.create_tables,
-            counter: None,
-            pollers: !args.in_process_agent,
-        }
-    } else if args.in_memory {
-        Storage::Memory
-    } else {
-        Storage::Dir(args.data_dir.clone())
-    };
+    let storage = storage_of(&args);
     let config = Config {
         storage,
         public_url: args.public_url.clone(),

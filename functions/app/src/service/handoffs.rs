@@ -1,18 +1,56 @@
-//! DMP work/v1 `status` requests: the caller's handoffs and where their work items are
-//! (`WorkStateV1`), answered at once as a message — one handoff, or the caller's newest.
+//! DMP work/v1 beyond the proposal: `status` requests (the caller's handoffs and where their
+//! work items are, `WorkStateV1`, answered at once as a message — one handoff, or the
+//! caller's newest), and the work item's lifecycle as an operator moves it.
 
 use serde_json::{json, Value};
 use taskledger_domain::dmp::{ExtensionData, WORK_URI};
 use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::wire::{ListTasksRequest, Message, Part, PartContent};
 
-use super::{Actor, Service};
+use taskledger_domain::dmp::{WorkArtifact, WorkStatus};
+use taskledger_domain::task::{AdvanceWork, TaskCommand};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::Task;
+
+use super::{task_id_of, Actor, Service};
 use crate::error::AppError;
 
 /// The most handoffs one status answer lists (newest first).
 pub const MAX_STATUS_HANDOFFS: i32 = 100;
 
 impl Service {
+    /// An operator moves a handoff's approved work item on (`taskledger work advance`; the
+    /// agent does the same through its `advance_work` tool), through the one commit path.
+    pub async fn advance_work(
+        &self,
+        task_id: &str,
+        status: WorkStatus,
+        artifacts: Vec<WorkArtifact>,
+    ) -> Result<Task, AppError> {
+        let task_id = task_id_of(task_id)?;
+        let command = AdvanceWork {
+            status,
+            artifacts,
+            at: Timestamp::now(),
+        };
+        let (state, _) = self
+            .execute(Actor::Agent, &task_id, None, |_| {
+                vec![TaskCommand::AdvanceWork(Box::new(command.clone()))]
+            })
+            .await?;
+        let head = state
+            .head
+            .as_ref()
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        self.view(
+            &head.owner,
+            &task_id,
+            taskledger_domain::ids::HistoryLength::Last(0),
+            true,
+        )
+        .await
+    }
+
     /// The work state of `task` (one of the caller's handoffs), or of the caller's newest.
     pub(super) async fn work_status(
         &self,
