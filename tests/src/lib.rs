@@ -5,6 +5,7 @@
 pub mod binding;
 pub mod grpc;
 pub mod receiver;
+pub mod stream;
 
 pub use binding::{binding, Binding, GrpcEndpoint};
 
@@ -64,6 +65,13 @@ pub fn test_storage() -> Storage {
     } else {
         Storage::Memory
     }
+}
+
+/// Sets how often a stream sends a keep-alive comment and how often it looks at the store for
+/// commits made by other processes.
+pub fn stream_timings(config: &mut Config, keep_alive: Duration, poll: Duration) {
+    // TODO(stream-tests): `Config::stream_keep_alive` / `stream_poll` land with the streams.
+    let _ = (config, keep_alive, poll);
 }
 
 /// A test configuration on `test_storage()` with quick scenario timings.
