@@ -101,7 +101,7 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
         version: s.version.clone(),
         documentation_url: None,
         capabilities: AgentCapabilities {
-            streaming: Some(false),
+            streaming: Some(true),
             push_notifications: Some(s.push_notifications),
             extensions: extensions(),
             extended_agent_card: Some(false),

@@ -29,7 +29,7 @@ async fn the_agent_card_is_served_with_cache_headers() {
     );
     assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
     assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
-    assert_eq!(card["capabilities"]["streaming"], false);
+    assert_eq!(card["capabilities"]["streaming"], true);
     assert!(card.get("url").is_none());
     let again = s
         .client
@@ -538,8 +538,9 @@ async fn canceling_a_working_task_stops_the_agent() {
 #[tokio::test]
 async fn undeclared_capabilities_get_their_prescribed_errors() {
     let s = Server::start().await;
-    assert_eq!(s.err("SendStreamingMessage", json!({})).await, -32004);
-    assert_eq!(s.err("SubscribeToTask", json!({"id": "x"})).await, -32004);
+    // Streaming is declared: its requests are read like any other (tests/tests/streaming.rs).
+    assert_eq!(s.err("SendStreamingMessage", json!({})).await, -32602);
+    assert_eq!(s.err("SubscribeToTask", json!({"id": "x"})).await, -32001);
     assert_eq!(s.err("GetExtendedAgentCard", json!({})).await, -32004);
     // Push notifications are served where a push worker runs (tests/tests/push.rs); a server
     // without one says so in its card and answers the config operations with -32003.

@@ -729,18 +729,43 @@ async fn bearer_tokens_are_required_when_configured_and_tenants_stay_apart() {
 }
 
 #[tokio::test]
-async fn streaming_and_the_extended_card_answer_with_the_capability_error() {
+async fn streams_are_server_streaming_and_the_extended_card_is_refused() {
+    use pb::stream_response::Payload;
     let s = GrpcServer::start().await;
     let mut client = s.client.clone();
-    let e = client
-        .send_streaming_message(s.req(send_request("m-s", "stream", false)))
+    let mut stream = client
+        .send_streaming_message(s.req(send_request(
+            &format!("tck-stream-artifact-chunked-{}", suffix()),
+            "stream",
+            false,
+        )))
         .await
-        .unwrap_err();
-    assert_eq!(
-        code_and_reason(&e),
-        (Code::FailedPrecondition, "UNSUPPORTED_OPERATION".into())
+        .unwrap()
+        .into_inner();
+    let mut kinds = Vec::new();
+    while let Some(item) = stream.message().await.unwrap() {
+        kinds.push(match item.payload.unwrap() {
+            Payload::Task(t) => format!("task {}", t.status.unwrap().state),
+            Payload::StatusUpdate(u) => format!("status {}", u.status.unwrap().state),
+            Payload::ArtifactUpdate(a) => format!("artifact {} {}", a.append, a.last_chunk),
+            Payload::Message(_) => "message".into(),
+        });
+    }
+    let (submitted, working, completed) = (
+        pb::TaskState::Submitted as i32,
+        pb::TaskState::Working as i32,
+        pb::TaskState::Completed as i32,
     );
-    assert!(e.message().contains("streaming"), "{}", e.message());
+    assert_eq!(
+        kinds,
+        [
+            format!("task {submitted}"),
+            format!("status {working}"),
+            "artifact false false".into(),
+            "artifact true true".into(),
+            format!("status {completed}"),
+        ]
+    );
     let e = client
         .subscribe_to_task(s.req(pb::SubscribeToTaskRequest {
             id: "x".into(),
@@ -750,7 +775,7 @@ async fn streaming_and_the_extended_card_answer_with_the_capability_error() {
         .unwrap_err();
     assert_eq!(
         code_and_reason(&e),
-        (Code::FailedPrecondition, "UNSUPPORTED_OPERATION".into())
+        (Code::NotFound, "TASK_NOT_FOUND".into())
     );
     let e = client
         .get_extended_agent_card(s.req(pb::GetExtendedAgentCardRequest::default()))

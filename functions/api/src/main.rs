@@ -8,6 +8,7 @@ use std::time::Duration;
 use lambda_http::{run, Error};
 use taskledger_app::agent::{ScenarioAgent, ScenarioTimings};
 use taskledger_app::compose::{self, LAMBDA_BLOCKING_TIMEOUT_SECS};
+use taskledger_app::http::DEFAULT_KEEP_ALIVE;
 use taskledger_app::identity::{GatewayAuthenticator, DEFAULT_TENANT_CLAIM};
 use taskledger_app::{router, AppState, Dispatch, HttpSettings, ServiceSettings};
 use taskledger_domain::error::ErrorTable;
@@ -26,6 +27,7 @@ async fn main() -> Result<(), Error> {
         dispatch: Dispatch::Feed,
         push_enabled: push.enabled,
         push_policy: push.policy,
+        ..Default::default()
     };
     // The scenario agent answers direct replies; its turns run in the worker.
     let agent = ScenarioAgent::new(ScenarioTimings::default());
@@ -43,6 +45,7 @@ async fn main() -> Result<(), Error> {
         error_table: ErrorTable::parse(&env("TASKLEDGER_ERROR_TABLE").unwrap_or_default())?,
         // A REST API stage or a custom domain's base path in front of the routes.
         path_prefix: env("TASKLEDGER_PATH_PREFIX"),
+        stream_keep_alive: DEFAULT_KEEP_ALIVE,
     };
     let auth = Arc::new(GatewayAuthenticator::new(tenant_claim));
     run(router(AppState::new(service, auth, http))).await

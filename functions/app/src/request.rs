@@ -64,14 +64,6 @@ pub fn decode<T: DeserializeOwned>(value: Value, root: &str) -> Result<T, AppErr
     })
 }
 
-/// `SendStreamingMessage` and `SubscribeToTask`: the card declares no streaming.
-pub fn streaming_unsupported(method: &str) -> AppError {
-    AppError::protocol(
-        ErrorKind::UnsupportedOperation,
-        format!("{method}: streaming is not supported (capabilities.streaming is false)"),
-    )
-}
-
 /// `GetExtendedAgentCard`: the card declares no extended card.
 pub fn extended_card_unsupported() -> AppError {
     AppError::protocol(

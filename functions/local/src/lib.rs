@@ -76,6 +76,10 @@ pub struct Config {
     pub error_table: taskledger_domain::error::ErrorTable,
     /// The gRPC binding on a port of its own; none: not served (and not in the card).
     pub grpc: Option<GrpcSettings>,
+    /// How often an idle SSE stream sends a keep-alive comment.
+    pub stream_keep_alive: Duration,
+    /// How often an open stream reads its task's events for commits of other processes.
+    pub stream_poll: Duration,
 }
 
 /// Where and how the gRPC binding is served.
@@ -137,6 +141,8 @@ impl Config {
             push: PushSettings::default(),
             error_table: Default::default(),
             grpc: None,
+            stream_keep_alive: taskledger_app::http::DEFAULT_KEEP_ALIVE,
+            stream_poll: taskledger_app::service::DEFAULT_STREAM_POLL,
         }
     }
 }
@@ -339,6 +345,8 @@ async fn build_bindings(
             dispatch,
             push_enabled: stores.embedded.is_some() || stores.serverless.is_some(),
             push_policy: config.push.policy.clone(),
+            stream_poll: config.stream_poll,
+            ..Default::default()
         },
     );
     if let Some(db) = stores.embedded {
@@ -394,6 +402,7 @@ async fn build_bindings(
             grpc: grpc_address,
             error_table: config.error_table,
             path_prefix: None,
+            stream_keep_alive: config.stream_keep_alive,
         },
     );
     Ok((router(state), grpc))

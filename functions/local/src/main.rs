@@ -116,6 +116,17 @@ struct Args {
     /// (the current spec) or `1.0.0` (for clients, and the 1.0 conformance kit, pinned to it).
     #[arg(long, env = "TASKLEDGER_ERROR_TABLE", default_value = "1.0.1", value_parser = ErrorTable::parse)]
     error_table: ErrorTable,
+    /// Milliseconds between the keep-alive comments of an idle stream.
+    #[arg(
+        long,
+        env = "TASKLEDGER_STREAM_KEEP_ALIVE_MS",
+        default_value_t = 15_000
+    )]
+    stream_keep_alive_ms: u64,
+    /// Milliseconds between an open stream's reads of its task's events when no commit was
+    /// announced in this process (commits of other processes sharing the store).
+    #[arg(long, env = "TASKLEDGER_STREAM_POLL_MS", default_value_t = 500)]
+    stream_poll_ms: u64,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     log_format: String,
@@ -315,6 +326,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         push,
         grpc,
         error_table: args.error_table,
+        stream_keep_alive: Duration::from_millis(args.stream_keep_alive_ms.max(1)),
+        stream_poll: Duration::from_millis(args.stream_poll_ms.max(1)),
         agent: match (
             &args.llm_base_url.clone().filter(|u| !u.is_empty()),
             &args.bedrock_model.clone().filter(|m| !m.is_empty()),

@@ -5,6 +5,7 @@
 use std::pin::Pin;
 use std::sync::Arc;
 
+use futures_util::StreamExt;
 use taskledger_domain::error::{ErrorKind, ErrorTable};
 use taskledger_domain::ids::IdempotencyKey;
 use tonic::codegen::tokio_stream::Stream;
@@ -17,12 +18,15 @@ use super::errors::status;
 use super::proto::{self, a2a_service_server::A2aService};
 use crate::error::AppError;
 use crate::identity::Authenticator;
-use crate::operations::{self, Context, Method, Operation, Reply};
+use crate::operations::{self, Context, Method, Operation, Outcome, Reply};
 use crate::request::{self, EXTENSIONS_HEADER, VERSION_HEADER};
 use crate::service::Service;
 
 /// gRPC metadata key echoing the extensions active for a call (`A2A-Extensions`).
 pub const EXTENSIONS_METADATA: &str = "a2a-extensions";
+
+/// gRPC metadata key a SubscribeToTask call resumes after (the `Last-Event-ID` header).
+pub const LAST_EVENT_ID_METADATA: &str = "last-event-id";
 
 /// gRPC metadata key making task creation safe to retry (the `Idempotency-Key` header).
 pub const IDEMPOTENCY_METADATA: &str = "idempotency-key";
@@ -78,6 +82,7 @@ impl A2aGrpc {
             .collect();
         let mut ctx = Context::new(who);
         ctx.requested_extensions = request::requested_extensions(&listed);
+        ctx.last_event_id = metadata_text(metadata, LAST_EVENT_ID_METADATA).map(str::to_string);
         Ok(ctx)
     }
 
@@ -134,6 +139,37 @@ impl A2aGrpc {
         }
         Ok(response)
     }
+
+    /// One server-streaming RPC: each event's `StreamResponse` JSON transcoded into the
+    /// message, the active extensions echoed in `a2a-extensions`.
+    async fn stream<P>(
+        &self,
+        method: Method,
+        request: Request<P>,
+    ) -> Result<Response<StreamOf<proto::StreamResponse>>, Status>
+    where
+        P: prost::Message + prost::Name,
+    {
+        let reply = self.run(method, request).await?;
+        let Outcome::Stream(events) = reply.outcome else {
+            let e = AppError::protocol(ErrorKind::Internal, "a streaming call got no stream");
+            return Err(self.fail(&e));
+        };
+        let table = self.table;
+        let messages = events.map(move |event| {
+            serde_json::from_str::<serde_json::Value>(&event.body)
+                .map_err(|e| {
+                    AppError::protocol(ErrorKind::Internal, format!("a stored update: {e}"))
+                })
+                .and_then(convert::from_protojson)
+                .map_err(|e| status(&e, table))
+        });
+        let mut response = Response::new(Box::pin(messages) as StreamOf<proto::StreamResponse>);
+        if let Some(v) = reply.extensions.header().and_then(|h| h.parse().ok()) {
+            response.metadata_mut().insert(EXTENSIONS_METADATA, v);
+        }
+        Ok(response)
+    }
 }
 
 type StreamOf<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
@@ -153,8 +189,7 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::SendMessageRequest>,
     ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
-        self.run(Method::SendStreamingMessage, request).await?;
-        Err(self.fail(&request::streaming_unsupported("SendStreamingMessage")))
+        self.stream(Method::SendStreamingMessage, request).await
     }
 
     async fn get_task(
@@ -184,8 +219,7 @@ impl A2aService for A2aGrpc {
         &self,
         request: Request<proto::SubscribeToTaskRequest>,
     ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
-        self.run(Method::SubscribeToTask, request).await?;
-        Err(self.fail(&request::streaming_unsupported("SubscribeToTask")))
+        self.stream(Method::SubscribeToTask, request).await
     }
 
     async fn create_task_push_notification_config(

@@ -14,9 +14,11 @@ use taskledger_domain::error::ErrorKind;
 use tracing::{info_span, Instrument};
 
 use super::common::{self, json_response};
+use super::sse;
 use super::AppState;
 use crate::error::AppError;
-use crate::operations::{self, Context, Method, Operation};
+use crate::operations::{self, Context, Method, Operation, Outcome};
+use crate::service::streams::TaskStream;
 
 /// A JSON-RPC error reply.
 struct RpcFailure {
@@ -80,22 +82,36 @@ fn params(params: Option<&Value>) -> Result<Value, AppError> {
     }
 }
 
+/// What a call answers with: one response, a stream of them, or nothing (a notification).
+enum Answer {
+    One(Value),
+    Stream(Value, TaskStream),
+    Nothing,
+}
+
 pub(super) async fn jsonrpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    match handle(&state, parts, body).await {
-        Ok((Some(v), extensions)) => {
-            common::with_extensions(json_response(StatusCode::OK, &v), &extensions)
+    let response = match handle(&state, parts, body).await {
+        Ok((Answer::One(v), extensions)) => (json_response(StatusCode::OK, &v), extensions),
+        Ok((Answer::Stream(id, stream), extensions)) => {
+            // Each event is one JSON-RPC response to the request, with its id.
+            let id = id.to_string();
+            let sse = sse::respond(stream, state.settings.stream_keep_alive, move |e| {
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, e.body)
+            });
+            (sse, extensions)
         }
-        Ok((None, _)) => StatusCode::NO_CONTENT.into_response(),
-        Err(f) => f.into_response(&state),
-    }
+        Ok((Answer::Nothing, _)) => return StatusCode::NO_CONTENT.into_response(),
+        Err(f) => return f.into_response(&state),
+    };
+    common::with_extensions(response.0, &response.1)
 }
 
 async fn handle(
     state: &AppState,
     parts: axum::http::request::Parts,
     body: Body,
-) -> Result<(Option<Value>, operations::Extensions), RpcFailure> {
+) -> Result<(Answer, operations::Extensions), RpcFailure> {
     if let Some(essence) = common::non_json_media_type(&parts.headers) {
         return Err(fail(
             &Value::Null,
@@ -165,18 +181,22 @@ async fn handle(
         let request = params(envelope.get("params"))?;
         let mut ctx = Context::new(principal).with_idempotency(key, &request);
         ctx.requested_extensions = common::requested_extensions(&parts.headers);
+        ctx.last_event_id = sse::last_event_id(&parts.headers);
         let op = Operation::decode(Method::named(method)?, request, "params")?;
         let reply = operations::execute(&state.service, ctx, op).await?;
-        Ok::<_, AppError>((reply.outcome.to_value()?, reply.extensions))
+        let answer = match reply.outcome {
+            Outcome::Stream(stream) => Answer::Stream(reply_id.clone(), stream),
+            outcome if id.is_none() => {
+                drop(outcome);
+                Answer::Nothing
+            }
+            outcome => Answer::One(
+                json!({"jsonrpc": "2.0", "id": reply_id, "result": outcome.to_value()?}),
+            ),
+        };
+        Ok::<_, AppError>((answer, reply.extensions))
     }
     .instrument(span)
     .await;
-    match (id, result) {
-        (None, Ok((_, ext))) => Ok((None, ext)),
-        (_, Ok((v, ext))) => Ok((
-            Some(json!({"jsonrpc": "2.0", "id": reply_id, "result": v})),
-            ext,
-        )),
-        (_, Err(error)) => Err(RpcFailure::new(&reply_id, error)),
-    }
+    result.map_err(|error| RpcFailure::new(&reply_id, error))
 }

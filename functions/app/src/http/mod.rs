@@ -8,6 +8,7 @@ mod card;
 mod common;
 mod jsonrpc;
 mod rest;
+mod sse;
 
 use std::sync::Arc;
 use std::time::SystemTime;
@@ -29,6 +30,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The protocol major version served, and the header (or query parameter) naming the
 /// client's: the rule itself is `crate::request::check_version`, shared with gRPC.
 pub use crate::request::{SUPPORTED_MAJOR, VERSION_HEADER};
+pub use sse::DEFAULT_KEEP_ALIVE;
 /// Header making task creation safe to retry.
 pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
 /// `max-age` of the agent card.
@@ -50,6 +52,8 @@ pub struct HttpSettings {
     /// A path prefix in front of every route (an API Gateway REST API stage, a custom domain's
     /// base path mapping), e.g. `/prod`: stripped before routing.
     pub path_prefix: Option<String>,
+    /// How often an idle stream sends an SSE comment.
+    pub stream_keep_alive: std::time::Duration,
 }
 
 /// The `host:port` the card gives for the gRPC binding (A2A: no scheme).
@@ -149,6 +153,7 @@ mod tests {
                 grpc: None,
                 error_table: Default::default(),
                 path_prefix: prefix.map(str::to_string),
+                stream_keep_alive: DEFAULT_KEEP_ALIVE,
             },
         ))
     }

@@ -23,6 +23,7 @@ pub use extensions::{negotiate, Extensions};
 
 use crate::error::AppError;
 use crate::request;
+use crate::service::streams::TaskStream;
 use crate::service::Service;
 
 /// The A2A operations, by their JSON-RPC / gRPC method names.
@@ -113,12 +114,8 @@ impl Operation {
     /// naming it under `root` (`params` on JSON-RPC, `request` on HTTP+JSON and gRPC, whose body, path and query are one request object).
     pub fn decode(method: Method, value: Value, root: &str) -> Result<Self, AppError> {
         // A capability the card does not declare is refused before its request is read.
-        match method {
-            Method::SendStreamingMessage | Method::SubscribeToTask => {
-                return Err(request::streaming_unsupported(method.name()))
-            }
-            Method::GetExtendedAgentCard => return Err(request::extended_card_unsupported()),
-            _ => {}
+        if method == Method::GetExtendedAgentCard {
+            return Err(request::extended_card_unsupported());
         }
         Ok(match method {
             Method::SendMessage => Self::SendMessage(request::decode(value, root)?),
@@ -178,6 +175,8 @@ pub struct Context {
     pub requested_extensions: Vec<String>,
     /// `Idempotency-Key`, with the fingerprint of the request object it came with.
     pub idempotency: Option<(IdempotencyKey, String)>,
+    /// `Last-Event-ID`, as sent: where a SubscribeToTask stream resumes.
+    pub last_event_id: Option<String>,
 }
 
 impl Context {
@@ -186,6 +185,7 @@ impl Context {
             principal,
             requested_extensions: Vec::new(),
             idempotency: None,
+            last_event_id: None,
         }
     }
 
@@ -197,7 +197,6 @@ impl Context {
 }
 
 /// A typed result.
-#[derive(Debug, Clone)]
 pub enum Outcome {
     Sent(SendMessageResponse),
     Task(Task),
@@ -206,6 +205,20 @@ pub enum Outcome {
     PushConfigs(ListTaskPushNotificationConfigsResponse),
     /// `google.protobuf.Empty` (`{}`).
     Empty,
+    /// SendStreamingMessage, SubscribeToTask: `StreamResponse` events.
+    Stream(TaskStream),
+}
+
+impl std::fmt::Debug for Outcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Stream(_) => f.write_str("Stream"),
+            other => match other.to_value() {
+                Ok(v) => write!(f, "{v}"),
+                Err(e) => write!(f, "{e}"),
+            },
+        }
+    }
 }
 
 impl Outcome {
@@ -218,6 +231,12 @@ impl Outcome {
             Self::PushConfig(c) => serde_json::to_value(c),
             Self::PushConfigs(r) => serde_json::to_value(r),
             Self::Empty => Ok(Value::Object(Default::default())),
+            Self::Stream(_) => {
+                return Err(AppError::protocol(
+                    ErrorKind::Internal,
+                    "a stream has no single result",
+                ))
+            }
         };
         v.map_err(|e| {
             AppError::protocol(
@@ -229,7 +248,7 @@ impl Outcome {
 }
 
 /// The result and the extensions that were active for it (echoed in `A2A-Extensions`).
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Reply {
     pub outcome: Outcome,
     pub extensions: Extensions,
@@ -257,10 +276,14 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
             svc.delete_push_config(who, req).await?;
             Outcome::Empty
         }
-        Operation::GetExtendedAgentCard => return Err(request::extended_card_unsupported()),
-        op @ (Operation::SendStreamingMessage(_) | Operation::SubscribeToTask(_)) => {
-            return Err(request::streaming_unsupported(op.method().name()))
+        Operation::SendStreamingMessage(req) => {
+            Outcome::Stream(svc.stream_message(who, req, ctx.idempotency).await?)
         }
+        Operation::SubscribeToTask(req) => Outcome::Stream(
+            svc.subscribe(who, req, ctx.last_event_id.as_deref())
+                .await?,
+        ),
+        Operation::GetExtendedAgentCard => return Err(request::extended_card_unsupported()),
     };
     Ok(Reply {
         outcome,

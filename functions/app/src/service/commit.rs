@@ -105,7 +105,8 @@ impl Service {
         }
     }
 
-    fn announce(&self, task_id: &TaskId, version: u64) {
+    pub(super) fn announce(&self, task_id: &TaskId, version: u64) {
+        self.hub.wake(task_id);
         // No receiver is fine: nobody is waiting.
         let _ = self.changes.send(TaskChanged {
             task_id: task_id.clone(),

@@ -11,6 +11,7 @@ mod family;
 mod push_configs;
 mod queries;
 mod send;
+pub mod streams;
 pub mod turns;
 
 use std::sync::Arc;
@@ -44,7 +45,16 @@ pub struct ServiceSettings {
     pub push_enabled: bool,
     /// Which webhook addresses configs may name (literal addresses are checked at creation).
     pub push_policy: AddressPolicy,
+    /// How often an open stream reads its task's events when no commit was announced in this
+    /// process (commits of other processes, without a relay here to announce them).
+    pub stream_poll: Duration,
+    /// How long a stream stays open at most (a Lambda's timeout); the client resumes with
+    /// `Last-Event-ID`. `None`: until the task settles.
+    pub stream_max: Option<Duration>,
 }
+
+/// `ServiceSettings::stream_poll` unless configured.
+pub const DEFAULT_STREAM_POLL: Duration = Duration::from_millis(500);
 
 /// How committed `AgentWorkRequested` events reach the agent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,6 +74,8 @@ impl Default for ServiceSettings {
             dispatch: Dispatch::InProcess,
             push_enabled: false,
             push_policy: AddressPolicy::strict(),
+            stream_poll: DEFAULT_STREAM_POLL,
+            stream_max: None,
         }
     }
 }
@@ -88,6 +100,8 @@ pub struct Service {
     pushes: Arc<tokio::sync::Notify>,
     /// Turns committed with in-process dispatch, for the dispatcher the service started.
     turns: Option<mpsc::UnboundedSender<AgentTurn>>,
+    /// The tailers of the tasks this process streams.
+    hub: streams::Hub,
 }
 
 /// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
@@ -113,7 +127,9 @@ impl Service {
             }
             Dispatch::Feed => (None, None),
         };
+        let hub = streams::Hub::new(store.clone(), settings.stream_poll);
         let svc = Arc::new(Self {
+            hub,
             store,
             reads,
             agent,
@@ -143,6 +159,17 @@ impl Service {
     /// Subscribes to committed changes (blocking sends; later, streams).
     pub fn changes(&self) -> broadcast::Receiver<TaskChanged> {
         self.changes.subscribe()
+    }
+
+    /// A commit of `task_id` was seen outside this process's commit path (a relay reading the
+    /// store's feed): blocking sends and streams of the task look now.
+    pub fn commit_seen(&self, task_id: &TaskId, version: u64) {
+        self.announce(task_id, version);
+    }
+
+    /// How many tasks this process tails for open streams.
+    pub fn streamed_tasks(&self) -> usize {
+        self.hub.tailing()
     }
 
     /// Resolves when a commit put work in the feed: a turn or a pushed update (the relay's

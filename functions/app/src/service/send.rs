@@ -26,6 +26,23 @@ use crate::error::AppError;
 /// How often a blocking SendMessage looks at the task when no change was announced in-process.
 const SETTLE_POLL: Duration = Duration::from_millis(250);
 
+/// A message taken in: the direct reply of the agent, or the task it created or continued.
+pub(crate) enum Submission {
+    Direct(Message),
+    Task(Box<Submitted>),
+}
+
+/// The task a message went to, and what the commit did.
+pub(crate) struct Submitted {
+    pub task_id: TaskId,
+    /// The version the message's commit reached and whether it asked the agent for a turn;
+    /// `None` when it was a retry answered as before.
+    pub since: Option<(u64, bool)>,
+    committed: Option<TaskAggregate>,
+    pub history: HistoryLength,
+    pub return_immediately: bool,
+}
+
 impl Service {
     pub async fn send_message(
         self: &Arc<Self>,
@@ -33,6 +50,41 @@ impl Service {
         req: SendMessageRequest,
         idempotency: Option<(IdempotencyKey, String)>,
     ) -> Result<SendMessageResponse, AppError> {
+        let sub = match self.submit(who, req, idempotency).await? {
+            Submission::Direct(reply) => return Ok(SendMessageResponse::Message(reply)),
+            Submission::Task(sub) => sub,
+        };
+        let task_id = &sub.task_id;
+        if let Some((version, wake)) = sub.since {
+            if wake && !sub.return_immediately {
+                self.wait_settled(task_id, version).await?;
+            }
+        } else if !sub.return_immediately {
+            // A retry: answer with the task as it settles, like the original request did.
+            self.wait_settled(task_id, 0).await?;
+        }
+        // Returning at once with no history asked for: the state just committed says it all.
+        if let (true, HistoryLength::Last(0), Some(head)) = (
+            sub.return_immediately,
+            sub.history,
+            sub.committed.as_ref().and_then(|s| s.head()),
+        ) {
+            if head.artifacts.is_empty() {
+                return Ok(SendMessageResponse::Task(assemble(head, None, None)));
+            }
+        }
+        let task = self.view(who, task_id, sub.history, true).await?;
+        Ok(SendMessageResponse::Task(task))
+    }
+
+    /// Takes a message in: validates it, then creates or continues its task (or lets the
+    /// agent answer it directly). SendMessage and SendStreamingMessage both start here.
+    pub(crate) async fn submit(
+        self: &Arc<Self>,
+        who: &Principal,
+        req: SendMessageRequest,
+        idempotency: Option<(IdempotencyKey, String)>,
+    ) -> Result<Submission, AppError> {
         let config = req.configuration.clone().unwrap_or_default();
         let history = HistoryLength::parse(config.history_length)
             .map_err(|e| AppError::invalid_params("configuration.historyLength", e))?;
@@ -61,7 +113,7 @@ impl Service {
             }
             None => {
                 if let Some(reply) = self.agent.direct_reply(&message) {
-                    return Ok(SendMessageResponse::Message(reply));
+                    return Ok(Submission::Direct(reply));
                 }
                 let (task_id, state) = self
                     .create_task(who, message.clone(), idempotency, push)
@@ -71,27 +123,13 @@ impl Service {
                 (task_id, version, state)
             }
         };
-
-        if let Some((version, wake)) = since {
-            if wake && !config.return_immediately {
-                self.wait_settled(&task_id, version).await?;
-            }
-        } else if !config.return_immediately {
-            // A retry: answer with the task as it settles, like the original request did.
-            self.wait_settled(&task_id, 0).await?;
-        }
-        // Returning at once with no history asked for: the state just committed says it all.
-        if let (true, HistoryLength::Last(0), Some(head)) = (
-            config.return_immediately,
+        Ok(Submission::Task(Box::new(Submitted {
+            task_id,
+            since,
+            committed,
             history,
-            committed.as_ref().and_then(|s| s.head()),
-        ) {
-            if head.artifacts.is_empty() {
-                return Ok(SendMessageResponse::Task(assemble(head, None, None)));
-            }
-        }
-        let task = self.view(who, &task_id, history, true).await?;
-        Ok(SendMessageResponse::Task(task))
+            return_immediately: config.return_immediately,
+        })))
     }
 
     /// The state after the append and its events, or `None` when it was a retry.

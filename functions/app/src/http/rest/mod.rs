@@ -19,9 +19,10 @@ use taskledger_domain::error::ErrorKind;
 use tracing::{info_span, Instrument};
 
 use super::common::{self, json_response};
+use super::sse;
 use super::AppState;
 use crate::error::AppError;
-use crate::operations::{self, Context, Operation};
+use crate::operations::{self, Context, Operation, Outcome};
 
 pub use taskledger_domain::card::REST_PATH;
 
@@ -55,8 +56,20 @@ pub(in crate::http) async fn rest(
 ) -> Response {
     let (parts, body) = request.into_parts();
     match handle(&state, parts, body).await {
-        Ok((value, extensions)) => {
-            common::with_extensions(json_response(StatusCode::OK, &value), &extensions)
+        Ok(reply) => {
+            let response = match reply.outcome {
+                // Each event is the bare StreamResponse.
+                Outcome::Stream(stream) => {
+                    sse::respond(stream, state.settings.stream_keep_alive, |e| {
+                        e.body.to_string()
+                    })
+                }
+                outcome => match outcome.to_value() {
+                    Ok(value) => json_response(StatusCode::OK, &value),
+                    Err(e) => return failure(&state, &e),
+                },
+            };
+            common::with_extensions(response, &reply.extensions)
         }
         Err(e) => failure(&state, &e),
     }
@@ -84,7 +97,7 @@ async fn handle(
     state: &AppState,
     parts: axum::http::request::Parts,
     body: Body,
-) -> Result<(Value, operations::Extensions), AppError> {
+) -> Result<operations::Reply, AppError> {
     let path = parts.uri.path();
     let below = path.strip_prefix(REST_PATH).unwrap_or(path);
     let route = routes::route(parts.method.as_str(), below)?;
@@ -110,6 +123,7 @@ async fn handle(
     let request = Value::Object(request);
     let mut ctx = Context::new(principal).with_idempotency(key, &request);
     ctx.requested_extensions = common::requested_extensions(&parts.headers);
+    ctx.last_event_id = sse::last_event_id(&parts.headers);
     let span = info_span!(
         "rest",
         method = route.method.name(),
@@ -118,8 +132,7 @@ async fn handle(
     );
     async {
         let op = Operation::decode(route.method, request, "request")?;
-        let reply = operations::execute(&state.service, ctx, op).await?;
-        Ok((reply.outcome.to_value()?, reply.extensions))
+        operations::execute(&state.service, ctx, op).await
     }
     .instrument(span)
     .await

@@ -1,0 +1,233 @@
+//! SendStreamingMessage and SubscribeToTask: a stream is the task's event log read from a
+//! position. The first event is the Task as of a version (its SSE id), then the update each
+//! later event recorded at commit (`projection::stream`), so any process that can read the
+//! store serves any subscriber, and a client resumes after the last id it saw
+//! (`Last-Event-ID`) with no gap and no duplicate.
+
+mod hub;
+mod reader;
+
+use std::pin::Pin;
+use std::sync::Arc;
+
+use futures_util::Stream;
+use taskledger_domain::error::ErrorKind;
+use taskledger_domain::ids::{HistoryLength, IdempotencyKey, Principal, TaskId};
+use taskledger_domain::ports::replay_state;
+use taskledger_domain::projection::replay;
+use taskledger_domain::task::TaskEvent;
+use taskledger_domain::wire::{GetTaskRequest, SendMessageRequest, StreamResponse, TaskState};
+
+pub use hub::{Hub, STREAM_BUFFER_BATCHES};
+use reader::{Reader, Start};
+
+use super::send::Submission;
+use super::{task_id_of, visible_to, Actor, Service};
+use crate::error::AppError;
+
+/// The header (and gRPC metadata key, lower-cased) a client resumes a stream with.
+pub const LAST_EVENT_ID: &str = "Last-Event-ID";
+
+/// One event of a stream: the `StreamResponse` JSON and its position (`None` for a direct
+/// message reply, which has none).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StreamEvent {
+    pub id: Option<u64>,
+    pub body: Arc<str>,
+}
+
+/// A task's stream, as the bindings send it.
+pub type TaskStream = Pin<Box<dyn Stream<Item = StreamEvent> + Send>>;
+
+/// Where a stream ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// SubscribeToTask: at a terminal state.
+    Terminal,
+    /// SendStreamingMessage: at a terminal or an interrupted state (the client must answer).
+    Settled,
+}
+
+impl Until {
+    fn ends_at(self, state: TaskState) -> bool {
+        state.is_terminal() || (self == Self::Settled && state.is_interrupted())
+    }
+}
+
+fn event_of(response: &StreamResponse, id: Option<u64>) -> Result<StreamEvent, AppError> {
+    let body = serde_json::to_string(response).map_err(|e| {
+        AppError::protocol(
+            ErrorKind::Internal,
+            format!("cannot serialise an event: {e}"),
+        )
+    })?;
+    Ok(StreamEvent {
+        id,
+        body: body.into(),
+    })
+}
+
+/// The position `Last-Event-ID` names, if it is one of the task's (0 ..= its last event).
+fn resume_position(raw: &str, version: u64) -> Result<u64, AppError> {
+    let text = raw.trim();
+    let n = (!text.is_empty() && text.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| text.parse::<u64>().ok())
+        .flatten()
+        .ok_or_else(|| {
+            AppError::invalid_params(
+                LAST_EVENT_ID,
+                format_args!("{raw:?} is not an event id of this stream (a non-negative integer)"),
+            )
+        })?;
+    if n > version {
+        return Err(AppError::invalid_params(
+            LAST_EVENT_ID,
+            format_args!("event {n} is beyond the task's last event, {version}"),
+        ));
+    }
+    Ok(n)
+}
+
+impl Service {
+    /// SendStreamingMessage: the message is taken in as by SendMessage; the stream is the
+    /// task from the message's commit on, until it is terminal or interrupted.
+    pub async fn stream_message(
+        self: &Arc<Self>,
+        who: &Principal,
+        req: SendMessageRequest,
+        idempotency: Option<(IdempotencyKey, String)>,
+    ) -> Result<TaskStream, AppError> {
+        let sub = match self.submit(who, req, idempotency).await? {
+            Submission::Direct(reply) => {
+                let event = event_of(&StreamResponse::Message(reply), None)?;
+                return Ok(Box::pin(futures_util::stream::iter([event])));
+            }
+            Submission::Task(sub) => sub,
+        };
+        let upto = sub.since.map(|(version, _)| version);
+        let start = self.snapshot(who, &sub.task_id, upto, sub.history).await?;
+        Ok(self.open(start, Until::Settled))
+    }
+
+    /// SubscribeToTask: the task now, then its updates until it is terminal; with
+    /// `last_event_id`, only what follows that event.
+    pub async fn subscribe(
+        self: &Arc<Self>,
+        who: &Principal,
+        req: GetTaskRequest,
+        last_event_id: Option<&str>,
+    ) -> Result<TaskStream, AppError> {
+        let task_id = task_id_of(&req.id)?;
+        let start = match last_event_id {
+            None => {
+                let history = HistoryLength::parse(req.history_length)
+                    .map_err(|e| AppError::invalid_params("historyLength", e))?;
+                let start = self.snapshot(who, &task_id, None, history).await?;
+                if start.state.is_terminal() {
+                    return Err(AppError::protocol(
+                        ErrorKind::UnsupportedOperation,
+                        format!(
+                            "task {task_id} is {} already: nothing more will stream (read it \
+                             with GetTask; an earlier stream resumes with {LAST_EVENT_ID})",
+                            start.state.as_str()
+                        ),
+                    )
+                    .with("taskId", task_id.as_str()));
+                }
+                start
+            }
+            Some(raw) => {
+                let state = self.load_visible(Actor::Client(who), &task_id).await?;
+                let after = resume_position(raw, state.version)?;
+                let head = state
+                    .head
+                    .as_ref()
+                    .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+                Start {
+                    context_id: head.context_id.as_str().to_string(),
+                    task_id,
+                    after,
+                    // Settled or not, what follows `after` is still to be sent.
+                    state: TaskState::Working,
+                    first: None,
+                }
+            }
+        };
+        Ok(self.open(start, Until::Terminal))
+    }
+
+    fn open(self: &Arc<Self>, start: Start, until: Until) -> TaskStream {
+        let deadline = self
+            .settings
+            .stream_max
+            .map(|d| tokio::time::Instant::now() + d);
+        let reader = Reader::open(&self.hub, self.store.clone(), start, until, deadline);
+        Box::pin(futures_util::stream::unfold(reader, |mut r| async move {
+            r.next().await.map(|event| (event, r))
+        }))
+    }
+
+    /// The task as of event `upto` (the latest when `None`), replayed from its events, if
+    /// `who` may see it: the first event of a stream, with the position that follows it.
+    async fn snapshot(
+        &self,
+        who: &Principal,
+        task_id: &TaskId,
+        upto: Option<u64>,
+        history: HistoryLength,
+    ) -> Result<Start, AppError> {
+        let mut events = self.store.events(task_id, 0).await?;
+        if let Some(upto) = upto {
+            events.retain(|e| e.seq <= upto);
+        }
+        let state = replay_state(&events)?;
+        let head = state
+            .head
+            .as_ref()
+            .filter(|_| visible_to(&state, Actor::Client(who)))
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        let decoded = events
+            .iter()
+            .map(|e| e.decode())
+            .collect::<Result<Vec<TaskEvent>, String>>()
+            .map_err(|e| AppError::protocol(ErrorKind::Internal, e))?;
+        let task =
+            replay(&decoded, history).ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        Ok(Start {
+            task_id: task_id.clone(),
+            context_id: head.context_id.as_str().to_string(),
+            after: state.version,
+            state: head.status.state,
+            first: Some(event_of(&StreamResponse::Task(task), Some(state.version))?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_resume_position_is_an_event_of_the_task() {
+        assert_eq!(resume_position("0", 7).unwrap(), 0);
+        assert_eq!(resume_position(" 7 ", 7).unwrap(), 7);
+        for bad in ["", "-1", "x", "1.5", "+3", "18446744073709551616"] {
+            let e = resume_position(bad, 7).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::InvalidParams, "{bad:?}");
+        }
+        let e = resume_position("8", 7).unwrap_err();
+        assert!(
+            e.client_message().contains("beyond"),
+            "{}",
+            e.client_message()
+        );
+    }
+
+    #[test]
+    fn a_send_stream_ends_at_an_interrupted_state_a_subscription_does_not() {
+        assert!(Until::Settled.ends_at(TaskState::InputRequired));
+        assert!(!Until::Terminal.ends_at(TaskState::InputRequired));
+        assert!(Until::Terminal.ends_at(TaskState::Canceled));
+        assert!(!Until::Settled.ends_at(TaskState::Working));
+    }
+}
