@@ -70,8 +70,8 @@ pub fn test_storage() -> Storage {
 /// Sets how often a stream sends a keep-alive comment and how often it looks at the store for
 /// commits made by other processes.
 pub fn stream_timings(config: &mut Config, keep_alive: Duration, poll: Duration) {
-    // TODO(stream-tests): `Config::stream_keep_alive` / `stream_poll` land with the streams.
-    let _ = (config, keep_alive, poll);
+    config.stream_keep_alive = keep_alive;
+    config.stream_poll = poll;
 }
 
 /// A test configuration on `test_storage()` with quick scenario timings.

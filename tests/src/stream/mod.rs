@@ -107,18 +107,12 @@ impl Opened {
         }
     }
 
-    /// The error response of a request refused before its stream opened. On gRPC a status
-    /// ending the call before its first message counts too (a gRPC client cannot tell it from
-    /// a status in place of the response headers).
+    /// The error response of a request refused before its stream opened (on gRPC: the call
+    /// itself fails, with no response headers and no message).
     pub async fn refused(self) -> Value {
         match self {
             Opened::Refused(v) => v,
             Opened::Stream(mut s) => {
-                if let Source::Grpc(g) = &mut s.source {
-                    if let Err(status) = g.message().await {
-                        return binding::grpc_error(&status, s.error_table);
-                    }
-                }
                 let first = s.next_item().await;
                 panic!(
                     "expected an error before the stream opened, got a {} stream ({}), first item {first:?}",
@@ -154,7 +148,6 @@ pub struct EventStream {
     pub content_type: String,
     /// Comments read so far, in order.
     pub comments: Vec<String>,
-    error_table: taskledger_domain::error::ErrorTable,
     source: Source,
     closed: bool,
 }
@@ -372,7 +365,6 @@ impl Server {
                 },
                 content_type,
                 comments: Vec::new(),
-                error_table: self.error_table,
                 source: Source::Sse {
                     resp,
                     buf: Vec::new(),
@@ -436,7 +428,6 @@ impl Server {
                 binding: Binding::Grpc,
                 content_type: "application/grpc".into(),
                 comments: Vec::new(),
-                error_table: self.error_table,
                 source: Source::Grpc(resp.into_inner()),
                 closed: false,
             })),
