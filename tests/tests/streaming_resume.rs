@@ -60,10 +60,18 @@ async fn resuming_after_any_position_gives_exactly_the_rest_of_the_sequence() {
         // last id it saw (on gRPC the id comes from a JSON-RPC twin reading the same events).
         let (mut a, mut twin) = (s.subscribe(&id).await, ids.subscribe(&id).await);
         let (a0, t0) = (a.expect().await, twin.expect().await);
-        assert_eq!(a0.data, t0.data, "two subscribers of one task");
+        assert_eq!(
+            data(&[a0]),
+            data(std::slice::from_ref(&t0)),
+            "two subscribers of one task"
+        );
         answer(&s, &id, &tag, round).await;
         let (a1, t1) = (a.expect().await, twin.expect().await);
-        assert_eq!(a1.data, t1.data, "two subscribers of one task");
+        assert_eq!(
+            data(std::slice::from_ref(&a1)),
+            data(std::slice::from_ref(&t1)),
+            "two subscribers of one task"
+        );
         drop((a, twin));
         let back = s.resume(&id, &t1.seq().to_string()).await.stream();
         reconnect = Some((t0.seq(), a1, back));
@@ -232,7 +240,7 @@ async fn a_subscriber_on_a_second_server_sharing_the_store_gets_the_same_sequenc
     // The same Task (its SSE id may differ: the agent's turn records its end, an event no
     // client sees, right after the task settles).
     let (ea, eb) = (a.expect().await, b.expect().await);
-    assert_eq!(ea.data, eb.data, "the Task, on both servers");
+    assert_eq!(data(&[ea]), data(&[eb]), "the Task, on both servers");
     // Answered through either server; only the other's stream sees it through the store.
     answer(&one, &id, &tag, 0).await;
     answer(&two, &id, &tag, 1).await;

@@ -37,9 +37,54 @@ pub fn shape(events: &[StreamEvent]) -> Vec<String> {
         .collect()
 }
 
-/// The event data of a list (what a comparison across bindings compares).
+/// The event data of a list (what a comparison across bindings compares), each RFC 3339
+/// instant in one spelling: ProtoJSON may write a whole second as `…:03Z` where the JSON
+/// bindings write `…:03.000Z` (both are the same Timestamp).
 pub fn data(events: &[StreamEvent]) -> Vec<Value> {
-    events.iter().map(|e| e.data.clone()).collect()
+    events
+        .iter()
+        .map(|e| {
+            let mut v = e.data.clone();
+            canonical_instants(&mut v);
+            v
+        })
+        .collect()
+}
+
+/// Rewrites every RFC 3339 UTC instant in `v` without trailing zeros in its fraction.
+pub fn canonical_instants(v: &mut Value) {
+    match v {
+        Value::String(s) => {
+            if let Some(c) = canonical_instant(s) {
+                *s = c;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(canonical_instants),
+        Value::Object(members) => members.values_mut().for_each(canonical_instants),
+        _ => {}
+    }
+}
+
+fn canonical_instant(s: &str) -> Option<String> {
+    let body = s.strip_suffix('Z')?;
+    let (whole, fraction) = body.split_once('.').unwrap_or((body, ""));
+    let b = whole.as_bytes();
+    let shape = b.len() == 19
+        && [4, 7].iter().all(|&i| b[i] == b'-')
+        && b[10] == b'T'
+        && [13, 16].iter().all(|&i| b[i] == b':')
+        && b.iter()
+            .enumerate()
+            .all(|(i, c)| [4, 7, 10, 13, 16].contains(&i) || c.is_ascii_digit());
+    if !shape || !fraction.bytes().all(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let fraction = fraction.trim_end_matches('0');
+    Some(if fraction.is_empty() {
+        format!("{whole}Z")
+    } else {
+        format!("{whole}.{fraction}Z")
+    })
 }
 
 /// Checks what every stream of a task obeys: every event belongs to `task_id`; SSE ids (when
@@ -177,4 +222,23 @@ pub fn artifact_texts(e: &StreamEvent) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn instants_are_compared_in_one_spelling() {
+        let mut v = json!({"a": "2026-12-01T12:28:03.000Z", "b": ["2026-12-01T12:28:03.940Z"],
+                           "c": "2026-12-01T12:28:03Z", "d": "not 2026-12-01T12:28:03.000Z",
+                           "e": "2026-12-01T12:28:03.123456789Z"});
+        canonical_instants(&mut v);
+        assert_eq!(
+            v,
+            json!({"a": "2026-12-01T12:28:03Z", "b": ["2026-12-01T12:28:03.94Z"],
+                   "c": "2026-12-01T12:28:03Z", "d": "not 2026-12-01T12:28:03.000Z",
+                   "e": "2026-12-01T12:28:03.123456789Z"})
+        );
+    }
 }
