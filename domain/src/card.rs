@@ -9,6 +9,9 @@ use crate::wire::{
 
 /// The protocol version every interface speaks.
 pub const PROTOCOL_VERSION: &str = "1.0";
+/// The draft version each interface also speaks (task generations, a2aproject/A2A#1810),
+/// listed after the 1.0 interfaces so a 1.0 client picks those.
+pub const DRAFT_PROTOCOL_VERSION: &str = "1.1";
 /// Path of the JSON-RPC endpoint (also answered with a trailing slash).
 pub const JSONRPC_PATH: &str = "/a2a";
 /// Base path of the HTTP+JSON binding (`/a2a/rest/message:send`, `/a2a/rest/tasks/{id}`, …).
@@ -33,20 +36,24 @@ pub struct CardSettings {
 /// JSON-RPC at `<base>/a2a` first (the binding every client has), HTTP+JSON at
 /// `<base>/a2a/rest`, then gRPC when served.
 fn interfaces(base: &str, grpc_url: Option<&str>) -> Vec<AgentInterface> {
-    let interface = |url: String, binding: &str| AgentInterface {
-        url,
-        protocol_binding: binding.into(),
-        protocol_version: PROTOCOL_VERSION.into(),
-        tenant: None,
-    };
-    let mut out = vec![
-        interface(format!("{base}{JSONRPC_PATH}"), "JSONRPC"),
-        interface(format!("{base}{REST_PATH}"), "HTTP+JSON"),
+    let mut bindings = vec![
+        (format!("{base}{JSONRPC_PATH}"), "JSONRPC"),
+        (format!("{base}{REST_PATH}"), "HTTP+JSON"),
     ];
     if let Some(url) = grpc_url {
-        out.push(interface(url.to_string(), "GRPC"));
+        bindings.push((url.to_string(), "GRPC"));
     }
-    out
+    [PROTOCOL_VERSION, DRAFT_PROTOCOL_VERSION]
+        .into_iter()
+        .flat_map(|version| {
+            bindings.iter().map(move |(url, binding)| AgentInterface {
+                url: url.clone(),
+                protocol_binding: (*binding).into(),
+                protocol_version: version.into(),
+                tenant: None,
+            })
+        })
+        .collect()
 }
 
 /// The extensions the card declares: the ones a client may activate. None is required.
@@ -68,6 +75,27 @@ pub fn extensions() -> Vec<AgentExtension> {
             }, AgentExtension {
                 uri: crate::llm::USAGE_EXTENSION_URI.into(),
                 description: Some("Task-lifetime token usage".into()),
+                required: false,
+                params: None,
+            }, AgentExtension {
+                uri: crate::dmp::WORK_URI.into(),
+                description: Some(
+                    "DMP work/v1: hand work over (skill handoff); it waits, AUTH_REQUIRED, for the owner's approval".into(),
+                ),
+                required: false,
+                params: None,
+            }, AgentExtension {
+                uri: crate::dmp::GATE_URI.into(),
+                description: Some(
+                    "DMP gate/v1: the open gates of a task on status.message.metadata while it is AUTH_REQUIRED".into(),
+                ),
+                required: false,
+                params: None,
+            }, AgentExtension {
+                uri: crate::task::ENVELOPE_URI.into(),
+                description: Some(
+                    "DMP envelope/v1: of it, answers (kind answer, replyTo a gate, choice) are read".into(),
+                ),
                 required: false,
                 params: None,
             }]
@@ -127,6 +155,26 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
                     .into(),
             tags: vec!["tasks".into(), "event-sourcing".into()],
             examples: vec!["Summarise what I sent you".into()],
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            security_requirements: Vec::new(),
+        }, AgentSkill {
+            id: "handoff".into(),
+            name: "Hand work over".into(),
+            description: "DMP work/v1: a message with metadata[work/v1] {skill: handoff, title, acceptance, writes, priority, labels} (extension active) opens a draft that waits, AUTH_REQUIRED, for the owner to approve or decline it."
+                .into(),
+            tags: vec!["dmp".into(), "handoff".into()],
+            examples: Vec::new(),
+            input_modes: Vec::new(),
+            output_modes: Vec::new(),
+            security_requirements: Vec::new(),
+        }, AgentSkill {
+            id: "status".into(),
+            name: "State of my handoffs".into(),
+            description: "DMP work/v1: a message with metadata[work/v1] {skill: status, task?} is answered at once with the work state of that handoff, or of the caller's newest."
+                .into(),
+            tags: vec!["dmp".into(), "status".into()],
+            examples: Vec::new(),
             input_modes: Vec::new(),
             output_modes: Vec::new(),
             security_requirements: Vec::new(),
@@ -214,13 +262,18 @@ mod tests {
         assert_eq!(
             bindings(&settings)
                 .iter()
-                .map(|b| b.0.as_str())
+                .map(|b| format!("{} {}", b.0, b.2))
                 .collect::<Vec<_>>(),
-            ["JSONRPC", "HTTP+JSON"]
+            [
+                "JSONRPC 1.0",
+                "HTTP+JSON 1.0",
+                "JSONRPC 1.1",
+                "HTTP+JSON 1.1"
+            ]
         );
         settings.grpc_url = Some("a2a.example.com:50051".into());
         assert_eq!(
-            bindings(&settings),
+            bindings(&settings)[..3],
             vec![
                 (
                     "JSONRPC".to_string(),

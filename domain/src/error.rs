@@ -31,6 +31,8 @@ pub enum ErrorKind {
     /// An HTTP+JSON path that exists, with an HTTP method it does not take (405).
     MethodNotAllowed,
     Unavailable,
+    /// Draft A2A 1.1: `ifGenerationMatch` named a generation the task has left.
+    TaskGenerationMismatch,
 }
 
 /// Which revision of the spec's mapping table the HTTP and gRPC codes follow: 1.0.1 (the
@@ -209,6 +211,13 @@ impl ErrorKind {
                 "UNAVAILABLE",
                 "Service temporarily unavailable",
             ),
+            TaskGenerationMismatch => w(
+                -32010,
+                409,
+                "ABORTED",
+                "TASK_GENERATION_MISMATCH",
+                "Task generation mismatch",
+            ),
         }
     }
 }
@@ -259,6 +268,14 @@ pub enum DomainError {
     /// The sender may not do this (role rules of the task extension).
     #[error("{field}: {reason}")]
     NotPermitted { field: String, reason: String },
+    #[error("gate {gate_id} was already answered ({choice}); it takes one answer")]
+    GateClosed { gate_id: String, choice: String },
+    #[error("Task generation mismatch: expected {expected} but current generation is {current}")]
+    GenerationMismatch {
+        task_id: String,
+        expected: u64,
+        current: u64,
+    },
 }
 
 impl DomainError {
@@ -280,6 +297,8 @@ impl DomainError {
                 ErrorKind::InvalidParams
             }
             Self::TaskAlreadyExists { .. } => ErrorKind::Internal,
+            Self::GenerationMismatch { .. } => ErrorKind::TaskGenerationMismatch,
+            Self::GateClosed { .. } => ErrorKind::UnsupportedOperation,
         }
     }
 
@@ -301,6 +320,19 @@ impl DomainError {
                 m.insert("field".into(), field.clone());
                 m.insert("steps".into(), steps.join(","));
                 m.insert("error".into(), "PlanCycleError".into());
+            }
+            Self::GenerationMismatch {
+                task_id,
+                expected,
+                current,
+            } => {
+                m.insert("taskId".into(), task_id.clone());
+                m.insert("expectedGeneration".into(), expected.to_string());
+                m.insert("currentGeneration".into(), current.to_string());
+            }
+            Self::GateClosed { gate_id, choice } => {
+                m.insert("gateId".into(), gate_id.clone());
+                m.insert("choice".into(), choice.clone());
             }
             Self::UnsupportedOperation(_) => {}
         }

@@ -4,6 +4,7 @@
 pub mod a2ui;
 pub mod card;
 pub mod cursor;
+pub mod dmp;
 pub mod error;
 pub mod events;
 pub mod ext;

@@ -539,3 +539,43 @@ fn snapshots_round_trip_through_json() {
     let back: TaskAggregate = serde_json::from_value(json).unwrap();
     assert_eq!(back, s);
 }
+
+#[test]
+fn a_send_conditional_on_the_current_generation_goes_ahead() {
+    // created (1), then WORKING (2)
+    let mut e = created();
+    e.push(status(TaskState::Working, 1));
+    Given::with(())
+        .given(e)
+        .when(TaskCommand::RequireGeneration { expected: 2 })
+        .then_expect_events(vec![]);
+}
+
+#[test]
+fn a_send_conditional_on_a_past_generation_is_refused() {
+    let mut e = created();
+    e.push(status(TaskState::Working, 1));
+    e.push(status(TaskState::InputRequired, 2));
+    Given::with(())
+        .given(e)
+        .when(TaskCommand::RequireGeneration { expected: 2 })
+        .then_expect_error(DomainError::GenerationMismatch {
+            task_id: "t-1".into(),
+            expected: 2,
+            current: 3,
+        });
+}
+
+#[test]
+fn history_alone_does_not_move_the_generation() {
+    // A user message is no update a client is shown: the generation stays 1.
+    let mut e = created();
+    e.push(TaskEvent::MessageAppended {
+        message: kept(user("m-2", "more"), at(1)),
+        at: at(1),
+    });
+    Given::with(())
+        .given(e)
+        .when(TaskCommand::RequireGeneration { expected: 1 })
+        .then_expect_events(vec![]);
+}

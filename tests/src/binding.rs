@@ -80,7 +80,7 @@ pub fn binding() -> Binding {
 
 /// Every kind of the domain's error table. `listed` below does not compile when a kind is
 /// added to `ErrorKind` without being added here.
-pub const ERROR_KINDS: [ErrorKind; 19] = [
+pub const ERROR_KINDS: [ErrorKind; 20] = [
     ErrorKind::JsonParse,
     ErrorKind::InvalidRequest,
     ErrorKind::MethodNotFound,
@@ -100,6 +100,7 @@ pub const ERROR_KINDS: [ErrorKind; 19] = [
     ErrorKind::UnsupportedMediaType,
     ErrorKind::MethodNotAllowed,
     ErrorKind::Unavailable,
+    ErrorKind::TaskGenerationMismatch,
 ];
 
 /// Its position in `ERROR_KINDS` (an exhaustive match: a new kind must be listed).
@@ -125,6 +126,7 @@ const fn listed(kind: ErrorKind) -> usize {
         UnsupportedMediaType => 16,
         MethodNotAllowed => 17,
         Unavailable => 18,
+        TaskGenerationMismatch => 19,
     }
 }
 
@@ -436,10 +438,14 @@ pub(crate) async fn rest_call(
             .finish();
         url = format!("{url}?{query}");
     }
-    let mut req = server
-        .client
-        .request(r.method.clone(), &url)
-        .header("A2A-Version", "1.0");
+    let mut req = server.client.request(r.method.clone(), &url);
+    // An extra `A2A-Version` replaces the default.
+    if !extra
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("A2A-Version"))
+    {
+        req = req.header("A2A-Version", "1.0");
+    }
     if let Some(body) = &r.body {
         req = req
             .header("Content-Type", "application/json")
@@ -615,7 +621,12 @@ pub(crate) fn grpc_request<T>(
         let value = v
             .parse()
             .unwrap_or_else(|e| panic!("metadata value {v:?}: {e}"));
-        m.append(key, value);
+        // The version replaces the default; other keys may repeat (`a2a-extensions`).
+        if key == "a2a-version" {
+            m.insert(key, value);
+        } else {
+            m.append(key, value);
+        }
     }
     r
 }

@@ -206,7 +206,12 @@ impl Server {
 
     async fn call_jsonrpc(&self, method: &str, params: Value, extra: &[(&str, &str)]) -> Value {
         let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-        let mut headers = vec![("Content-Type", "application/json"), ("A2A-Version", "1.0")];
+        // An extra header replaces a default of the same name (`A2A-Version: 1.1`).
+        let mut headers: Vec<(&str, &str)> =
+            [("Content-Type", "application/json"), ("A2A-Version", "1.0")]
+                .into_iter()
+                .filter(|(k, _)| !extra.iter().any(|(e, _)| e.eq_ignore_ascii_case(k)))
+                .collect();
         headers.extend_from_slice(extra);
         let (status, v) = self
             .post_raw("/a2a", serde_json::to_vec(&body).expect("json"), &headers)

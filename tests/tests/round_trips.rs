@@ -83,6 +83,7 @@ async fn each_operation_stays_within_its_round_trip_budget() {
                     tenant: None,
                     id: task.id.clone(),
                     history_length: Some(0),
+                    current_generation: None,
                 },
             )
             .await
@@ -105,6 +106,7 @@ async fn each_operation_stays_within_its_round_trip_budget() {
             tenant: None,
             id: task.id.clone(),
             history_length: None,
+            current_generation: None,
         },
     ))
     .await;

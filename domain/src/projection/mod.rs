@@ -148,7 +148,10 @@ pub fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) 
         | TaskEvent::SkillLoaded { .. }
         | TaskEvent::SkillUnloaded { .. }
         | TaskEvent::PushConfigSet { .. }
-        | TaskEvent::PushConfigDeleted { .. } => {}
+        | TaskEvent::PushConfigDeleted { .. }
+        | TaskEvent::HandoffProposed { .. }
+        | TaskEvent::GateRaised { .. }
+        | TaskEvent::GateAnswered { .. } => {}
     }
 }
 
@@ -197,6 +200,10 @@ pub fn assemble(
             metadata.insert(crate::llm::USAGE_EXTENSION_URI.to_string(), v);
         }
     }
+    if let Some(h) = &head.handoff {
+        use crate::dmp::ExtensionData;
+        h.work_state(head.id.as_str()).write_into(&mut metadata);
+    }
     if let Some(ext) = &head.ext {
         let mut data = ext.clone();
         // Stored tasks from before `lifecycle` existed: derive it the same way.
@@ -216,6 +223,7 @@ pub fn assemble(
         artifacts,
         history: history.filter(|h| !h.is_empty()),
         metadata: (!metadata.is_empty()).then_some(metadata),
+        generation: (head.generation > 0).then_some(head.generation),
     }
 }
 

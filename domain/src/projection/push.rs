@@ -65,6 +65,7 @@ pub(crate) fn artifact_update(
             append: false,
             last_chunk: *last_chunk,
             metadata: None,
+            generation: None,
         }),
         TaskEvent::ArtifactChunkAppended {
             artifact_id,
@@ -79,6 +80,7 @@ pub(crate) fn artifact_update(
             append: true,
             last_chunk: *last_chunk,
             metadata: None,
+            generation: None,
         }),
         _ => None,
     }

@@ -31,6 +31,14 @@ pub struct AppendUserMessage {
 pub enum TaskCommand {
     CreateTask(CreateTask),
     AppendUserMessage(AppendUserMessage),
+    /// A client's message opening a task that hands work over (DMP work/v1).
+    ProposeHandoff(Box<super::handoff::ProposeHandoff>),
+    /// A deciding answer to one of the task's gates.
+    AnswerGate(Box<super::gates::AnswerGate>),
+    /// The commands after it in the commit apply only if the task's generation is `expected`.
+    RequireGeneration {
+        expected: u64,
+    },
     /// The agent says something (kept in history).
     AppendAgentMessage {
         message: Message,

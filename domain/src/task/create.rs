@@ -124,5 +124,7 @@ pub(super) fn new_head(
         push: Vec::new(),
         ui: Default::default(),
         generation: 1,
+        gates: Vec::new(),
+        handoff: None,
     }
 }

@@ -221,6 +221,27 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// A client handed work over: the task is its draft.
+    HandoffProposed {
+        work: super::handoff::HandoffWork,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
+    /// A decision is owed before work goes on.
+    GateRaised { gate: super::gates::Gate },
+    /// The gate's deciding answer (its effect follows in the same commit).
+    GateAnswered {
+        gate_id: String,
+        choice: String,
+        #[serde(
+            default,
+            deserialize_with = "stored::opt",
+            skip_serializing_if = "Option::is_none"
+        )]
+        by: Option<ParticipantId>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
     PushConfigDeleted {
         id: String,
         #[serde(with = "nanos")]
@@ -274,6 +295,9 @@ impl TaskEvent {
             Self::SkillUnloaded { .. } => "SkillUnloaded",
             Self::PushConfigSet { .. } => "PushConfigSet",
             Self::PushConfigDeleted { .. } => "PushConfigDeleted",
+            Self::HandoffProposed { .. } => "HandoffProposed",
+            Self::GateRaised { .. } => "GateRaised",
+            Self::GateAnswered { .. } => "GateAnswered",
         }
     }
 }

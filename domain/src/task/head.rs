@@ -86,6 +86,12 @@ pub struct TaskHead {
     /// before it existed count from their next such event.
     #[serde(default, skip_serializing_if = "is_zero_u64")]
     pub generation: u64,
+    /// The decisions raised on the task, open and answered.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<super::gates::Gate>,
+    /// The work a handoff proposed, and where its work item is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub handoff: Option<super::handoff::HandoffHead>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -128,6 +134,8 @@ impl TaskHead {
             context_id: self.context_id.to_string(),
             status: self.status.clone(),
             metadata: self.status_metadata.clone(),
+            // Stored without it: a stream adds it for the clients that ask (A2A 1.1).
+            generation: None,
         }
     }
 

@@ -22,6 +22,16 @@ pub(super) fn append_user_message(
     c: AppendUserMessage,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     refuse_if_terminal(head)?;
+    if let Some(gate) = head.open_gates().next() {
+        return Err(DomainError::UnsupportedOperation(format!(
+            "task {} waits for a decision on gate {} ({}); a deciding principal answers it              with an envelope/v1 answer (replyTo {}, choice {})",
+            head.id,
+            gate.id,
+            gate.kind.name(),
+            gate.id,
+            gate.kind.choices().join(" or ")
+        )));
+    }
     intake::validate_user_message(&c.message, "message")?;
     if let Some(ctx) = c.message.context_id.as_deref() {
         if ctx != head.context_id.as_str() {

@@ -6,6 +6,9 @@ mod artifacts;
 mod commands;
 mod create;
 mod events;
+mod gates;
+mod generation;
+mod handoff;
 mod head;
 mod help;
 mod messages;
@@ -22,6 +25,11 @@ use crate::error::DomainError;
 pub use artifacts::{MAX_ARTIFACTS_PER_TASK, MAX_CHUNKS_PER_ARTIFACT};
 pub use commands::{AppendUserMessage, CreateTask, TaskCommand};
 pub use events::{TaskEvent, EVENT_VERSION};
+pub use gates::{
+    answer_of, gate_id, gate_state, AnswerGate, Gate, GateAnswer, GateKind, ENVELOPE_URI,
+    MAX_ANSWER_FIELD_BYTES,
+};
+pub use handoff::{HandoffHead, HandoffWork, ProposeHandoff, HANDOFF_RISK};
 pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
@@ -29,8 +37,10 @@ pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
 impl TaskAggregate {
     /// The decision: which events a command causes, or why it is refused. Changes nothing.
     pub fn decide(&self, command: TaskCommand) -> Result<Vec<TaskEvent>, DomainError> {
-        if let TaskCommand::CreateTask(c) = command {
-            return create::create_task(self.head.as_ref(), c);
+        match command {
+            TaskCommand::CreateTask(c) => return create::create_task(self.head.as_ref(), c),
+            TaskCommand::ProposeHandoff(c) => return handoff::propose(self.head.as_ref(), *c),
+            _ => {}
         }
         let head = self
             .head
@@ -39,9 +49,11 @@ impl TaskAggregate {
                 task_id: String::new(),
             })?;
         match command {
-            TaskCommand::CreateTask(_) => unreachable_create(),
+            TaskCommand::CreateTask(_) | TaskCommand::ProposeHandoff(_) => unreachable_create(),
+            TaskCommand::AnswerGate(c) => gates::answer(head, *c),
             // messages
             TaskCommand::AppendUserMessage(c) => messages::append_user_message(head, c),
+            TaskCommand::RequireGeneration { expected } => generation::require(head, expected),
             TaskCommand::AppendAgentMessage { message, at } => {
                 messages::append_agent_message(head, message, at)
             }
@@ -233,6 +245,20 @@ impl TaskAggregate {
                 subscriptions::apply_set(head, version, config, *at)
             }
             TaskEvent::PushConfigDeleted { id, at } => subscriptions::apply_deleted(head, id, *at),
+            // gates and handoffs
+            TaskEvent::HandoffProposed { work, .. } => handoff::apply_proposed(head, work),
+            TaskEvent::GateRaised { gate } => gates::apply_raised(head, gate),
+            TaskEvent::GateAnswered {
+                gate_id,
+                choice,
+                by,
+                at,
+            } => {
+                gates::apply_answered(head, gate_id, choice, by, *at);
+                if let Some(kind) = head.gates.iter().find(|g| &g.id == gate_id).map(|g| g.kind) {
+                    handoff::apply_decided(head, kind, choice);
+                }
+            }
         }
         // An update that ends an execution carries the usage totals.
         if head.status_version == version {

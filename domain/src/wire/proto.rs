@@ -19,3 +19,35 @@ where
 pub(crate) fn is_false(b: &bool) -> bool {
     !*b
 }
+
+/// ProtoJSON `int64`: written as a decimal string, read from a string or a number (`null`
+/// and absence are unset).
+pub(crate) mod int64 {
+    use serde::{de, Deserialize, Deserializer, Serializer};
+    use serde_json::Value;
+
+    pub fn serialize<S: Serializer>(v: &Option<u64>, s: S) -> Result<S::Ok, S::Error> {
+        match v {
+            Some(n) => s.serialize_str(&n.to_string()),
+            None => s.serialize_none(),
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
+        match Option::<Value>::deserialize(d)? {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => n
+                .as_u64()
+                .map(Some)
+                .ok_or_else(|| de::Error::custom(format!("{n} is not a non-negative integer"))),
+            Some(Value::String(s)) => s
+                .trim()
+                .parse::<u64>()
+                .map(Some)
+                .map_err(|_| de::Error::custom(format!("{s:?} is not a non-negative integer"))),
+            Some(other) => Err(de::Error::custom(format!(
+                "expected an integer (a number or a decimal string), got {other}"
+            ))),
+        }
+    }
+}

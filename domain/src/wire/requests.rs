@@ -40,6 +40,14 @@ pub struct SendMessageConfiguration {
         skip_serializing_if = "is_false"
     )]
     pub return_immediately: bool,
+    /// Draft A2A 1.1: the send is refused unless the task's generation is this.
+    #[serde(
+        alias = "if_generation_match",
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub if_generation_match: Option<u64>,
 }
 
 /// `lf.a2a.v1.SendMessageRequest`.
@@ -76,6 +84,14 @@ pub struct GetTaskRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub history_length: Option<i32>,
+    /// Draft A2A 1.1: answer once the task's generation exceeds this (long-poll).
+    #[serde(
+        alias = "current_generation",
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub current_generation: Option<u64>,
 }
 
 /// `lf.a2a.v1.ListTasksRequest`.

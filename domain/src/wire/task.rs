@@ -56,6 +56,13 @@ pub struct Task {
     pub history: Option<Vec<Message>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// The task's generation (draft A2A 1.1): set only for requests that say 1.1.
+    #[serde(
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub generation: Option<u64>,
 }
 
 /// `lf.a2a.v1.TaskStatusUpdateEvent`.
@@ -69,6 +76,13 @@ pub struct TaskStatusUpdateEvent {
     pub status: TaskStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// The task's generation (draft A2A 1.1): set only for requests that say 1.1.
+    #[serde(
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub generation: Option<u64>,
 }
 
 /// `lf.a2a.v1.TaskArtifactUpdateEvent`.
@@ -86,6 +100,13 @@ pub struct TaskArtifactUpdateEvent {
     pub last_chunk: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Metadata>,
+    /// The task's generation (draft A2A 1.1): set only for requests that say 1.1.
+    #[serde(
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub generation: Option<u64>,
 }
 
 /// `lf.a2a.v1.StreamResponse`: exactly one member.

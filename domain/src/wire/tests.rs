@@ -81,6 +81,7 @@ fn unset_fields_are_omitted_never_null() {
         artifacts: None,
         history: None,
         metadata: None,
+        generation: None,
     };
     let v = serde_json::to_value(&t).unwrap();
     assert!(!contains_null(&v));
@@ -118,6 +119,7 @@ fn send_message_response_is_a_oneof_wrapper() {
             timestamp: None,
         },
         metadata: None,
+        generation: None,
     });
     assert!(serde_json::to_value(s)
         .unwrap()
@@ -135,4 +137,29 @@ fn list_request_accepts_snake_case() {
     assert_eq!(r.page_size, Some(2));
     assert_eq!(r.status, Some(TaskState::Completed));
     assert!(r.status_timestamp_after.is_some());
+}
+
+#[test]
+fn generations_are_protojson_int64() {
+    let r: GetTaskRequest =
+        serde_json::from_value(json!({"id": "t", "currentGeneration": "5"})).unwrap();
+    assert_eq!(r.current_generation, Some(5));
+    let r: GetTaskRequest =
+        serde_json::from_value(json!({"id": "t", "current_generation": 6})).unwrap();
+    assert_eq!(r.current_generation, Some(6));
+    let r: GetTaskRequest =
+        serde_json::from_value(json!({"id": "t", "currentGeneration": null})).unwrap();
+    assert_eq!(r.current_generation, None);
+    for bad in [json!("x"), json!(-1), json!(1.5), json!([])] {
+        let r =
+            serde_json::from_value::<GetTaskRequest>(json!({"id": "t", "currentGeneration": bad}));
+        assert!(r.is_err(), "{bad}");
+    }
+    let c: SendMessageConfiguration =
+        serde_json::from_value(json!({"ifGenerationMatch": "3"})).unwrap();
+    assert_eq!(c.if_generation_match, Some(3));
+    assert_eq!(
+        serde_json::to_value(&c).unwrap(),
+        json!({"ifGenerationMatch": "3"})
+    );
 }

@@ -27,6 +27,8 @@ async fn main() -> Result<(), Error> {
         dispatch: Dispatch::Feed,
         push_enabled: push.enabled,
         push_policy: push.policy,
+        // Below the HTTP API's 29 s integration timeout.
+        long_poll_max: Duration::from_secs(25),
         ..Default::default()
     };
     // The scenario agent answers direct replies; its turns run in the worker.

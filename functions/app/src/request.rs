@@ -16,18 +16,38 @@ pub const VERSION_HEADER: &str = "A2A-Version";
 /// Header and gRPC metadata key listing the extensions the client wants active.
 pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
 
+/// The minor version from which the draft's task generations are served (A2A 1.1,
+/// a2aproject/A2A#1810): `generation` on tasks and updates, long-polling GetTask, conditional
+/// sends. A 1.0 client sees none of it.
+pub const GENERATIONS_MINOR: u32 = 1;
+
+/// The `1.x` a request speaks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ProtocolVersion {
+    pub minor: u32,
+}
+
+impl ProtocolVersion {
+    /// Whether the client speaks the draft 1.1 generations.
+    pub fn generations(self) -> bool {
+        self.minor >= GENERATIONS_MINOR
+    }
+}
+
 /// The version rule: a missing or empty value means 0.3, which is not served; any `1.x` is.
 /// `requested` is the value as the binding found it (a header already trimmed).
-pub fn check_version(requested: Option<String>) -> Result<(), AppError> {
+pub fn check_version(requested: Option<String>) -> Result<ProtocolVersion, AppError> {
     let requested = requested
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "0.3".to_string());
-    let major = requested
-        .split('.')
-        .next()
-        .and_then(|m| m.parse::<u32>().ok());
-    if major == Some(SUPPORTED_MAJOR) {
-        return Ok(());
+    let mut numbers = requested.split('.');
+    let major = numbers.next().and_then(|m| m.parse::<u32>().ok());
+    let minor = match numbers.next() {
+        None => Some(0),
+        Some(m) => m.parse::<u32>().ok(),
+    };
+    if let (Some(SUPPORTED_MAJOR), Some(minor)) = (major, minor) {
+        return Ok(ProtocolVersion { minor });
     }
     Err(AppError::protocol(
         ErrorKind::VersionNotSupported,
@@ -95,10 +115,13 @@ mod tests {
 
     #[test]
     fn any_1_x_is_served() {
-        for v in ["1.0", "1.1", "1"] {
-            assert!(check_version(Some(v.into())).is_ok(), "{v}");
+        for (v, minor) in [("1.0", 0), ("1.1", 1), ("1", 0), ("1.7", 7)] {
+            assert_eq!(check_version(Some(v.into())).unwrap().minor, minor, "{v}");
         }
         assert!(check_version(Some("1x".into())).is_err());
+        assert!(check_version(Some("1.x".into())).is_err());
+        assert!(!check_version(Some("1.0".into())).unwrap().generations());
+        assert!(check_version(Some("1.1".into())).unwrap().generations());
     }
 
     #[test]

@@ -359,11 +359,9 @@ async fn build_bindings(
             Arc::new(sender),
             config.push.retry,
         ));
-        let relay = Relay::new(InProcessTurns::new(service.clone())).with_push(
-            db.clone(),
-            db.clone(),
-            Some(service.pushes_queued()),
-        );
+        let relay = Relay::new(InProcessTurns::new(service.clone()))
+            .with_push(db.clone(), db.clone(), Some(service.pushes_queued()))
+            .announcing_to(service.clone());
         tokio::spawn(run_feed(service.clone(), db, relay, "agent"));
     }
     if let Some(sl) = stores.serverless {
@@ -372,7 +370,8 @@ async fn build_bindings(
                 .await
                 .map_err(LocalError::Queues)?;
         let relay =
-            compose::stream_relay(Arc::new(sl.store), sl.turns.clone(), Some(sl.push.clone()));
+            compose::stream_relay(Arc::new(sl.store), sl.turns.clone(), Some(sl.push.clone()))
+                .announcing_to(service.clone());
         tokio::spawn(poller.run(relay));
         tokio::spawn(pollers::run_turn_poller(
             service.clone(),

@@ -74,7 +74,7 @@ impl A2aGrpc {
             .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
         let version = metadata_text(metadata, &VERSION_HEADER.to_ascii_lowercase())
             .map(|v| v.trim().to_string());
-        request::check_version(version)?;
+        let version = request::check_version(version)?;
         let listed: Vec<&str> = metadata
             .get_all(EXTENSIONS_HEADER.to_ascii_lowercase().as_str())
             .iter()
@@ -83,6 +83,7 @@ impl A2aGrpc {
         let mut ctx = Context::new(who);
         ctx.requested_extensions = request::requested_extensions(&listed);
         ctx.last_event_id = metadata_text(metadata, LAST_EVENT_ID_METADATA).map(str::to_string);
+        ctx.version = version;
         Ok(ctx)
     }
 

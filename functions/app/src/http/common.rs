@@ -47,7 +47,10 @@ pub fn non_json_media_type(headers: &HeaderMap) -> Option<String> {
 
 /// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`); the rule is
 /// `request::check_version`.
-pub fn check_version(headers: &HeaderMap, query: Option<&str>) -> Result<(), AppError> {
+pub fn check_version(
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<request::ProtocolVersion, AppError> {
     let from_query = query.and_then(|q| {
         q.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;

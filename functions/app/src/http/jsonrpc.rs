@@ -169,7 +169,7 @@ async fn handle(
         ));
     };
     let failed = |e| RpcFailure::new(&reply_id, e);
-    common::check_version(&parts.headers, parts.uri.query()).map_err(failed)?;
+    let version = common::check_version(&parts.headers, parts.uri.query()).map_err(failed)?;
     let key = common::idempotency_key(&parts.headers).map_err(failed)?;
     let span = info_span!(
         "rpc",
@@ -182,6 +182,7 @@ async fn handle(
         let mut ctx = Context::new(principal).with_idempotency(key, &request);
         ctx.requested_extensions = common::requested_extensions(&parts.headers);
         ctx.last_event_id = sse::last_event_id(&parts.headers);
+        ctx.version = version;
         let op = Operation::decode(Method::named(method)?, request, "params")?;
         let reply = operations::execute(&state.service, ctx, op).await?;
         let answer = match reply.outcome {

@@ -5,6 +5,7 @@
 //! `Outcome`; the one error table gives each binding its codes.
 
 mod extensions;
+mod generations;
 
 use std::sync::Arc;
 
@@ -22,7 +23,7 @@ use taskledger_domain::wire::{
 pub use extensions::{negotiate, Extensions};
 
 use crate::error::AppError;
-use crate::request;
+use crate::request::{self, ProtocolVersion};
 use crate::service::streams::TaskStream;
 use crate::service::Service;
 
@@ -158,6 +159,22 @@ impl Operation {
         }
     }
 
+    /// A message's metadata of an extension the client must opt into (DMP's work/v1 and
+    /// envelope/v1) is read only when that extension is active: otherwise it is dropped.
+    fn hide_inactive(&mut self, active: &Extensions) {
+        let message = match self {
+            Self::SendMessage(r) | Self::SendStreamingMessage(r) => &mut r.message,
+            _ => return,
+        };
+        if let Some(m) = message.metadata.as_mut() {
+            for uri in OPT_IN {
+                if !active.is_active(uri) {
+                    m.remove(uri);
+                }
+            }
+        }
+    }
+
     /// The extensions the request's message lists (`message.extensions`).
     fn message_extensions(&self) -> &[String] {
         match self {
@@ -166,6 +183,12 @@ impl Operation {
         }
     }
 }
+
+/// Extensions whose message metadata is read only when the client activated them.
+const OPT_IN: [&str; 2] = [
+    taskledger_domain::dmp::WORK_URI,
+    taskledger_domain::task::ENVELOPE_URI,
+];
 
 /// What a request carries besides its operation.
 #[derive(Debug, Clone)]
@@ -177,6 +200,8 @@ pub struct Context {
     pub idempotency: Option<(IdempotencyKey, String)>,
     /// `Last-Event-ID`, as sent: where a SubscribeToTask stream resumes.
     pub last_event_id: Option<String>,
+    /// The `1.x` the client speaks (`A2A-Version`).
+    pub version: ProtocolVersion,
 }
 
 impl Context {
@@ -186,6 +211,7 @@ impl Context {
             requested_extensions: Vec::new(),
             idempotency: None,
             last_event_id: None,
+            version: ProtocolVersion::default(),
         }
     }
 
@@ -257,6 +283,8 @@ pub struct Reply {
 /// Runs one operation for the caller.
 pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
     let extensions = negotiate(&ctx.requested_extensions, op.message_extensions())?;
+    let mut op = generations::request_for(ctx.version, op);
+    op.hide_inactive(&extensions);
     let who = &ctx.principal;
     let outcome = match op {
         Operation::SendMessage(req) => {
@@ -286,7 +314,7 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
         Operation::GetExtendedAgentCard => return Err(request::extended_card_unsupported()),
     };
     Ok(Reply {
-        outcome,
+        outcome: generations::outcome_for(ctx.version, outcome),
         extensions,
     })
 }

@@ -54,6 +54,9 @@ struct PushSide {
 pub struct Relay {
     turns: Arc<dyn TurnQueue>,
     push: Option<PushSide>,
+    /// The service of this process, told of each commit the feed shows (commits of other
+    /// processes wake this one's streams and blocking sends at once).
+    seen: Option<Arc<Service>>,
 }
 
 /// What relaying one event queued.
@@ -66,7 +69,17 @@ pub struct Relayed {
 impl Relay {
     /// A relay of work requests only (push notifications off).
     pub fn new(turns: Arc<dyn TurnQueue>) -> Self {
-        Self { turns, push: None }
+        Self {
+            turns,
+            push: None,
+            seen: None,
+        }
+    }
+
+    /// Tells `svc` of every commit relayed (its streams read the task now).
+    pub fn announcing_to(mut self, svc: Arc<Service>) -> Self {
+        self.seen = Some(svc);
+        self
     }
 
     /// Pushed updates fan out to the subscriptions `store` holds, onto `queue`.
@@ -86,6 +99,9 @@ impl Relay {
 
     /// Relays one committed event; events that call for nothing do nothing.
     pub async fn relay(&self, event: &CommittedEvent) -> Result<Relayed, RelayError> {
+        if let Some(svc) = &self.seen {
+            svc.commit_seen(&event.task_id, event.seq);
+        }
         let mut done = Relayed::default();
         if let Some(turn) = event.turn() {
             self.turns

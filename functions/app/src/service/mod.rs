@@ -8,6 +8,7 @@ mod cancel;
 mod commit;
 mod dispatch;
 mod family;
+mod handoffs;
 mod push_configs;
 mod queries;
 mod send;
@@ -51,7 +52,12 @@ pub struct ServiceSettings {
     /// How long a stream stays open at most (a Lambda's timeout); the client resumes with
     /// `Last-Event-ID`. `None`: until the task settles.
     pub stream_max: Option<Duration>,
+    /// How long a GetTask with `currentGeneration` (draft A2A 1.1) waits for the task to move.
+    pub long_poll_max: Duration,
 }
+
+/// `ServiceSettings::long_poll_max` unless configured (below API Gateway's 29 s on Lambda).
+pub const DEFAULT_LONG_POLL_MAX: Duration = Duration::from_secs(30);
 
 /// `ServiceSettings::stream_poll` unless configured.
 pub const DEFAULT_STREAM_POLL: Duration = Duration::from_millis(500);
@@ -76,6 +82,7 @@ impl Default for ServiceSettings {
             push_policy: AddressPolicy::strict(),
             stream_poll: DEFAULT_STREAM_POLL,
             stream_max: None,
+            long_poll_max: DEFAULT_LONG_POLL_MAX,
         }
     }
 }

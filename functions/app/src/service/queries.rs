@@ -10,7 +10,7 @@ use taskledger_domain::wire::{
     GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, Task, TaskState,
 };
 
-use super::{task_id_of, Service};
+use super::{task_id_of, Actor, Service};
 use crate::error::AppError;
 
 impl Service {
@@ -53,6 +53,15 @@ impl Service {
         let history = HistoryLength::parse(req.history_length)
             .map_err(|e| AppError::invalid_params("historyLength", e))?;
         let task_id = task_id_of(&req.id)?;
+        if let Some(seen) = req.current_generation {
+            // Long-poll (draft A2A 1.1): answer once the task moved past `seen`, or at the bound.
+            self.load_visible(Actor::Client(who), &task_id).await?;
+            let bound = self.settings.long_poll_max;
+            self.wait_for(&task_id, bound, |s| {
+                s.head.as_ref().is_some_and(|h| h.generation > seen)
+            })
+            .await?;
+        }
         self.view(who, &task_id, history, true).await
     }
 

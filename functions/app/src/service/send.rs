@@ -4,6 +4,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use taskledger_domain::dmp::WorkRequest;
+use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::{
     ContextId, HistoryLength, IdempotencyKey, MessageId, Principal, TaskId,
 };
@@ -12,7 +14,8 @@ use taskledger_domain::ports::{IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::projection::assemble;
 use taskledger_domain::push::PushConfigSpec;
 use taskledger_domain::task::{
-    AppendUserMessage, CreateTask, TaskAggregate, TaskCommand, TaskEvent,
+    AnswerGate, AppendUserMessage, CreateTask, HandoffWork, ProposeHandoff, TaskAggregate,
+    TaskCommand, TaskEvent,
 };
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, SendMessageRequest, SendMessageResponse};
@@ -98,8 +101,11 @@ impl Service {
         let (task_id, since, committed) = match message.task_id.clone() {
             Some(raw) => {
                 let task_id = task_id_of(&raw)?;
+                let guard = config
+                    .if_generation_match
+                    .map(|expected| TaskCommand::RequireGeneration { expected });
                 match self
-                    .append_user_message(who, &task_id, &message_id, message.clone(), push)
+                    .append_user_message(who, &task_id, &message_id, message.clone(), push, guard)
                     .await?
                 {
                     Some((state, events)) => {
@@ -112,14 +118,29 @@ impl Service {
                 }
             }
             None => {
-                if let Some(reply) = self.agent.direct_reply(&message) {
-                    return Ok(Submission::Direct(reply));
+                // DMP work/v1 (read only when the client activated it): a handoff opens a
+                // draft, a status request is answered at once.
+                let handoff = match WorkRequest::from_metadata(message.metadata.as_ref())
+                    .map_err(DomainError::from)?
+                {
+                    Some(WorkRequest::Status { task }) => {
+                        return Ok(Submission::Direct(self.work_status(who, task).await?))
+                    }
+                    Some(WorkRequest::Handoff(h)) => Some(HandoffWork::from(&h)),
+                    None => None,
+                };
+                if handoff.is_none() {
+                    if let Some(reply) = self.agent.direct_reply(&message) {
+                        return Ok(Submission::Direct(reply));
+                    }
                 }
+                // A proposal asks nothing of the agent: nothing to wait for.
+                let wake = handoff.is_none();
                 let (task_id, state) = self
-                    .create_task(who, message.clone(), idempotency, push)
+                    .create_task(who, message.clone(), idempotency, push, handoff)
                     .await?;
                 tracing::Span::current().record("task_id", task_id.as_str());
-                let version = state.as_ref().map(|s| (s.version, true));
+                let version = state.as_ref().map(|s| (s.version, wake));
                 (task_id, version, state)
             }
         };
@@ -140,26 +161,40 @@ impl Service {
         message_id: &MessageId,
         message: Message,
         push: Option<PushConfigSpec>,
+        guard: Option<TaskCommand>,
     ) -> Result<Option<(TaskAggregate, Vec<TaskEvent>)>, AppError> {
         let key = MessageKey {
             task_id: task_id.clone(),
             message_id: message_id.clone(),
             fingerprint: intake::fingerprint(&message),
         };
+        // A DMP answer to one of the task's gates is decided as that, not as new input.
+        let answer = match taskledger_domain::task::answer_of(&message).transpose()? {
+            Some((gate_id, choice)) => Some(AnswerGate {
+                gate_id,
+                choice,
+                by: taskledger_domain::ext::sender_of(&message, "message")?,
+                message: message.clone(),
+                at: Timestamp::now(),
+            }),
+            None => None,
+        };
         let result = self
             .execute(Actor::Client(who), task_id, Some(key), |_| {
-                // A config given with the message is registered first: it sees what follows.
-                let mut cmds: Vec<TaskCommand> = push
-                    .iter()
-                    .map(|config| TaskCommand::SetPushConfig {
-                        config: config.clone(),
-                        at: Timestamp::now(),
-                    })
-                    .collect();
-                cmds.push(TaskCommand::AppendUserMessage(AppendUserMessage {
-                    message: message.clone(),
+                // A condition on the task goes first; then a config given with the message
+                // is registered: it sees what follows.
+                let mut cmds: Vec<TaskCommand> = guard.iter().cloned().collect();
+                cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
+                    config: config.clone(),
                     at: Timestamp::now(),
                 }));
+                cmds.push(match &answer {
+                    Some(a) => TaskCommand::AnswerGate(Box::new(a.clone())),
+                    None => TaskCommand::AppendUserMessage(AppendUserMessage {
+                        message: message.clone(),
+                        at: Timestamp::now(),
+                    }),
+                });
                 cmds
             })
             .await;
@@ -180,6 +215,7 @@ impl Service {
         message: Message,
         idempotency: Option<(IdempotencyKey, String)>,
         push: Option<PushConfigSpec>,
+        handoff: Option<HandoffWork>,
     ) -> Result<(TaskId, Option<TaskAggregate>), AppError> {
         let context_id = match message.context_id.clone() {
             Some(c) => {
@@ -212,7 +248,18 @@ impl Service {
         };
         let created = self
             .commit(Actor::Client(who), &task_id, Target::New, keys, |_| {
-                let mut cmds = vec![TaskCommand::CreateTask(create.clone())];
+                let first = match &handoff {
+                    Some(work) => TaskCommand::ProposeHandoff(Box::new(ProposeHandoff {
+                        task_id: create.task_id.clone(),
+                        context_id: create.context_id.clone(),
+                        owner: create.owner.clone(),
+                        message: create.message.clone(),
+                        work: work.clone(),
+                        at: create.at,
+                    })),
+                    None => TaskCommand::CreateTask(create.clone()),
+                };
+                let mut cmds = vec![first];
                 cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
                     config: config.clone(),
                     at: Timestamp::now(),
@@ -243,14 +290,27 @@ impl Service {
 
     /// Waits until the task is terminal or newly interrupted after `since`, or the bound passes.
     async fn wait_settled(&self, task_id: &TaskId, since: u64) -> Result<(), AppError> {
+        let bound = self.settings.blocking_timeout;
+        self.wait_for(task_id, bound, |s| s.settled_since(since))
+            .await
+    }
+
+    /// Waits until `done` holds for the task, or `bound` passes: woken by commits announced in
+    /// this process, and looking again every `SETTLE_POLL` for those of others.
+    pub(super) async fn wait_for(
+        &self,
+        task_id: &TaskId,
+        bound: Duration,
+        done: impl Fn(&TaskAggregate) -> bool,
+    ) -> Result<(), AppError> {
         let mut changes = self.changes.subscribe();
-        let deadline = tokio::time::Instant::now() + self.settings.blocking_timeout;
+        let deadline = tokio::time::Instant::now() + bound;
         loop {
             let state = self
                 .load(task_id)
                 .await?
                 .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
-            if state.settled_since(since) {
+            if done(&state) {
                 return Ok(());
             }
             // Changes made by another process (the worker Lambda) announce nothing here: look

@@ -116,7 +116,7 @@ async fn handle(
         .auth
         .authenticate(&parts)
         .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
-    common::check_version(&parts.headers, parts.uri.query())?;
+    let version = common::check_version(&parts.headers, parts.uri.query())?;
     let key = common::idempotency_key(&parts.headers)?;
     // What the path names wins over the body.
     request.extend(route.fields);
@@ -124,6 +124,7 @@ async fn handle(
     let mut ctx = Context::new(principal).with_idempotency(key, &request);
     ctx.requested_extensions = common::requested_extensions(&parts.headers);
     ctx.last_event_id = sse::last_event_id(&parts.headers);
+    ctx.version = version;
     let span = info_span!(
         "rest",
         method = route.method.name(),

@@ -161,9 +161,12 @@ fn parameters(method: Method) -> &'static [(&'static str, &'static str, Kind)] {
             ("statusTimestampAfter", "status_timestamp_after", Kind::Text),
             ("includeArtifacts", "include_artifacts", Kind::Bool),
         ],
-        Method::GetTask | Method::SubscribeToTask => {
-            &[("historyLength", "history_length", Kind::Int)]
-        }
+        // An int64 (draft A2A 1.1) stays text: the request type reads ProtoJSON's decimal string.
+        Method::GetTask => &[
+            ("historyLength", "history_length", Kind::Int),
+            ("currentGeneration", "current_generation", Kind::Text),
+        ],
+        Method::SubscribeToTask => &[("historyLength", "history_length", Kind::Int)],
         Method::ListTaskPushNotificationConfigs => &[
             ("pageSize", "page_size", Kind::Int),
             ("pageToken", "page_token", Kind::Text),

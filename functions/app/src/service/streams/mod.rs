@@ -33,6 +33,8 @@ pub const LAST_EVENT_ID: &str = "Last-Event-ID";
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StreamEvent {
     pub id: Option<u64>,
+    /// The task's generation after this event (draft A2A 1.1; not written into `body`).
+    pub generation: Option<u64>,
     pub body: Arc<str>,
 }
 
@@ -54,7 +56,11 @@ impl Until {
     }
 }
 
-fn event_of(response: &StreamResponse, id: Option<u64>) -> Result<StreamEvent, AppError> {
+fn event_of(
+    response: &StreamResponse,
+    id: Option<u64>,
+    generation: Option<u64>,
+) -> Result<StreamEvent, AppError> {
     let body = serde_json::to_string(response).map_err(|e| {
         AppError::protocol(
             ErrorKind::Internal,
@@ -63,6 +69,7 @@ fn event_of(response: &StreamResponse, id: Option<u64>) -> Result<StreamEvent, A
     })?;
     Ok(StreamEvent {
         id,
+        generation,
         body: body.into(),
     })
 }
@@ -99,7 +106,7 @@ impl Service {
     ) -> Result<TaskStream, AppError> {
         let sub = match self.submit(who, req, idempotency).await? {
             Submission::Direct(reply) => {
-                let event = event_of(&StreamResponse::Message(reply), None)?;
+                let event = event_of(&StreamResponse::Message(reply), None, None)?;
                 return Ok(Box::pin(futures_util::stream::iter([event])));
             }
             Submission::Task(sub) => sub,
@@ -204,14 +211,20 @@ impl Service {
             .map(|e| e.decode())
             .collect::<Result<Vec<TaskEvent>, String>>()
             .map_err(|e| AppError::protocol(ErrorKind::Internal, e))?;
-        let task =
+        let mut task =
             replay(&decoded, history).ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        // Events carry their generation beside the body (`generation` is shown to 1.1 only).
+        let generation = task.generation.take();
         Ok(Start {
             task_id: task_id.clone(),
             context_id: head.context_id.as_str().to_string(),
             after: state.version,
             state: head.status.state,
-            first: Some(event_of(&StreamResponse::Task(task), Some(state.version))?),
+            first: Some(event_of(
+                &StreamResponse::Task(task),
+                Some(state.version),
+                generation,
+            )?),
         })
     }
 }

@@ -80,6 +80,7 @@ impl Reader {
                 }
                 return Some(StreamEvent {
                     id: Some(item.seq),
+                    generation: Some(item.generation),
                     body: item.body.into(),
                 });
             }

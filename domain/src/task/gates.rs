@@ -1,0 +1,264 @@
+//! Gates: a decision a person owes before work goes on — a question, the choices it allows,
+//! who may decide, and what each choice does. Raised by the system (a handoff's
+//! task-proposal gate), answered once by a deciding principal, folded into the head the same
+//! way whichever extension raised it; the answer's effect is decided in the same commit.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dmp::{GateStateV1, OpenGate};
+use crate::error::DomainError;
+use crate::ext::Role;
+use crate::ids::{stored, ParticipantId};
+use crate::time::{nanos, Timestamp};
+use crate::wire::{Message, TaskState};
+
+use super::events::TaskEvent;
+use super::head::TaskHead;
+
+/// DMP envelope/v1 on `Message.metadata`: of it, an `answer` (`replyTo` a gate, `choice`)
+/// is read, which answers a gate.
+pub const ENVELOPE_URI: &str = "https://dispatch.foo/a2a/ext/envelope/v1";
+
+/// Longest gate id or choice an answer may name, in bytes.
+pub const MAX_ANSWER_FIELD_BYTES: usize = 200;
+
+/// The gate answer a message carries (`{kind: "answer", replyTo, choice}` under
+/// `ENVELOPE_URI`): `None` when it carries no answer; the gate id and the choice, if any.
+pub fn answer_of(message: &Message) -> Option<Result<(String, Option<String>), DomainError>> {
+    let envelope = message.metadata.as_ref()?.get(ENVELOPE_URI)?;
+    if envelope.get("kind").and_then(|k| k.as_str()) != Some("answer") {
+        return None;
+    }
+    let text = |field: &str| -> Result<Option<String>, DomainError> {
+        match envelope.get(field) {
+            None | Some(serde_json::Value::Null) => Ok(None),
+            Some(serde_json::Value::String(s))
+                if !s.is_empty() && s.len() <= MAX_ANSWER_FIELD_BYTES && !s.contains('\n') =>
+            {
+                Ok(Some(s.clone()))
+            }
+            Some(_) => Err(DomainError::invalid(
+                field,
+                format!("must be one line of 1 to {MAX_ANSWER_FIELD_BYTES} bytes"),
+            )),
+        }
+    };
+    Some((|| {
+        let gate = text("replyTo")?.ok_or_else(|| {
+            DomainError::invalid("replyTo", "an answer names the gate it answers")
+        })?;
+        Ok((gate, text("choice")?))
+    })())
+}
+
+/// What a gate decides.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum GateKind {
+    /// DMP work/v1: a handed-off piece of work is approved (promoted) or declined (dropped).
+    TaskProposal,
+}
+
+impl GateKind {
+    /// The registry name (DMP §11.6).
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::TaskProposal => "task-proposal",
+        }
+    }
+
+    /// The choices a deciding answer may make.
+    pub const fn choices(self) -> &'static [&'static str] {
+        match self {
+            Self::TaskProposal => &["approve", "decline"],
+        }
+    }
+
+    /// The one sentence a client is shown while the gate is open (gate data never leaves).
+    pub fn sentence(self) -> &'static str {
+        crate::dmp::gate_sentence(self.name())
+    }
+}
+
+/// An open or answered gate of a task.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Gate {
+    pub id: String,
+    pub kind: GateKind,
+    #[serde(with = "nanos")]
+    pub opened_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<GateAnswer>,
+}
+
+/// How a gate was answered.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GateAnswer {
+    pub choice: String,
+    /// The deciding participant, when the answer named one (else the task's owner).
+    #[serde(
+        default,
+        deserialize_with = "stored::opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub by: Option<ParticipantId>,
+    #[serde(with = "nanos")]
+    pub at: Timestamp,
+}
+
+/// `AnswerGate`: a message answering gate `gate_id` with `choice`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AnswerGate {
+    pub gate_id: String,
+    pub choice: Option<String>,
+    /// The participant the sender says it is (none: the task's owner, who may decide).
+    pub by: Option<ParticipantId>,
+    pub message: Message,
+    pub at: Timestamp,
+}
+
+/// The id a gate raised as event `seq` of the task gets.
+pub fn gate_id(seq: u64) -> String {
+    format!("gate-{seq}")
+}
+
+/// The event raising a gate of `kind` as event `seq`.
+pub(super) fn raise(kind: GateKind, seq: u64, at: Timestamp) -> TaskEvent {
+    TaskEvent::GateRaised {
+        gate: Gate {
+            id: gate_id(seq),
+            kind,
+            opened_at: at,
+            answer: None,
+        },
+    }
+}
+
+/// Whether `by` may decide a gate of the task: the owner (no participant named) or an admin.
+fn may_decide(head: &TaskHead, by: Option<&ParticipantId>) -> bool {
+    match by {
+        None => true,
+        Some(p) => head
+            .ext
+            .as_ref()
+            .and_then(|d| d.participant(p.as_str()))
+            .is_some_and(|p| p.role == Role::Admin),
+    }
+}
+
+/// `AnswerGate`: refused unless the gate is open, the sender decides and the choice is
+/// offered; then the answer, the gate's close and the choice's effect, in one commit.
+pub(super) fn answer(head: &TaskHead, c: AnswerGate) -> Result<Vec<TaskEvent>, DomainError> {
+    let gate = head
+        .gates
+        .iter()
+        .find(|g| g.id == c.gate_id)
+        .ok_or_else(|| {
+            DomainError::invalid(
+                "replyTo",
+                format!("{:?} is no gate of task {}", c.gate_id, head.id),
+            )
+        })?;
+    if let Some(done) = &gate.answer {
+        return Err(DomainError::GateClosed {
+            gate_id: gate.id.clone(),
+            choice: done.choice.clone(),
+        });
+    }
+    if !may_decide(head, c.by.as_ref()) {
+        return Err(DomainError::NotPermitted {
+            field: "replyTo".into(),
+            reason: format!(
+                "only the task's owner or an admin participant decides gate {}",
+                gate.id
+            ),
+        });
+    }
+    let offered = gate.kind.choices();
+    let choice = c
+        .choice
+        .filter(|ch| offered.contains(&ch.as_str()))
+        .ok_or_else(|| {
+            DomainError::invalid(
+                "choice",
+                format!(
+                    "gate {} is answered with one of {}",
+                    gate.id,
+                    offered.join(", ")
+                ),
+            )
+        })?;
+    crate::intake::validate_user_message(&c.message, "message")?;
+    let at = head.next_stamp(c.at);
+    let mut events = vec![TaskEvent::MessageAppended {
+        message: head.own_message(c.message, at),
+        at,
+    }];
+    events.push(TaskEvent::GateAnswered {
+        gate_id: gate.id.clone(),
+        choice: choice.clone(),
+        by: c.by,
+        at: c.at,
+    });
+    let reply_id = format!("{}:{}:answered", head.id, gate.id);
+    events.extend(effect(gate.kind, &choice, reply_id, at));
+    Ok(events)
+}
+
+/// What a deciding choice does.
+fn effect(kind: GateKind, choice: &str, reply_id: String, at: Timestamp) -> Vec<TaskEvent> {
+    let (state, text) = match (kind, choice) {
+        (GateKind::TaskProposal, "approve") => {
+            (TaskState::Submitted, "Approved; waiting to be scheduled.")
+        }
+        (GateKind::TaskProposal, _) => (TaskState::Rejected, "Declined by the project owner."),
+    };
+    vec![TaskEvent::StatusChanged {
+        state,
+        message: Some(Message::agent_text(reply_id, text)),
+        at,
+    }]
+}
+
+pub(super) fn apply_raised(head: &mut TaskHead, gate: &Gate) {
+    head.gates.push(gate.clone());
+}
+
+pub(super) fn apply_answered(
+    head: &mut TaskHead,
+    gate_id: &str,
+    choice: &str,
+    by: &Option<ParticipantId>,
+    at: Timestamp,
+) {
+    if let Some(g) = head.gates.iter_mut().find(|g| g.id == gate_id) {
+        g.answer = Some(GateAnswer {
+            choice: choice.to_string(),
+            by: by.clone(),
+            at,
+        });
+    }
+}
+
+/// `GateStateV1` of the open gates (`{gates: [{id, type, openedAt, waitingOn}]}`).
+pub fn gate_state<'a>(open: impl Iterator<Item = &'a Gate>) -> GateStateV1 {
+    let open: Vec<OpenGate> = open
+        .map(|g| OpenGate {
+            id: g.id.clone(),
+            gate_type: g.kind.name().to_string(),
+            opened_at: g.opened_at,
+        })
+        .collect();
+    GateStateV1::from_open_gates(&open)
+}
+
+impl TaskHead {
+    /// The gates still waiting for a decision.
+    pub fn open_gates(&self) -> impl Iterator<Item = &Gate> {
+        self.gates.iter().filter(|g| g.answer.is_none())
+    }
+}
+
+#[cfg(test)]
+#[path = "gates_tests.rs"]
+mod tests;

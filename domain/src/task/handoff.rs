@@ -1,0 +1,142 @@
+//! DMP work/v1 handoffs: a client hands work over; it becomes a draft waiting on a
+//! task-proposal gate (AUTH_REQUIRED) that a deciding principal approves (SUBMITTED, the
+//! work item is ready to be scheduled) or declines (REJECTED, the draft is dropped). The
+//! agent does not run on a proposal.
+
+use serde::{Deserialize, Serialize};
+
+use crate::dmp::{ExtensionData, Handoff, WorkStateV1, WorkStatus, GATE_URI};
+use crate::error::DomainError;
+use crate::ids::{ContextId, Principal, TaskId};
+use crate::time::Timestamp;
+use crate::wire::{Message, TaskState};
+
+use super::commands::CreateTask;
+use super::create;
+use super::events::TaskEvent;
+use super::gates::{self, GateKind};
+use super::head::TaskHead;
+
+/// The work a handoff proposes, in the stored form of a checked request (`dmp::Handoff`):
+/// the title, acceptance criteria, repository paths it may write, the priority as kept
+/// (capped at `medium`) and the labels as kept (under `a2a/`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HandoffWork {
+    pub title: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub acceptance: Vec<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
+    pub priority: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+}
+
+impl From<&Handoff> for HandoffWork {
+    fn from(h: &Handoff) -> Self {
+        Self {
+            title: h.title.as_str().to_string(),
+            acceptance: h
+                .acceptance
+                .iter()
+                .map(|c| c.as_str().to_string())
+                .collect(),
+            writes: h.writes.iter().map(|w| w.as_str().to_string()).collect(),
+            priority: h.priority.capped().as_str().to_string(),
+            labels: h.stored_labels(),
+        }
+    }
+}
+
+/// The handoff a task is, in its head.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HandoffHead {
+    pub work: HandoffWork,
+    pub status: WorkStatus,
+    /// Handoffs start at the host's highest risk: none of their gates decides itself.
+    pub risk: String,
+}
+
+/// The risk every handoff starts at.
+pub const HANDOFF_RISK: &str = "high";
+
+/// `ProposeHandoff`: a client's message opening a task that proposes `work`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProposeHandoff {
+    pub task_id: TaskId,
+    pub context_id: ContextId,
+    pub owner: Principal,
+    pub message: Message,
+    pub work: HandoffWork,
+    pub at: Timestamp,
+}
+
+/// The task, its first message, the draft and its task-proposal gate, AUTH_REQUIRED with
+/// the gate's sentence — and no agent work.
+pub(super) fn propose(
+    existing: Option<&TaskHead>,
+    c: ProposeHandoff,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    let task_id = c.task_id.to_string();
+    let mut events = create::create_task(
+        existing,
+        CreateTask {
+            task_id: c.task_id,
+            context_id: c.context_id,
+            owner: c.owner,
+            message: c.message,
+            at: c.at,
+            extension: None,
+            awaiting_assignee: None,
+        },
+    )?;
+    events.retain(|e| !matches!(e, TaskEvent::AgentWorkRequested { .. }));
+    events.push(TaskEvent::HandoffProposed {
+        work: c.work,
+        at: c.at,
+    });
+    // The events are the task's first: the gate is event number len + 1.
+    let seq = events.len() as u64 + 1;
+    let gate = gates::raise(GateKind::TaskProposal, seq, c.at);
+    let mut said = Message::agent_text(
+        format!("{task_id}:{}", gates::gate_id(seq)),
+        GateKind::TaskProposal.sentence(),
+    );
+    if let TaskEvent::GateRaised { gate } = &gate {
+        said.extensions = vec![GATE_URI.into()];
+        said.metadata = Some(gates::gate_state(std::iter::once(gate)).to_metadata());
+    }
+    events.push(gate);
+    events.push(TaskEvent::StatusChanged {
+        state: TaskState::AuthRequired,
+        message: Some(said),
+        at: c.at,
+    });
+    Ok(events)
+}
+
+impl HandoffHead {
+    /// `WorkStateV1` (`{task, title, status}`) of the handoff task `task_id`.
+    pub fn work_state(&self, task_id: &str) -> WorkStateV1 {
+        WorkStateV1::new(task_id, self.work.title.clone(), self.status.clone())
+    }
+}
+
+pub(super) fn apply_proposed(head: &mut TaskHead, work: &HandoffWork) {
+    head.handoff = Some(HandoffHead {
+        work: work.clone(),
+        status: WorkStatus::Draft,
+        risk: HANDOFF_RISK.into(),
+    });
+}
+
+/// A task-proposal answer moves the draft: approve → ready, anything else → dropped.
+pub(super) fn apply_decided(head: &mut TaskHead, kind: GateKind, choice: &str) {
+    if let (GateKind::TaskProposal, Some(h)) = (kind, head.handoff.as_mut()) {
+        h.status = if choice == "approve" {
+            WorkStatus::Ready
+        } else {
+            WorkStatus::Dropped
+        };
+    }
+}

@@ -1,0 +1,105 @@
+//! The draft A2A 1.1 task generations, shown only to clients that speak 1.1: a 1.0 request's
+//! generation fields are unknown fields (ignored), and its results carry no `generation`; a
+//! 1.1 stream gets each update's generation written into it.
+
+use futures_util::StreamExt;
+
+use super::{Operation, Outcome};
+use crate::request::ProtocolVersion;
+use crate::service::streams::StreamEvent;
+
+/// The request as the client's version reads it.
+pub(super) fn request_for(version: ProtocolVersion, op: Operation) -> Operation {
+    if version.generations() {
+        return op;
+    }
+    match op {
+        Operation::SendMessage(mut r) => {
+            if let Some(c) = r.configuration.as_mut() {
+                c.if_generation_match = None;
+            }
+            Operation::SendMessage(r)
+        }
+        Operation::SendStreamingMessage(mut r) => {
+            if let Some(c) = r.configuration.as_mut() {
+                c.if_generation_match = None;
+            }
+            Operation::SendStreamingMessage(r)
+        }
+        Operation::GetTask(mut r) => {
+            r.current_generation = None;
+            Operation::GetTask(r)
+        }
+        other => other,
+    }
+}
+
+/// The result as the client's version shows it.
+pub(super) fn outcome_for(version: ProtocolVersion, outcome: Outcome) -> Outcome {
+    use taskledger_domain::wire::SendMessageResponse;
+    if version.generations() {
+        return match outcome {
+            Outcome::Stream(s) => Outcome::Stream(Box::pin(s.map(with_generation))),
+            other => other,
+        };
+    }
+    match outcome {
+        Outcome::Task(mut t) => {
+            t.generation = None;
+            Outcome::Task(t)
+        }
+        Outcome::Sent(SendMessageResponse::Task(mut t)) => {
+            t.generation = None;
+            Outcome::Sent(SendMessageResponse::Task(t))
+        }
+        Outcome::Tasks(mut page) => {
+            for t in &mut page.tasks {
+                t.generation = None;
+            }
+            Outcome::Tasks(page)
+        }
+        other => other,
+    }
+}
+
+/// The event with its generation as the first member of its one `StreamResponse` member
+/// (`{"statusUpdate":{"generation":"5",…}}`); events without one are left as they are.
+fn with_generation(event: StreamEvent) -> StreamEvent {
+    let (Some(generation), Some(at)) = (event.generation, event.body.find(":{")) else {
+        return event;
+    };
+    let (head, tail) = event.body.split_at(at + 2);
+    let comma = if tail.starts_with('}') { "" } else { "," };
+    StreamEvent {
+        body: format!(r#"{head}"generation":"{generation}"{comma}{tail}"#).into(),
+        ..event
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(body: &str, generation: Option<u64>) -> StreamEvent {
+        StreamEvent {
+            id: Some(3),
+            generation,
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn a_1_1_event_carries_its_generation_in_its_member() {
+        let e = with_generation(event(r#"{"statusUpdate":{"taskId":"t"}}"#, Some(5)));
+        assert_eq!(
+            &*e.body,
+            r#"{"statusUpdate":{"generation":"5","taskId":"t"}}"#
+        );
+        let v: serde_json::Value = serde_json::from_str(&e.body).unwrap();
+        assert_eq!(v["statusUpdate"]["generation"], "5");
+        let e = with_generation(event(r#"{"task":{}}"#, Some(1)));
+        assert_eq!(&*e.body, r#"{"task":{"generation":"1"}}"#);
+        let e = with_generation(event(r#"{"message":{"messageId":"m"}}"#, None));
+        assert_eq!(&*e.body, r#"{"message":{"messageId":"m"}}"#);
+    }
+}

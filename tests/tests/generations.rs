@@ -1,0 +1,217 @@
+//! Draft A2A 1.1 task generations (a2aproject/A2A#1810), black-box on the binding the harness
+//! speaks: `generation` on tasks only for `A2A-Version: 1.1`, GetTask's `currentGeneration`
+//! long-poll, and `ifGenerationMatch` making a send conditional.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use taskledger_tests::{error_code, Server};
+
+const V1_1: &[(&str, &str)] = &[("A2A-Version", "1.1")];
+
+fn generation(task: &Value) -> u64 {
+    task["generation"]
+        .as_str()
+        .unwrap_or_else(|| panic!("a ProtoJSON int64 generation: {task}"))
+        .parse()
+        .unwrap()
+}
+
+async fn ok_1_1(s: &Server, method: &str, params: Value) -> Value {
+    let v = s.call_with(method, params, V1_1).await;
+    assert!(v.get("error").is_none(), "{method}: {v}");
+    v["result"].clone()
+}
+
+/// An input-required task (created 1, WORKING 2, INPUT_REQUIRED 3).
+async fn interrupted(s: &Server) -> String {
+    let id = format!("tck-input-required-{}", uuid::Uuid::new_v4().simple());
+    let sent = ok_1_1(
+        s,
+        "SendMessage",
+        json!({"message": {"messageId": id, "role": "ROLE_USER", "parts": [{"text": "go"}]}}),
+    )
+    .await;
+    assert_eq!(sent["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
+    assert_eq!(generation(&sent["task"]), 3);
+    sent["task"]["id"].as_str().unwrap().to_string()
+}
+
+fn answer(task_id: &str, n: u32, config: Value) -> Value {
+    json!({"message": {"messageId": format!("tck-input-required-{task_id}-{n}"), "taskId": task_id,
+        "role": "ROLE_USER", "parts": [{"text": "more"}]}, "configuration": config})
+}
+
+#[tokio::test]
+async fn only_a_1_1_request_sees_generations() {
+    let s = Server::start().await;
+    let id = interrupted(&s).await;
+    let t = s.ok("GetTask", json!({"id": id})).await;
+    assert!(t.get("generation").is_none(), "1.0 shape: {t}");
+    let page = s.ok("ListTasks", json!({})).await;
+    assert!(page["tasks"][0].get("generation").is_none(), "{page}");
+    let t = ok_1_1(&s, "GetTask", json!({"id": id})).await;
+    assert_eq!(generation(&t), 3);
+    let page = ok_1_1(&s, "ListTasks", json!({})).await;
+    assert_eq!(generation(&page["tasks"][0]), 3);
+    // A 1.0 client's unknown fields are ignored: no long-poll, no condition.
+    let started = Instant::now();
+    let t = s
+        .ok("GetTask", json!({"id": id, "currentGeneration": "99"}))
+        .await;
+    assert!(started.elapsed() < Duration::from_secs(5), "{t}");
+    let v = s
+        .call(
+            "SendMessage",
+            answer(&id, 1, json!({"ifGenerationMatch": "1"})),
+        )
+        .await;
+    assert!(
+        v.get("error").is_none(),
+        "1.0 ignores ifGenerationMatch: {v}"
+    );
+}
+
+#[tokio::test]
+async fn a_send_at_the_current_generation_goes_ahead_and_a_stale_one_changes_nothing() {
+    let s = Server::start().await;
+    let id = interrupted(&s).await;
+    let v = s
+        .call_with(
+            "SendMessage",
+            answer(&id, 1, json!({"ifGenerationMatch": "2"})),
+            V1_1,
+        )
+        .await;
+    assert_eq!(error_code(&v), -32010, "{v}");
+    let message = v["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("expected 2") && message.contains("is 3"),
+        "{message}"
+    );
+    let t = ok_1_1(&s, "GetTask", json!({"id": id})).await;
+    assert_eq!(generation(&t), 3, "the refused send changed nothing");
+    assert_eq!(t["history"].as_array().map(Vec::len), Some(2));
+    let sent = ok_1_1(
+        &s,
+        "SendMessage",
+        answer(&id, 2, json!({"ifGenerationMatch": "3"})),
+    )
+    .await;
+    // WORKING 4, INPUT_REQUIRED 5
+    assert_eq!(generation(&sent["task"]), 5);
+    // A message creating a task ignores the condition.
+    let fresh = json!({"message": {"messageId": "tck-complete-task-g", "role": "ROLE_USER",
+        "parts": [{"text": "x"}]}, "configuration": {"ifGenerationMatch": "42"}});
+    ok_1_1(&s, "SendMessage", fresh).await;
+}
+
+#[tokio::test]
+async fn get_task_with_a_current_generation_waits_for_the_next_one() {
+    let s = Server::start().await;
+    let id = interrupted(&s).await;
+    // Already past: at once.
+    let t = ok_1_1(&s, "GetTask", json!({"id": id, "currentGeneration": "2"})).await;
+    assert_eq!(generation(&t), 3);
+    let waiting = {
+        let s = s.over(s.binding);
+        let id = id.clone();
+        tokio::spawn(async move {
+            ok_1_1(&s, "GetTask", json!({"id": id, "currentGeneration": "3"})).await
+        })
+    };
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!waiting.is_finished(), "held until the task moves");
+    ok_1_1(
+        &s,
+        "SendMessage",
+        answer(&id, 1, json!({"returnImmediately": true})),
+    )
+    .await;
+    let t = tokio::time::timeout(Duration::from_secs(10), waiting)
+        .await
+        .expect("answered once the generation moved")
+        .unwrap();
+    assert!(generation(&t) > 3, "{t}");
+    // Bad values are refused before any wait; an unknown task is not found.
+    let bad = json!({"id": id, "currentGeneration": "x"});
+    if s.expressible("GetTask", &bad).is_ok() {
+        let v = s.call_with("GetTask", bad, V1_1).await;
+        assert_eq!(error_code(&v), -32602);
+    }
+    let v = s
+        .call_with(
+            "GetTask",
+            json!({"id": "nope", "currentGeneration": "1"}),
+            V1_1,
+        )
+        .await;
+    assert_eq!(error_code(&v), -32001);
+}
+
+#[tokio::test]
+async fn the_card_lists_each_binding_for_1_0_and_then_for_1_1() {
+    let s = Server::start().await;
+    let card = s.card().await;
+    let versions: Vec<&str> = card["supportedInterfaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["protocolVersion"].as_str().unwrap())
+        .collect();
+    let half = versions.len() / 2;
+    assert!(versions[..half].iter().all(|v| *v == "1.0"), "{versions:?}");
+    assert!(versions[half..].iter().all(|v| *v == "1.1"), "{versions:?}");
+}
+
+/// The `data:` payloads of a finished SSE body.
+fn sse_data(body: &str) -> Vec<Value> {
+    body.lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .map(|d| serde_json::from_str(d.trim()).expect("JSON data"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_1_1_stream_numbers_its_updates_one_generation_apart() {
+    let s = Server::start().await;
+    if !s.binding.is_jsonrpc() {
+        return; // the streaming suites cover the other bindings' framing
+    }
+    let stream = |version: &'static str| {
+        let s = &s;
+        async move {
+            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
+                "params": {"message": {"messageId": format!("tck-stream-artifact-chunked-{}",
+                    uuid::Uuid::new_v4().simple()), "role": "ROLE_USER", "parts": [{"text": "x"}]}}});
+            let text = s
+                .client
+                .post(format!("{}/a2a", s.base))
+                .header("A2A-Version", version)
+                .json(&body)
+                .send()
+                .await
+                .unwrap()
+                .text()
+                .await
+                .unwrap();
+            sse_data(&text)
+        }
+    };
+    let events = stream("1.1").await;
+    let generations: Vec<u64> = events
+        .iter()
+        .map(|e| {
+            let member = e["result"].as_object().unwrap().values().next().unwrap();
+            generation(member)
+        })
+        .collect();
+    // the task (1), WORKING, two chunks, COMPLETED
+    assert_eq!(generations, [1, 2, 3, 4, 5], "{events:?}");
+    let events = stream("1.0").await;
+    assert_eq!(events.len(), 5);
+    assert!(
+        events.iter().all(|e| !e.to_string().contains("generation")),
+        "{events:?}"
+    );
+}
