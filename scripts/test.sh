@@ -4,15 +4,18 @@
 # 127.0.0.1, and runs:
 #   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
 #      tests on SQLite, round-trip budgets on DynamoDB; then the black-box API tests (api,
-#      extension, llm_agent, push) a second and a third time over HTTP+JSON and over gRPC;
-#   2. the black-box API tests again with the server on DynamoDB, and a soak of the serverless
-#      path on the emulator (200 blocking sends over two minutes);
+#      extension, llm_agent, push, streaming, streaming_resume) a second and a third time over
+#      HTTP+JSON and over gRPC;
+#   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
+#      the serverless path on the emulator (200 blocking sends over two minutes);
 #   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
 #   4. the official Python client (a2a-sdk 1.x) against a freshly started local server, over
-#      JSON-RPC, then over gRPC against a server started with --grpc-listen;
+#      JSON-RPC and HTTP+JSON, then over gRPC against a server started with --grpc-listen: the
+#      unary checks (interop.py) and the streaming ones (streaming.py) on each;
 #   5. the official JavaScript client (@a2a-js/sdk 1.x, npm ci into tests/js/node_modules) against
 #      a freshly started local server, on the transport it picks from the card (and on each
-#      binding explicitly once the card also lists HTTP+JSON).
+#      binding explicitly once the card also lists HTTP+JSON), then its streaming
+#      (sendMessageStream, resubscribeTask: streaming.mjs) on each binding.
 # Point it at LocalStack or real AWS instead by exporting AWS_ENDPOINT_URL (and credentials)
 # yourself: the emulator is then not started.
 set -euo pipefail
@@ -54,11 +57,13 @@ cargo test --workspace --all-targets
 
 for binding in rest grpc; do
   echo "==> black-box API tests again over ${binding} (TASKLEDGER_TEST_BINDING=${binding}, on SQLite)"
-  TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push --test generations --test handoff
+  TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push \
+    --test generations --test handoff --test streaming --test streaming_resume
 done
 
-echo "==> black-box API tests with the server on DynamoDB"
-TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent --test generations --test handoff
+echo "==> black-box API and streaming tests with the server on DynamoDB"
+TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent \
+  --test generations --test handoff --test streaming --test streaming_resume
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
 cargo test --workspace --test soak -- --ignored --nocapture
@@ -88,6 +93,13 @@ if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port" http_js
   echo "--- server log"; cat "$log"
   exit 1
 fi
+for binding in jsonrpc http_json; do
+  echo "==> Python a2a-sdk streaming over ${binding}"
+  if ! "$venv/bin/python" tests/python/streaming.py "http://127.0.0.1:$port" "$binding"; then
+    echo "--- server log"; cat "$log"
+    exit 1
+  fi
+done
 echo "==> Python a2a-sdk interop over gRPC"
 port=$(free_port)
 grpc_port=$(free_port)
@@ -98,6 +110,11 @@ log=$(mktemp)
 pids+=($!)
 wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
 if ! "$venv/bin/python" tests/python/interop.py "http://127.0.0.1:$port" grpc; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi
+echo "==> Python a2a-sdk streaming over gRPC"
+if ! "$venv/bin/python" tests/python/streaming.py "http://127.0.0.1:$port" grpc; then
   echo "--- server log"; cat "$log"
   exit 1
 fi
@@ -121,6 +138,15 @@ if curl -fsS "http://127.0.0.1:$port/.well-known/agent-card.json" | grep -q '"HT
 fi
 for transport in "${transports[@]}"; do
   if ! node "$js/interop.mjs" "http://127.0.0.1:$port" --transport "$transport"; then
+    echo "--- server log"; cat "$log"
+    exit 1
+  fi
+done
+streams=(jsonrpc)
+if [ "${#transports[@]}" -gt 1 ]; then streams+=(http_json); fi
+for transport in "${streams[@]}"; do
+  echo "==> JavaScript @a2a-js/sdk streaming over ${transport}"
+  if ! node "$js/streaming.mjs" "http://127.0.0.1:$port" --transport "$transport"; then
     echo "--- server log"; cat "$log"
     exit 1
   fi

@@ -601,7 +601,11 @@ pub fn grpc_error(s: &Status, table: ErrorTable) -> Value {
 
 /// A request with `a2a-version: 1.0`, the bearer token and the extra headers as metadata
 /// (lowercase keys).
-fn grpc_request<T>(message: T, token: Option<&str>, extra: &[(&str, &str)]) -> Request<T> {
+pub(crate) fn grpc_request<T>(
+    message: T,
+    token: Option<&str>,
+    extra: &[(&str, &str)],
+) -> Request<T> {
     let mut r = Request::new(message);
     let m = r.metadata_mut();
     m.insert("a2a-version", MetadataValue::from_static("1.0"));

@@ -5,6 +5,7 @@
 pub mod binding;
 pub mod grpc;
 pub mod receiver;
+pub mod stream;
 
 pub use binding::{binding, Binding, GrpcEndpoint};
 
@@ -64,6 +65,13 @@ pub fn test_storage() -> Storage {
     } else {
         Storage::Memory
     }
+}
+
+/// Sets how often a stream sends a keep-alive comment and how often it looks at the store for
+/// commits made by other processes.
+pub fn stream_timings(config: &mut Config, keep_alive: Duration, poll: Duration) {
+    config.stream_keep_alive = keep_alive;
+    config.stream_poll = poll;
 }
 
 /// A test configuration on `test_storage()` with quick scenario timings.

@@ -501,7 +501,7 @@ pub async fn serve_listeners(
     };
     let (listener, app) = servers.http;
     let http = async {
-        axum::serve(listener, app)
+        axum::serve(no_delay(listener), app)
             .with_graceful_shutdown(until(stopped.clone()))
             .await
             .map_err(LocalError::from)
@@ -514,6 +514,18 @@ pub async fn serve_listeners(
     };
     tokio::try_join!(http, grpc)?;
     Ok(())
+}
+
+/// The HTTP listener with `TCP_NODELAY` on each connection: a stream writes each event as it
+/// happens, and without it the kernel holds an event back until the client acknowledges the
+/// previous one (a delayed ACK: ~40 ms a burst on a kept-alive connection).
+fn no_delay(listener: TcpListener) -> impl axum::serve::Listener<Addr = SocketAddr> {
+    use axum::serve::ListenerExt;
+    listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
+        }
+    })
 }
 
 /// Starts a server on 127.0.0.1 on a free port in the background; returns its address.
@@ -533,7 +545,7 @@ pub async fn start(config: Config) -> Result<Running, LocalError> {
     let servers = prepare(&config, listeners).await?;
     let (listener, app) = servers.http;
     tokio::spawn(async move {
-        let _ = axum::serve(listener, app).await;
+        let _ = axum::serve(no_delay(listener), app).await;
     });
     if let Some((listener, server)) = servers.grpc {
         tokio::spawn(async move {

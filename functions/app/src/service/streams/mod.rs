@@ -112,7 +112,13 @@ impl Service {
             Submission::Task(sub) => sub,
         };
         let upto = sub.since.map(|(version, _)| version);
-        let start = self.snapshot(who, &sub.task_id, upto, sub.history).await?;
+        let mut start = self.snapshot(who, &sub.task_id, upto, sub.history).await?;
+        // A message answering an interrupted task asked the agent for a turn: the stream
+        // settles where that turn does, not at the state the message found (as a blocking
+        // send waits until the task is *newly* interrupted).
+        if matches!(sub.since, Some((_, true))) && start.state.is_interrupted() {
+            start.state = TaskState::Working;
+        }
         Ok(self.open(start, Until::Settled))
     }
 
@@ -150,12 +156,19 @@ impl Service {
                     .head
                     .as_ref()
                     .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+                // A client that has the current status already (the terminal one included)
+                // has nothing more of it to read: the stream settles as that status does.
+                // Before it, what follows `after` is still to be sent, settled or not.
+                let state = if after >= head.status_version {
+                    head.status.state
+                } else {
+                    TaskState::Working
+                };
                 Start {
                     context_id: head.context_id.as_str().to_string(),
                     task_id,
                     after,
-                    // Settled or not, what follows `after` is still to be sent.
-                    state: TaskState::Working,
+                    state,
                     first: None,
                 }
             }
