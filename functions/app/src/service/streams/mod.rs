@@ -215,6 +215,14 @@ impl Service {
             replay(&decoded, history).ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
         // Events carry their generation beside the body (`generation` is shown to 1.1 only).
         let generation = task.generation.take();
+        // The Task's id is the last event a client was shown (events after it that show
+        // nothing — a turn recorded as finished — leave the id, so two subscribers on either
+        // side of such a commit get the same bytes; a resume from it repeats nothing).
+        let shown = events
+            .iter()
+            .rev()
+            .find(|e| e.update.is_some())
+            .map_or(state.version, |e| e.seq);
         Ok(Start {
             task_id: task_id.clone(),
             context_id: head.context_id.as_str().to_string(),
@@ -222,7 +230,7 @@ impl Service {
             state: head.status.state,
             first: Some(event_of(
                 &StreamResponse::Task(task),
-                Some(state.version),
+                Some(shown),
                 generation,
             )?),
         })
