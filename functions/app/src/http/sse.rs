@@ -176,6 +176,48 @@ mod tests {
         assert!(started.elapsed() < Duration::from_secs(10));
     }
 
+    #[tokio::test]
+    async fn a_lambda_stream_ends_before_its_invocations_deadline() {
+        use lambda_http::RequestExt;
+        use tower::ServiceExt;
+        let app = Router::new().route(
+            "/sse",
+            axum::routing::get(|| async {
+                let one = Event::default().id("1").data("x");
+                let events = futures_util::stream::iter([Ok::<_, Infallible>(one)])
+                    .chain(futures_util::stream::pending());
+                Sse::new(events)
+            }),
+        );
+        let bounds = StreamBounds {
+            deadline_margin: Duration::from_secs(3),
+            max_bytes: None,
+        };
+        let app = bound_streams(app, bounds);
+        // The invocation is due in 3.3 s: the stream ends 3 s before, after its one event.
+        let mut context = lambda_http::Context::default();
+        let due = SystemTime::now() + Duration::from_millis(3300);
+        context.deadline = due
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap()
+            .as_millis() as u64;
+        let req = axum::http::Request::get("/sse")
+            .body(Body::empty())
+            .unwrap()
+            .with_lambda_context(context);
+        let started = Instant::now();
+        let resp = app.oneshot(req).await.unwrap();
+        let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        assert_eq!(&bytes[..], b"id: 1\ndata: x\n\n");
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{:?}",
+            started.elapsed()
+        );
+    }
+
     #[test]
     fn the_deadline_is_the_invocations_less_the_margin_and_a_past_one_is_none() {
         let now = SystemTime::now();
