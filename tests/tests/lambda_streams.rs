@@ -25,8 +25,8 @@ use taskledger_tests::aws_endpoint;
 const TENANT: &str = "111122223333";
 const SUBJECT: &str = "arn:aws:sts::111122223333:assumed-role/a2a-client";
 /// How long the Lambda keeps a stream open, and how long the worker keeps the task WORKING.
-const STREAM_MAX_SECS: u64 = 3;
-const WORKING_FOR: Duration = Duration::from_secs(8);
+const STREAM_MAX_SECS: u64 = 4;
+const WORKING_FOR: Duration = Duration::from_secs(10);
 
 /// A child process, killed when dropped.
 struct Proc(Child);
