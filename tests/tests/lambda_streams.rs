@@ -237,14 +237,19 @@ impl Rig {
             .join("\n")
     }
 
+    /// The emulator's Invoke call with `event` as the payload, as the Function URL would make it.
+    async fn post_invocation(&self, event: &Value) -> reqwest::Response {
+        let url = format!("{}/2015-03-31/functions/api/invocations", self.base);
+        match self.client.post(url).json(event).send().await {
+            Ok(r) => r,
+            Err(e) => panic!("invoke: {e}\n{}", self.logs()),
+        }
+    }
+
     /// Invokes the function with `event` (as the Function URL would) and reads the reply: the
     /// status, the content type and the SSE events, with when each was read; and when it ended.
     async fn invoke(&self, event: &Value) -> (u16, String, Vec<Sse>, Instant) {
-        let url = format!("{}/2015-03-31/functions/api/invocations", self.base);
-        let mut resp = match self.client.post(url).json(event).send().await {
-            Ok(r) => r,
-            Err(e) => panic!("invoke: {e}\n{}", self.logs()),
-        };
+        let mut resp = self.post_invocation(event).await;
         let mut events = Vec::new();
         if self.streaming {
             let status = resp.status().as_u16();
@@ -405,28 +410,14 @@ async fn a_function_url_stream_arrives_as_committed_and_resumes_after_its_time_l
     // A bad Last-Event-ID is an error before any stream opens.
     let body = rpc("SubscribeToTask", json!({"id": task_id}));
     let bad = event("POST", "/a2a", Some(&body), &[("last-event-id", "x")]);
-    let resp = rig
-        .client
-        .post(format!("{}/2015-03-31/functions/api/invocations", rig.base))
-        .json(&bad)
-        .send()
-        .await
-        .unwrap();
+    let resp = rig.post_invocation(&bad).await;
     assert!(header(resp.headers(), "content-type").starts_with("application/json"));
     let v: Value = resp.json().await.unwrap();
     assert_eq!(v["error"]["code"], -32602, "{v}");
 
     // The card served here announces this endpoint (the Host header) and SigV4.
-    let card: Value = rig
-        .client
-        .post(format!("{}/2015-03-31/functions/api/invocations", rig.base))
-        .json(&event("GET", "/.well-known/agent-card.json", None, &[]))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let card = event("GET", "/.well-known/agent-card.json", None, &[]);
+    let card: Value = rig.post_invocation(&card).await.json().await.unwrap();
     assert_eq!(
         card["supportedInterfaces"][0]["url"],
         "https://abcdefghijklmnopqrstuvwxyz012345.lambda-url.eu-west-1.on.aws/a2a"
