@@ -4,10 +4,12 @@
 # 127.0.0.1, and runs:
 #   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
 #      tests on SQLite, round-trip budgets on DynamoDB; then the black-box API tests (api,
-#      extension, llm_agent, push, streaming, streaming_resume) a second and a third time over
-#      HTTP+JSON and over gRPC;
+#      extension, llm_agent, push, generations, handoff, streaming, streaming_resume) a second
+#      and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
-#      the serverless path on the emulator (200 blocking sends over two minutes);
+#      the serverless path on the emulator (200 blocking sends over two minutes); then the API
+#      function's own binary as Lambda runs it, streamed and buffered, through cargo lambda's
+#      emulated runtime API (cargo-lambda installed into .tools/lambda-venv);
 #   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
 #   4. the official Python client (a2a-sdk 1.x) against a freshly started local server, over
 #      JSON-RPC and HTTP+JSON, then over gRPC against a server started with --grpc-listen: the
@@ -67,6 +69,19 @@ TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extensio
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
 cargo test --workspace --test soak -- --ignored --nocapture
+
+echo "==> the API function as Lambda runs it (cargo lambda watch's runtime API; Function URL events; streamed and buffered)"
+lambda=.tools/lambda-venv
+if [ ! -x "$lambda/bin/cargo-lambda" ]; then
+  echo "==> installing cargo-lambda into $lambda"
+  python3 -m venv "$lambda"
+  "$lambda/bin/pip" install --quiet --disable-pip-version-check 'cargo-lambda==1.9.2'
+fi
+# Built as it is deployed: the api package's own features (no gRPC).
+cargo build --quiet -p taskledger-api
+TASKLEDGER_CARGO_LAMBDA="$PWD/$lambda/bin/cargo-lambda" \
+TASKLEDGER_API_BIN="$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)/api" \
+  cargo test --workspace --test lambda_streams -- --ignored
 
 echo "==> template.yaml"
 "$tools/bin/cfn-lint" template.yaml

@@ -25,12 +25,53 @@ pub struct CardSettings {
     pub name: String,
     pub description: String,
     pub version: String,
-    /// Whether callers must present a bearer token.
-    pub bearer_auth: bool,
+    /// How callers authenticate (the card's security scheme).
+    pub auth: CardAuth,
     /// Whether webhook deliveries are made (`capabilities.pushNotifications`).
     pub push_notifications: bool,
     /// `host:port` of the gRPC binding, when it is served (listed as a `GRPC` interface).
     pub grpc_url: Option<String>,
+}
+
+/// How callers authenticate, as the card states it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CardAuth {
+    /// Nobody has to (the local server without tokens).
+    None,
+    /// `Authorization: Bearer <token>` (the local server's tokens, API Gateway's JWT authorizer).
+    Bearer,
+    /// AWS Signature Version 4 for the service `lambda` (a Function URL with `AuthType:
+    /// AWS_IAM`): the `Authorization` header's scheme is `AWS4-HMAC-SHA256`.
+    AwsSigV4,
+}
+
+/// The name of the SigV4 scheme in `securitySchemes`.
+pub const SIGV4_SCHEME: &str = "awsSigV4";
+
+/// The card's security schemes and requirements for `auth`.
+fn security(auth: CardAuth) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRequirement>) {
+    let (name, scheme, description) = match auth {
+        CardAuth::None => return (BTreeMap::new(), Vec::new()),
+        CardAuth::Bearer => ("bearer", "Bearer", "Bearer token issued by the operator"),
+        CardAuth::AwsSigV4 => (
+            SIGV4_SCHEME,
+            "AWS4-HMAC-SHA256",
+            "AWS Signature Version 4 for the service lambda (the Function URL's AWS_IAM auth): \
+             sign each request with credentials allowed lambda:InvokeFunctionUrl",
+        ),
+    };
+    let schemes = BTreeMap::from([(
+        name.to_string(),
+        SecurityScheme::HttpAuthSecurityScheme(HttpAuthSecurityScheme {
+            description: Some(description.into()),
+            scheme: scheme.into(),
+            bearer_format: None,
+        }),
+    )]);
+    let requirements = vec![SecurityRequirement {
+        schemes: BTreeMap::from([(name.to_string(), StringList::default())]),
+    }];
+    (schemes, requirements)
 }
 
 /// JSON-RPC at `<base>/a2a` first (the binding every client has), HTTP+JSON at
@@ -103,21 +144,7 @@ pub fn extensions() -> Vec<AgentExtension> {
 
 pub fn agent_card(s: &CardSettings) -> AgentCard {
     let base = s.public_url.trim_end_matches('/');
-    let mut security_schemes = BTreeMap::new();
-    let mut security_requirements = Vec::new();
-    if s.bearer_auth {
-        security_schemes.insert(
-            "bearer".to_string(),
-            SecurityScheme::HttpAuthSecurityScheme(HttpAuthSecurityScheme {
-                description: Some("Bearer token issued by the operator".into()),
-                scheme: "Bearer".into(),
-                bearer_format: None,
-            }),
-        );
-        security_requirements.push(SecurityRequirement {
-            schemes: BTreeMap::from([("bearer".to_string(), StringList::default())]),
-        });
-    }
+    let (security_schemes, security_requirements) = security(s.auth);
     AgentCard {
         name: s.name.clone(),
         description: s.description.clone(),
@@ -195,7 +222,7 @@ mod tests {
             name: "n".into(),
             description: "d".into(),
             version: "1".into(),
-            bearer_auth: true,
+            auth: CardAuth::Bearer,
             push_notifications: false,
             grpc_url: None,
         });
@@ -248,7 +275,7 @@ mod tests {
             name: "n".into(),
             description: "d".into(),
             version: "1".into(),
-            bearer_auth: false,
+            auth: CardAuth::None,
             push_notifications: false,
             grpc_url: None,
         };
@@ -292,5 +319,34 @@ mod tests {
                 ),
             ]
         );
+    }
+
+    #[test]
+    fn the_security_scheme_follows_how_callers_authenticate() {
+        let card = |auth| {
+            serde_json::to_value(agent_card(&CardSettings {
+                public_url: "https://abc.lambda-url.eu-west-1.on.aws".into(),
+                name: "n".into(),
+                description: "d".into(),
+                version: "1".into(),
+                auth,
+                push_notifications: false,
+                grpc_url: None,
+            }))
+            .unwrap()
+        };
+        let v = card(CardAuth::AwsSigV4);
+        assert_eq!(
+            v["securitySchemes"][SIGV4_SCHEME]["httpAuthSecurityScheme"]["scheme"],
+            "AWS4-HMAC-SHA256"
+        );
+        assert!(v["securitySchemes"].get("bearer").is_none());
+        assert_eq!(
+            v["securityRequirements"][0]["schemes"][SIGV4_SCHEME],
+            serde_json::json!({"list": []})
+        );
+        let v = card(CardAuth::None);
+        assert!(v.get("securitySchemes").is_none());
+        assert!(v.get("securityRequirements").is_none());
     }
 }

@@ -329,7 +329,9 @@ async fn main() {
     seen.events.store(0, Ordering::SeqCst);
     let started = Instant::now();
     for chunk in ids.chunks(16) {
-        let sends = chunk.iter().map(|id| send(&client, &base, message(Some(id))));
+        let sends = chunk
+            .iter()
+            .map(|id| send(&client, &base, message(Some(id))));
         futures_util::future::join_all(sends).await;
     }
     let want = (a.tasks * 2) as u64;

@@ -1,7 +1,8 @@
 //! Composition shared by the Lambda functions and the local server: which agent works on tasks
 //! (the built-in scenario agent, a model behind an OpenAI-compatible endpoint, or Bedrock),
 //! with the defaults defined once whether read by clap or from a Lambda's environment, and the
-//! Lambda service set-up. The only module of the crate that names infra's adapters.
+//! Lambda service set-up (`lambda_service`, and the API function's whole wiring, `lambda_api`).
+//! The only module of the crate that names infra's adapters.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -12,7 +13,11 @@ use taskledger_domain::skills::SkillCatalog;
 use taskledger_infra::llm::{Bedrock, OpenAiCompatible, OpenAiSettings};
 
 use crate::agent::{Agent, LlmAgent, ScenarioAgent, ScenarioTimings};
-use crate::service::{Service, ServiceSettings};
+use crate::http::{AppState, HttpSettings, StreamBounds, DEFAULT_KEEP_ALIVE};
+use crate::identity::{
+    Authenticator, GatewayAuthenticator, IamAuthenticator, DEFAULT_TENANT_CLAIM,
+};
+use crate::service::{Dispatch, Service, ServiceSettings};
 
 pub use crate::agent::{DEFAULT_MAX_TURNS, DEFAULT_TURN_MARGIN};
 
@@ -23,6 +28,19 @@ pub const DEFAULT_TABLE_PREFIX: &str = "taskledger-";
 /// How long a blocking SendMessage waits locally, and behind API Gateway (below its 30 s).
 pub const LOCAL_BLOCKING_TIMEOUT_SECS: u64 = 60;
 pub const LAMBDA_BLOCKING_TIMEOUT_SECS: u64 = 25;
+/// How long a long-polling GetTask (draft A2A 1.1 `currentGeneration`) waits on Lambda.
+pub const LAMBDA_LONG_POLL_SECS: u64 = 25;
+/// How long a stream stays open behind API Gateway, whose reply is buffered: below its 30 s
+/// integration timeout, so the buffered events still return (ADR 016).
+pub const LAMBDA_BUFFERED_STREAM_MAX_SECS: u64 = 24;
+/// A Lambda's stream ends this long before the invocation's deadline at the latest.
+pub const LAMBDA_STREAM_DEADLINE_MARGIN: Duration = Duration::from_secs(3);
+/// A buffered reply must fit Lambda's 6 MB response, a JSON document in which the SSE text is
+/// one escaped string; a streamed one Lambda's 200 MB.
+pub const LAMBDA_BUFFERED_STREAM_MAX_BYTES: usize = 4 << 20;
+pub const LAMBDA_STREAMED_MAX_BYTES: usize = 150 << 20;
+
+type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 /// The agent that works on tasks.
 #[derive(Debug, Clone)]
@@ -146,6 +164,100 @@ pub async fn lambda_service(
         CursorCodec::new(cursor_key.into_bytes()),
         settings,
     ))
+}
+
+/// How the API function answers (`TASKLEDGER_RESPONSE_STREAMING`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseMode {
+    /// `lambda_http::run`: behind API Gateway's HTTP API, which buffers the whole reply.
+    Buffered,
+    /// `lambda_http::run_with_streaming_response`: behind a Function URL with `InvokeMode:
+    /// RESPONSE_STREAM`, each SSE event reaches the client as it is written.
+    Streaming,
+}
+
+/// The API function: its router (the shared one, every stream bounded as the mode needs) and
+/// how lambda_http must serve it.
+pub struct LambdaApi {
+    pub router: axum::Router,
+    pub mode: ResponseMode,
+}
+
+fn flag(name: &str) -> Result<bool, String> {
+    match var(name).as_deref().map(str::trim) {
+        None | Some("0" | "false") => Ok(false),
+        Some("1" | "true") => Ok(true),
+        Some(v) => Err(format!("{name} must be 1/true or 0/false (got {v:?})")),
+    }
+}
+
+/// The API function from its environment: the Lambda service (`lambda_service`) with feed
+/// dispatch, push from `TASKLEDGER_PUSH_*`; `TASKLEDGER_RESPONSE_STREAMING=1` for a Function URL
+/// in RESPONSE_STREAM mode; `TASKLEDGER_STREAM_MAX_SECS` (default: 24 s when buffered, the
+/// invocation's deadline less 3 s when streaming); `TASKLEDGER_AUTH` = `gateway` (API Gateway's
+/// authorizer, `TASKLEDGER_TENANT_CLAIM`) or `iam` (a Function URL with AuthType AWS_IAM);
+/// `TASKLEDGER_PUBLIC_URL`, `TASKLEDGER_ERROR_TABLE`, `TASKLEDGER_PATH_PREFIX`.
+pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
+    let push = taskledger_infra::lambda::push_from_env()?;
+    let mode = match flag("TASKLEDGER_RESPONSE_STREAMING")? {
+        true => ResponseMode::Streaming,
+        false => ResponseMode::Buffered,
+    };
+    let stream_max = match (var("TASKLEDGER_STREAM_MAX_SECS"), mode) {
+        (None, ResponseMode::Streaming) => None,
+        (_, ResponseMode::Buffered) | (Some(_), _) => Some(secs_from_env(
+            "TASKLEDGER_STREAM_MAX_SECS",
+            Duration::from_secs(LAMBDA_BUFFERED_STREAM_MAX_SECS),
+        )?),
+    };
+    let blocking = Duration::from_secs(LAMBDA_BLOCKING_TIMEOUT_SECS);
+    let settings = ServiceSettings {
+        blocking_timeout: secs_from_env("TASKLEDGER_BLOCKING_TIMEOUT_SECS", blocking)?,
+        dispatch: Dispatch::Feed,
+        push_enabled: push.enabled,
+        push_policy: push.policy,
+        stream_max,
+        // A long-polling GetTask (A2A 1.1) answers below the HTTP API's 29 s timeout.
+        long_poll_max: Duration::from_secs(LAMBDA_LONG_POLL_SECS),
+        ..Default::default()
+    };
+    let service = lambda_service(agent, settings).await?;
+    let auth: Arc<dyn Authenticator> = match var("TASKLEDGER_AUTH").as_deref() {
+        None | Some("gateway") => Arc::new(GatewayAuthenticator::new(
+            var("TASKLEDGER_TENANT_CLAIM").unwrap_or_else(|| DEFAULT_TENANT_CLAIM.into()),
+        )),
+        Some("iam") => Arc::new(IamAuthenticator),
+        Some(other) => {
+            return Err(format!("TASKLEDGER_AUTH must be gateway or iam (got {other:?})").into())
+        }
+    };
+    let http = HttpSettings {
+        public_url: var("TASKLEDGER_PUBLIC_URL"),
+        name: "taskledger".into(),
+        description: "An event-sourced A2A task backend.".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        jwks: push.signer.as_ref().map(|s| s.jwks()),
+        // Neither API Gateway nor a Function URL carries gRPC (README "gRPC").
+        grpc: None,
+        error_table: taskledger_domain::error::ErrorTable::parse(
+            &var("TASKLEDGER_ERROR_TABLE").unwrap_or_default(),
+        )?,
+        // A REST API stage or a custom domain's base path in front of the routes.
+        path_prefix: var("TASKLEDGER_PATH_PREFIX"),
+        stream_keep_alive: DEFAULT_KEEP_ALIVE,
+    };
+    let bounds = StreamBounds {
+        deadline_margin: LAMBDA_STREAM_DEADLINE_MARGIN,
+        max_bytes: Some(match mode {
+            ResponseMode::Buffered => LAMBDA_BUFFERED_STREAM_MAX_BYTES,
+            ResponseMode::Streaming => LAMBDA_STREAMED_MAX_BYTES,
+        }),
+    };
+    let router = crate::http::router(AppState::new(service, auth, http));
+    Ok(LambdaApi {
+        router: crate::http::bound_streams(router, bounds),
+        mode,
+    })
 }
 
 /// The one relay behind the DynamoDB stream poller of the local server.

@@ -1,12 +1,14 @@
 //! Who is calling. Every request gets a principal or is refused: locally from configured bearer
 //! tokens (or the documented anonymous dev principal when none are configured); in Lambda from
-//! the claims the API Gateway authorizer verified (`GatewayAuthenticator`).
+//! the claims the API Gateway authorizer verified (`GatewayAuthenticator`), or behind a Function
+//! URL with `AuthType: AWS_IAM` from the IAM identity Lambda verified (`IamAuthenticator`).
 
 use std::collections::HashMap;
 
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
-use taskledger_domain::ids::Principal;
+use taskledger_domain::card::CardAuth;
+use taskledger_domain::ids::{Principal, MAX_PRINCIPAL_BYTES};
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
@@ -18,12 +20,17 @@ pub enum AuthError {
     NoClaims,
     #[error("invalid principal in the claims: {0}")]
     BadClaims(String),
+    #[error(
+        "the request carries no verified IAM identity (sign it with SigV4; the Function URL's \
+         AuthType must be AWS_IAM)"
+    )]
+    NoIamIdentity,
 }
 
 pub trait Authenticator: Send + Sync + 'static {
     fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError>;
-    /// Whether clients must send a bearer token (stated in the agent card).
-    fn requires_bearer(&self) -> bool;
+    /// How clients authenticate (stated in the agent card).
+    fn card_auth(&self) -> CardAuth;
 }
 
 /// Bearer tokens mapped to principals; with none configured, everyone is the anonymous principal.
@@ -77,8 +84,12 @@ impl Authenticator for TokenAuthenticator {
         self.tokens.get(token).cloned().ok_or(AuthError::Unknown)
     }
 
-    fn requires_bearer(&self) -> bool {
-        !self.tokens.is_empty()
+    fn card_auth(&self) -> CardAuth {
+        if self.tokens.is_empty() {
+            CardAuth::None
+        } else {
+            CardAuth::Bearer
+        }
     }
 }
 
@@ -126,15 +137,80 @@ impl Authenticator for GatewayAuthenticator {
         }
     }
 
-    fn requires_bearer(&self) -> bool {
-        true
+    fn card_auth(&self) -> CardAuth {
+        CardAuth::Bearer
     }
+}
+
+/// Reads the principal from the IAM identity Lambda verified from the request's SigV4 signature
+/// (`requestContext.authorizer.iam` of a Function URL with `AuthType: AWS_IAM`, or of an HTTP API
+/// route with IAM authorization): the tenant is the caller's account, the subject its ARN. A
+/// request without that identity is refused, so a Function URL left at `AuthType: NONE` serves
+/// nobody.
+pub struct IamAuthenticator;
+
+impl Authenticator for IamAuthenticator {
+    fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
+        use lambda_http::request::RequestContext;
+        match request.extensions.get::<RequestContext>() {
+            Some(RequestContext::ApiGatewayV2(ctx)) => {
+                let iam = ctx.authorizer.as_ref().and_then(|a| a.iam.as_ref());
+                let iam = iam.ok_or(AuthError::NoIamIdentity)?;
+                iam_principal(
+                    iam.account_id.as_deref(),
+                    iam.user_arn.as_deref(),
+                    iam.user_id.as_deref(),
+                )
+            }
+            _ => Err(AuthError::NoIamIdentity),
+        }
+    }
+
+    fn card_auth(&self) -> CardAuth {
+        CardAuth::AwsSigV4
+    }
+}
+
+/// `arn:aws:sts::111122223333:assumed-role/Role/Session` → `…:assumed-role/Role` (and the unique
+/// id `AROA…:Session` → `AROA…`): every session of a role is the role, so a client whose
+/// credentials are refreshed under a new session name still sees its tasks.
+fn without_session(id: &str) -> &str {
+    if let Some((prefix, rest)) = id.split_once(":assumed-role/") {
+        let role = rest.split('/').next().unwrap_or(rest);
+        return &id[..prefix.len() + ":assumed-role/".len() + role.len()];
+    }
+    match id.split_once(':') {
+        Some((unique, _session)) if unique.starts_with("AROA") => unique,
+        _ => id,
+    }
+}
+
+/// The principal of a verified IAM identity: tenant = the caller's account id, subject = its ARN
+/// without a role session (or, for an ARN longer than a subject may be, the unique id).
+fn iam_principal(
+    account: Option<&str>,
+    arn: Option<&str>,
+    user_id: Option<&str>,
+) -> Result<Principal, AuthError> {
+    fn present(v: Option<&str>) -> Option<&str> {
+        v.map(str::trim).filter(|v| !v.is_empty())
+    }
+    let account = present(account).ok_or(AuthError::NoIamIdentity)?;
+    let arn = present(arn).map(without_session);
+    let subject = match arn {
+        Some(arn) if arn.len() <= MAX_PRINCIPAL_BYTES => arn,
+        _ => present(user_id)
+            .map(without_session)
+            .ok_or(AuthError::NoIamIdentity)?,
+    };
+    Principal::new(account, subject).map_err(AuthError::BadClaims)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use axum::http::Request;
+    use serde_json::json;
 
     fn parts(auth: Option<&str>) -> Parts {
         let mut b = Request::builder().uri("/a2a");
@@ -149,7 +225,7 @@ mod tests {
         let a = TokenAuthenticator::new(HashMap::new());
         let p = a.authenticate(&parts(None)).unwrap();
         assert_eq!(p.to_string(), "default/anonymous");
-        assert!(!a.requires_bearer());
+        assert_eq!(a.card_auth(), CardAuth::None);
     }
 
     #[test]
@@ -178,5 +254,107 @@ mod tests {
         assert!(TokenAuthenticator::parse_table("justtoken").is_err());
         assert!(TokenAuthenticator::parse_table("t=noslash").is_err());
         assert!(TokenAuthenticator::parse_table("=a/b").is_err());
+    }
+
+    /// A Function URL event (the shape of the AWS documentation's example, AuthType AWS_IAM)
+    /// through lambda_http, as the function receives it.
+    fn function_url_request(edit: impl FnOnce(&mut serde_json::Value)) -> Parts {
+        let mut event: serde_json::Value =
+            serde_json::from_str(include_str!("../fixtures/function-url-iam-request.json"))
+                .unwrap();
+        edit(&mut event);
+        let event: lambda_http::request::LambdaRequest = serde_json::from_value(event).unwrap();
+        lambda_http::Request::from(event).into_parts().0
+    }
+
+    #[test]
+    fn a_function_url_caller_is_its_account_and_role() {
+        let parts = function_url_request(|_| {});
+        assert_eq!(parts.uri.path(), "/a2a");
+        let p = IamAuthenticator.authenticate(&parts).unwrap();
+        assert_eq!(p.tenant.as_str(), "111122223333");
+        assert_eq!(
+            p.subject.as_str(),
+            "arn:aws:sts::111122223333:assumed-role/a2a-client"
+        );
+        assert_eq!(IamAuthenticator.card_auth(), CardAuth::AwsSigV4);
+        // A user is its ARN.
+        let parts = function_url_request(|e| {
+            e["requestContext"]["authorizer"]["iam"]["userArn"] =
+                "arn:aws:iam::111122223333:user/ops/bob".into();
+        });
+        let p = IamAuthenticator.authenticate(&parts).unwrap();
+        assert_eq!(
+            p.to_string(),
+            "111122223333/arn:aws:iam::111122223333:user/ops/bob"
+        );
+    }
+
+    #[test]
+    fn an_over_long_arn_falls_back_to_the_unique_id() {
+        let long = format!("arn:aws:iam::111122223333:user/{}/bob", "p".repeat(120));
+        let parts = function_url_request(|e| {
+            e["requestContext"]["authorizer"]["iam"]["userArn"] = long.clone().into();
+            e["requestContext"]["authorizer"]["iam"]["userId"] = "AIDAEXAMPLEUSERID0001".into();
+        });
+        let p = IamAuthenticator.authenticate(&parts).unwrap();
+        assert_eq!(p.subject.as_str(), "AIDAEXAMPLEUSERID0001");
+    }
+
+    #[test]
+    fn a_function_url_request_without_a_verified_iam_identity_is_refused() {
+        // AuthType NONE: Lambda sets the authorizer to null.
+        let parts = function_url_request(|e| e["requestContext"]["authorizer"] = json!(null));
+        assert_eq!(
+            IamAuthenticator.authenticate(&parts),
+            Err(AuthError::NoIamIdentity)
+        );
+        // JWT claims are not an IAM identity.
+        let parts = function_url_request(|e| {
+            e["requestContext"]["authorizer"] =
+                json!({"jwt": {"claims": {"sub": "x"}, "scopes": null}});
+        });
+        assert_eq!(
+            IamAuthenticator.authenticate(&parts),
+            Err(AuthError::NoIamIdentity)
+        );
+        // An identity without its account.
+        let parts = function_url_request(|e| {
+            e["requestContext"]["authorizer"]["iam"]["accountId"] = json!(null);
+        });
+        assert_eq!(
+            IamAuthenticator.authenticate(&parts),
+            Err(AuthError::NoIamIdentity)
+        );
+        // Headers claiming an identity are not one, and neither is a request from outside Lambda.
+        let forged = Request::builder()
+            .uri("/a2a")
+            .header("x-amz-security-token", "t")
+            .body(())
+            .unwrap()
+            .into_parts()
+            .0;
+        assert_eq!(
+            IamAuthenticator.authenticate(&forged),
+            Err(AuthError::NoIamIdentity)
+        );
+    }
+
+    #[test]
+    fn role_sessions_are_their_role() {
+        assert_eq!(
+            without_session("arn:aws-cn:sts::1:assumed-role/r/s"),
+            "arn:aws-cn:sts::1:assumed-role/r"
+        );
+        assert_eq!(
+            without_session("arn:aws:sts::1:assumed-role/r"),
+            "arn:aws:sts::1:assumed-role/r"
+        );
+        assert_eq!(without_session("AROAXYZ:session"), "AROAXYZ");
+        assert_eq!(without_session("AIDAXYZ"), "AIDAXYZ");
+        assert_eq!(
+            without_session("arn:aws:iam::1:user/u"),
+            "arn:aws:iam::1:user/u"
+        );
     }
 }

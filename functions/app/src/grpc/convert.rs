@@ -288,7 +288,7 @@ mod tests {
                 name: "n".into(),
                 description: "d".into(),
                 version: "1".into(),
-                bearer_auth: true,
+                auth: taskledger_domain::card::CardAuth::Bearer,
                 push_notifications: true,
                 grpc_url: Some("a.example:443".into()),
             },

@@ -81,7 +81,7 @@ pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap)
         name: state.settings.name.clone(),
         description: state.settings.description.clone(),
         version: state.settings.version.clone(),
-        bearer_auth: state.auth.requires_bearer(),
+        auth: state.auth.card_auth(),
         push_notifications: state.service.push_enabled(),
     });
     let body = serde_json::to_vec(&card).unwrap_or_default();

@@ -30,7 +30,7 @@ pub const MAX_BODY_BYTES: usize = 1024 * 1024;
 /// The protocol major version served, and the header (or query parameter) naming the
 /// client's: the rule itself is `crate::request::check_version`, shared with gRPC.
 pub use crate::request::{SUPPORTED_MAJOR, VERSION_HEADER};
-pub use sse::DEFAULT_KEEP_ALIVE;
+pub use sse::{bound_streams, StreamBounds, DEFAULT_KEEP_ALIVE};
 /// Header making task creation safe to retry.
 pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
 /// `max-age` of the agent card.
