@@ -184,7 +184,10 @@ mod tests {
             .collect();
         assert_eq!(
             urls,
+            // each binding for 1.0, then again for the 1.1 draft
             [
+                "http://h.example.com/prod/a2a",
+                "http://h.example.com/prod/a2a/rest",
                 "http://h.example.com/prod/a2a",
                 "http://h.example.com/prod/a2a/rest"
             ]
