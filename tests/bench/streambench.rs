@@ -14,12 +14,15 @@
 //! target/release/streambench [--subscribers 100] [--rounds 50] [--tasks 1000]
 //!                            [--server target/release/taskledger]
 
-use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
+
+#[path = "common.rs"]
+mod common;
+use common::ServerProcess;
 
 struct Args {
     subscribers: usize,
@@ -50,26 +53,6 @@ fn args() -> Args {
         }
     }
     a
-}
-
-struct ServerProcess {
-    child: Child,
-    dir: std::path::PathBuf,
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
-    }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn proc_field(pid: u32, key: &str) -> u64 {
@@ -210,35 +193,13 @@ async fn wait_open(open: &AtomicU64, seen: &Seen, n: u64) {
 #[tokio::main]
 async fn main() {
     let a = args();
-    let port = free_port();
-    let dir = std::env::temp_dir().join(format!("taskledger-streambench-{port}"));
-    let _ = std::fs::remove_dir_all(&dir);
-    let child = Command::new(&a.server)
-        .args(["--listen", &format!("127.0.0.1:{port}")])
-        .arg("--data-dir")
-        .arg(&dir)
-        .env("RUST_LOG", "warn")
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {}: {e}", a.server));
-    let server = ServerProcess { child, dir };
-    let pid = server.child.id();
-    let base = format!("http://127.0.0.1:{port}");
+    let server = ServerProcess::start(&a.server, &[]).await;
+    let pid = server.pid();
+    let base = server.base.clone();
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(64)
         .build()
         .expect("client");
-    for _ in 0..100 {
-        if client
-            .get(format!("{base}/.well-known/agent-card.json"))
-            .send()
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 
     // 1. fan-out: many subscribers of one task.
     let task = send(&client, &base, message(None)).await;

@@ -164,54 +164,31 @@ async fn the_card_lists_each_binding_for_1_0_and_then_for_1_1() {
     assert!(versions[half..].iter().all(|v| *v == "1.1"), "{versions:?}");
 }
 
-/// The `data:` payloads of a finished SSE body.
-fn sse_data(body: &str) -> Vec<Value> {
-    body.lines()
-        .filter_map(|l| l.strip_prefix("data:"))
-        .map(|d| serde_json::from_str(d.trim()).expect("JSON data"))
-        .collect()
-}
-
 #[tokio::test]
 async fn a_1_1_stream_numbers_its_updates_one_generation_apart() {
     let s = Server::start().await;
-    if !s.binding.is_jsonrpc() {
-        return; // the streaming suites cover the other bindings' framing
-    }
     let stream = |version: &'static str| {
         let s = &s;
         async move {
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage",
-                "params": {"message": {"messageId": format!("tck-stream-artifact-chunked-{}",
-                    uuid::Uuid::new_v4().simple()), "role": "ROLE_USER", "parts": [{"text": "x"}]}}});
-            let text = s
-                .client
-                .post(format!("{}/a2a", s.base))
-                .header("A2A-Version", version)
-                .json(&body)
-                .send()
+            let params = json!({"message": {"messageId": format!("tck-stream-artifact-chunked-{}",
+                uuid::Uuid::new_v4().simple()), "role": "ROLE_USER", "parts": [{"text": "x"}]}});
+            s.stream_with("SendStreamingMessage", params, &[("A2A-Version", version)])
                 .await
-                .unwrap()
-                .text()
+                .stream()
+                .rest()
                 .await
-                .unwrap();
-            sse_data(&text)
         }
     };
     let events = stream("1.1").await;
-    let generations: Vec<u64> = events
-        .iter()
-        .map(|e| {
-            let member = e["result"].as_object().unwrap().values().next().unwrap();
-            generation(member)
-        })
-        .collect();
+    let generations: Vec<u64> = events.iter().map(|e| generation(e.body())).collect();
     // the task (1), WORKING, two chunks, COMPLETED
     assert_eq!(generations, [1, 2, 3, 4, 5], "{events:?}");
     let events = stream("1.0").await;
     assert_eq!(events.len(), 5);
     assert!(
-        events.iter().all(|e| !e.to_string().contains("generation")),
+        events
+            .iter()
+            .all(|e| !e.data.to_string().contains("generation")),
         "{events:?}"
     );
 }

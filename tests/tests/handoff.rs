@@ -254,26 +254,16 @@ async fn an_operator_lands_the_work_item_and_a_subscriber_sees_every_step() {
         ACTIVE,
     )
     .await;
-    // A JSON-RPC subscriber from the approval on, read to the end of its stream.
+    // A subscriber from the approval on, read to the end of its stream.
     let subscriber = {
-        let (client, base, id) = (s.client.clone(), s.base.clone(), id.clone());
+        let s = s.over(s.binding);
+        let id = id.clone();
         tokio::spawn(async move {
-            let body = json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask",
-                "params": {"id": id}});
-            let text = client
-                .post(format!("{base}/a2a"))
-                .header("A2A-Version", "1.0")
-                .json(&body)
-                .send()
+            s.stream("SubscribeToTask", json!({"id": id}))
                 .await
-                .unwrap()
-                .text()
+                .stream()
+                .rest()
                 .await
-                .unwrap();
-            text.lines()
-                .filter_map(|l| l.strip_prefix("data:"))
-                .map(|d| serde_json::from_str::<Value>(d.trim()).unwrap())
-                .collect::<Vec<Value>>()
         })
     };
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -325,9 +315,8 @@ async fn an_operator_lands_the_work_item_and_a_subscriber_sees_every_step() {
         .unwrap();
     let stages: Vec<String> = events
         .iter()
-        .filter_map(|e| {
-            e["result"]["statusUpdate"]["status"]["message"]["metadata"][WORK]["status"].as_str()
-        })
+        .filter(|e| e.kind() == "statusUpdate")
+        .filter_map(|e| e.body()["status"]["message"]["metadata"][WORK]["status"].as_str())
         .map(str::to_string)
         .collect();
     assert_eq!(

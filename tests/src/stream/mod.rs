@@ -336,7 +336,13 @@ impl Server {
         mut req: reqwest::RequestBuilder,
         extra: &[(&str, &str)],
     ) -> reqwest::RequestBuilder {
-        req = req.header("A2A-Version", "1.0");
+        // An extra `A2A-Version` replaces the default.
+        if !extra
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("A2A-Version"))
+        {
+            req = req.header("A2A-Version", "1.0");
+        }
         for (k, v) in extra {
             req = req.header(*k, *v);
         }
