@@ -1,5 +1,6 @@
 //! With the `grpc` feature: compiles `proto/lf/a2a/v1/a2a.proto` with protox (pure Rust, no
-//! protoc on the machine) into tonic stubs, and keeps the encoded descriptor set in OUT_DIR for
+//! protoc on the machine) into prost messages and a tonic client (the server side is
+//! `grpc::routes`, on the descriptor set), and keeps the encoded descriptor set in OUT_DIR for
 //! the ProtoJSON transcoding and the reflection service.
 
 use std::path::PathBuf;
@@ -22,7 +23,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut config = tonic_prost_build::Config::new();
     config.enable_type_names();
     tonic_prost_build::configure()
-        .build_server(true)
+        .build_server(false)
         .build_client(true)
         .compile_fds_with_config(compiler.file_descriptor_set(), config)?;
     Ok(())

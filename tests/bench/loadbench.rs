@@ -1,9 +1,9 @@
 //! Load bench: starts the local server (release build, embedded SQLite store on disk) as a child
 //! process, drives it with N concurrent clients over JSON-RPC (HTTP/1.1, one pooled connection
 //! per client), HTTP+JSON (`--binding rest`, the same) or gRPC (`--binding grpc`: HTTP/2 h2c,
-//! one channel per client), and prints
-//! requests/s, latency percentiles and the server's peak RSS. With gRPC it also times the
-//! ProtoJSON transcoding of one GetTask in-process.
+//! one channel per client), and prints requests/s, latency percentiles, the CPU time per
+//! request of the server and of the clients (they share the machine's cores), and the server's
+//! peak RSS. With gRPC it also times the ProtoJSON transcoding of one GetTask in-process.
 //!
 //! cargo build --release -p taskledger-local -p taskledger-tests
 //! target/release/loadbench [--clients 16] [--seconds 10] [--server target/release/taskledger]
@@ -93,6 +93,51 @@ fn peak_rss_kib(pid: u32) -> Option<u64> {
         .find(|l| l.starts_with("VmHWM:"))
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse().ok())
+}
+
+/// CPU time (user + system, all threads) a process has used, from `/proc/<pid>/stat`.
+fn cpu_time(pid: &str) -> Duration {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which is in parentheses and may hold spaces): utime and
+    // stime are the 12th and 13th, in clock ticks (USER_HZ, 100 on Linux).
+    let rest = stat.rsplit_once(')').map_or("", |(_, r)| r);
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|v| v.parse::<u64>().ok())
+        .sum();
+    Duration::from_millis(ticks * 10)
+}
+
+/// CPU used by the server and by this client while something ran.
+struct Cpu {
+    server: Duration,
+    client: Duration,
+}
+
+struct CpuMark {
+    pid: String,
+    server: Duration,
+    client: Duration,
+}
+
+impl CpuMark {
+    fn now(pid: u32) -> Self {
+        let pid = pid.to_string();
+        Self {
+            server: cpu_time(&pid),
+            client: cpu_time("self"),
+            pid,
+        }
+    }
+
+    fn since(&self) -> Cpu {
+        Cpu {
+            server: cpu_time(&self.pid).saturating_sub(self.server),
+            client: cpu_time("self").saturating_sub(self.client),
+        }
+    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
@@ -297,37 +342,42 @@ impl Api {
     }
 }
 
-/// Time per transcoding of a stored task (wire → protobuf, as a GetTask reply) and of a
-/// GetTask request (protobuf → wire), in-process: the binding's own overhead.
+/// Time per transcoding of a stored task (its ProtoJSON written as a GetTask reply's bytes,
+/// as the server does) and of a GetTask request (bytes read as ProtoJSON), in-process: the
+/// binding's own overhead.
 fn transcoding_cost(task: &Value) {
+    use prost::Message as _;
     let task: taskledger_domain::wire::Task = serde_json::from_value(task.clone()).expect("a task");
     let req = proto::GetTaskRequest {
         id: task.id.clone(),
         history_length: Some(10),
         ..Default::default()
-    };
+    }
+    .encode_to_vec();
+    let desc = convert::descriptor_of("lf.a2a.v1.GetTaskRequest").expect("a descriptor");
     let n = 20_000;
     let t = Instant::now();
     for _ in 0..n {
-        let p: proto::Task = convert::response(&task).expect("transcodes");
-        std::hint::black_box(p);
+        let v = serde_json::to_value(&task).expect("json");
+        let bytes = convert::protojson_to_bytes("lf.a2a.v1.Task", &v).expect("transcodes");
+        std::hint::black_box(bytes);
     }
     let reply = t.elapsed() / n;
     let t = Instant::now();
     for _ in 0..n {
-        let r: (taskledger_domain::wire::GetTaskRequest, Value) =
-            convert::request(&req).expect("transcodes");
-        std::hint::black_box(r);
+        let v = convert::bytes_to_protojson(&desc, req.as_slice()).expect("decodes");
+        std::hint::black_box(v.expect("transcodes"));
     }
     let request = t.elapsed() / n;
     let t = Instant::now();
     for _ in 0..n {
-        std::hint::black_box(serde_json::to_vec(&task).expect("json"));
+        let v = serde_json::to_value(&task).expect("json");
+        std::hint::black_box(serde_json::to_vec(&v).expect("json"));
     }
     let json = t.elapsed() / n;
     println!(
         "transcoding (in-process, per call): Task reply {:.1} µs, GetTask request {:.1} µs; \
-         for scale, serde_json of the same Task {:.1} µs",
+         for scale, the JSON-RPC reply of the same Task (Value, bytes) {:.1} µs",
         reply.as_secs_f64() * 1e6,
         request.as_secs_f64() * 1e6,
         json.as_secs_f64() * 1e6
@@ -367,14 +417,20 @@ where
     (all, elapsed)
 }
 
-fn report(name: &str, lat: &[Duration], elapsed: Duration) {
+/// One phase's line: throughput, latency, and CPU per request of the server and of the client
+/// (these share the machine's cores, so CPU per request is the steadier comparison).
+fn report(name: &str, lat: &[Duration], elapsed: Duration, cpu: Cpu) {
+    let per = |d: Duration| d.as_secs_f64() * 1e6 / lat.len().max(1) as f64;
     println!(
-        "{name:<28} {:>8} req  {:>9.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms",
+        "{name:<28} {:>8} req  {:>9.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  \
+         cpu/req server {:>5.0} µs client {:>5.0} µs",
         lat.len(),
         lat.len() as f64 / elapsed.as_secs_f64(),
         percentile(lat, 0.50).as_secs_f64() * 1e3,
         percentile(lat, 0.99).as_secs_f64() * 1e3,
         lat.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+        per(cpu.server),
+        per(cpu.client),
     );
 }
 
@@ -459,6 +515,7 @@ async fn main() {
     let ids = Arc::new(ids);
 
     let clients = apis.clone();
+    let mark = CpuMark::now(pid);
     let (lat, el) = phase(a.clients, a.seconds, move |cl, i| {
         let api = clients[cl].clone();
         async move {
@@ -466,10 +523,11 @@ async fn main() {
         }
     })
     .await;
-    report("SendMessage(returnImmediately)", &lat, el);
+    report("SendMessage(returnImmediately)", &lat, el, mark.since());
     tokio::time::sleep(Duration::from_millis(500)).await;
 
     let (clients, ids2) = (apis.clone(), ids.clone());
+    let mark = CpuMark::now(pid);
     let (lat, el) = phase(a.clients, a.seconds, move |cl, i| {
         let api = clients[cl].clone();
         let id = ids2[(cl * 7919 + i) % ids2.len()].clone();
@@ -478,9 +536,10 @@ async fn main() {
         }
     })
     .await;
-    report("GetTask", &lat, el);
+    report("GetTask", &lat, el, mark.since());
 
     let clients = apis.clone();
+    let mark = CpuMark::now(pid);
     let (lat, el) = phase(a.clients, a.seconds.min(5), move |cl, _| {
         let api = clients[cl].clone();
         async move {
@@ -488,7 +547,7 @@ async fn main() {
         }
     })
     .await;
-    report("ListTasks(pageSize 50)", &lat, el);
+    report("ListTasks(pageSize 50)", &lat, el, mark.since());
 
     // Commit → agent → COMPLETED through the durable path (feed, relay, worker), one at a time.
     let mut to_done = Vec::new();

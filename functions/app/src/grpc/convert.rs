@@ -1,20 +1,24 @@
-//! ProtoJSON transcoding between the generated protobuf messages and the domain's wire types.
+//! ProtoJSON transcoding between protobuf and the domain's wire types.
 //!
-//! A request goes protobuf → `DynamicMessage` → ProtoJSON (`serde_json::Value`, camelCase,
-//! enum names, defaults omitted) → the same `taskledger_domain::wire` type, and through the same
-//! decoder (`request::decode`), as a JSON-RPC `params` object; a response takes the reverse way.
-//! Both bindings therefore share one set of serde types and one validation, and a field the
-//! domain can read on JSON-RPC is readable on gRPC by construction.
+//! The server reads a request's bytes into a `DynamicMessage` of the RPC's input type and
+//! serialises it as ProtoJSON (`serde_json::Value`, camelCase, enum names, defaults omitted),
+//! which becomes the same `taskledger_domain::wire` type, through the same decoder
+//! (`request::decode`), as a JSON-RPC `params` object; a result's ProtoJSON is written as the
+//! output type's bytes by `encode`. Both bindings therefore share one set of serde types and one
+//! validation, and a field the domain can read on JSON-RPC is readable on gRPC by
+//! construction. The functions on generated types (`to_protojson`, `from_protojson`, `request`,
+//! `response`) are the same transcoding for clients and tests.
 
 use std::sync::OnceLock;
 
+use prost::bytes::Buf;
 use prost_reflect::{DescriptorPool, DeserializeOptions, DynamicMessage, MessageDescriptor};
 use serde::de::DeserializeOwned;
 use serde::Serialize;
 use serde_json::Value;
 use taskledger_domain::error::ErrorKind;
 
-use super::encode;
+use super::{encode, plan};
 use crate::error::AppError;
 use crate::request;
 
@@ -25,7 +29,7 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 /// Name of the request object in an InvalidParams field path (`request.message.parts`).
 pub const REQUEST_ROOT: &str = "request";
 
-fn pool() -> &'static DescriptorPool {
+pub(super) fn pool() -> &'static DescriptorPool {
     static POOL: OnceLock<DescriptorPool> = OnceLock::new();
     POOL.get_or_init(|| {
         DescriptorPool::decode(FILE_DESCRIPTOR_SET)
@@ -38,10 +42,14 @@ fn internal(what: &str, e: impl std::fmt::Display) -> AppError {
 }
 
 fn descriptor<M: prost::Name>() -> Result<MessageDescriptor, AppError> {
-    let name = M::full_name();
+    descriptor_of(&M::full_name())
+}
+
+/// The descriptor of the message named `full_name` (`lf.a2a.v1.Task`).
+pub fn descriptor_of(full_name: &str) -> Result<MessageDescriptor, AppError> {
     pool()
-        .get_message_by_name(&name)
-        .ok_or_else(|| internal("no descriptor", name))
+        .get_message_by_name(full_name)
+        .ok_or_else(|| internal("no descriptor", full_name))
 }
 
 /// Largest magnitude up to which every whole number is exact in a double (2^53).
@@ -69,28 +77,53 @@ fn integral_numbers(v: &mut Value) {
     }
 }
 
+fn dynamic_to_json(dynamic: &DynamicMessage) -> Result<Value, AppError> {
+    let mut value =
+        serde_json::to_value(dynamic).map_err(|e| internal("cannot transcode the request", e))?;
+    integral_numbers(&mut value);
+    Ok(value)
+}
+
 /// The ProtoJSON form of a protobuf message (whole numbers in Struct values as integers).
 pub fn to_protojson<M: prost::Message + prost::Name>(message: &M) -> Result<Value, AppError> {
     let mut dynamic = DynamicMessage::new(descriptor::<M>()?);
     dynamic
         .transcode_from(message)
         .map_err(|e| internal("cannot read the request", e))?;
-    let mut value =
-        serde_json::to_value(&dynamic).map_err(|e| internal("cannot transcode the request", e))?;
-    integral_numbers(&mut value);
-    Ok(value)
+    dynamic_to_json(&dynamic)
 }
 
-/// A protobuf message from its ProtoJSON form, encoded by descriptor (`encode`) and decoded into
-/// the generated type. Members the proto does not define are dropped: the domain's types only
-/// emit proto fields, and a stray one must not fail a reply.
+/// The ProtoJSON form of the encoded message `bytes` of type `desc` (the server's request
+/// path); `Err` is the decode error, as prost reports it.
+pub fn bytes_to_protojson(
+    desc: &MessageDescriptor,
+    bytes: impl Buf,
+) -> Result<Result<Value, AppError>, prost::DecodeError> {
+    let dynamic = DynamicMessage::decode(desc.clone(), bytes)?;
+    Ok(dynamic_to_json(&dynamic))
+}
+
+/// The encoded message of type `full_name` whose ProtoJSON is `value` (the server's reply
+/// path). Members the proto does not define are dropped: the domain's types only emit proto
+/// fields, and a stray one must not fail a reply.
+pub fn protojson_to_bytes(full_name: &str, value: &Value) -> Result<Vec<u8>, AppError> {
+    let plans = plan::plans(pool());
+    let index = plans
+        .index_of(full_name)
+        .ok_or_else(|| internal("no descriptor", full_name))?;
+    let mut bytes = Vec::with_capacity(512);
+    encode::message(plans, index, value, &mut bytes)
+        .map_err(|e| internal("cannot transcode the result", e))?;
+    Ok(bytes)
+}
+
+/// A protobuf message from its ProtoJSON form: `protojson_to_bytes`, decoded into the
+/// generated type.
 pub fn from_protojson<M>(value: Value) -> Result<M, AppError>
 where
     M: prost::Message + prost::Name + Default,
 {
-    let mut bytes = Vec::with_capacity(256);
-    encode::message(&descriptor::<M>()?, &value, &mut bytes)
-        .map_err(|e| internal("cannot transcode the result", e))?;
+    let bytes = protojson_to_bytes(&M::full_name(), &value)?;
     M::decode(bytes.as_slice()).map_err(|e| internal("cannot encode the result", e))
 }
 
@@ -135,6 +168,7 @@ where
 mod tests {
     use super::*;
     use crate::grpc::proto;
+    use prost::Message as _;
     use serde_json::json;
     use taskledger_domain::wire;
 
@@ -249,6 +283,12 @@ mod tests {
             let ours: M = from_protojson(v.clone()).unwrap();
             let reference: M = from_protojson_dynamic(v.clone()).unwrap();
             assert_eq!(ours, reference, "{v}");
+            // What the server sends is what prost writes for the message, byte for byte
+            // (prost's own maps are HashMaps, in no fixed order: the card is compared above).
+            if M::full_name() != "lf.a2a.v1.AgentCard" {
+                let bytes = protojson_to_bytes(&M::full_name(), &v).unwrap();
+                assert_eq!(bytes, reference.encode_to_vec(), "{v}");
+            }
         }
         let task = json!({
             "id": "t1", "contextId": "c1",
@@ -282,6 +322,13 @@ mod tests {
         same::<proto::ListTaskPushNotificationConfigsResponse>(json!({"configs": [
             {"id": "c", "taskId": "t", "url": "https://e/h", "token": "x",
              "authentication": {"scheme": "Bearer", "credentials": "s"}}], "nextPageToken": ""}));
+        same::<proto::StreamResponse>(json!({"task": task}));
+        same::<proto::StreamResponse>(json!({"statusUpdate": {"taskId": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_WORKING", "timestamp": "2026-01-02T03:04:05Z"},
+            "metadata": {"generation": 7}}}));
+        same::<proto::StreamResponse>(json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1",
+            "artifact": {"artifactId": "a", "parts": [{"text": "chunk"}]}, "append": true,
+            "lastChunk": false}}));
         let card = serde_json::to_value(taskledger_domain::card::agent_card(
             &taskledger_domain::card::CardSettings {
                 public_url: "https://a.example".into(),
@@ -295,6 +342,48 @@ mod tests {
         ))
         .unwrap();
         same::<proto::AgentCard>(card);
+    }
+
+    /// The server reads a request's bytes as `to_protojson` reads the decoded message, and a
+    /// malformed message fails with prost's decode error.
+    #[test]
+    fn request_bytes_read_as_the_generated_message_does() {
+        let m = proto::SendMessageRequest {
+            message: Some(proto::Message {
+                message_id: "m1".into(),
+                role: proto::Role::User as i32,
+                parts: vec![proto::Part {
+                    content: Some(proto::part::Content::Data(prost_types::Value {
+                        kind: Some(prost_types::value::Kind::NumberValue(3.0)),
+                    })),
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }),
+            configuration: Some(proto::SendMessageConfiguration {
+                history_length: Some(0),
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        let desc = descriptor::<proto::SendMessageRequest>().unwrap();
+        let mut bytes = m.encode_to_vec();
+        // A default written explicitly (return_immediately = false) reads as absent.
+        let mut config = proto::SendMessageConfiguration::default().encode_to_vec();
+        config.extend_from_slice(&[0x20, 0x00]);
+        bytes.push(0x12);
+        bytes.push(config.len() as u8);
+        bytes.extend_from_slice(&config);
+        let ours = bytes_to_protojson(&desc, bytes.as_slice()).unwrap().unwrap();
+        let generated = proto::SendMessageRequest::decode(bytes.as_slice()).unwrap();
+        assert_eq!(ours, to_protojson(&generated).unwrap());
+        assert_eq!(ours["message"]["parts"][0]["data"], json!(3));
+
+        let bad = [0x0a, 0x03, 0x0a, 0x01, 0xff]; // message.messageId: not UTF-8
+        let e = bytes_to_protojson(&desc, &bad[..]).unwrap_err();
+        let typed = proto::SendMessageRequest::decode(&bad[..]).unwrap_err();
+        assert!(e.to_string().starts_with("failed to decode Protobuf message"), "{e}");
+        assert!(typed.to_string().starts_with("failed to decode Protobuf message"), "{typed}");
     }
 
     #[test]

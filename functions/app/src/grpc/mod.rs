@@ -1,16 +1,20 @@
 //! The gRPC binding (`lf.a2a.v1.A2AService`, A2A §10), next to the JSON-RPC one in `http`:
-//! the stubs generated from `proto/lf/a2a/v1/a2a.proto` (`proto`), the ProtoJSON transcoding
-//! onto the domain's wire types (`convert`, replies encoded by descriptor in `encode`), the error table's gRPC column with ErrorInfo
-//! details (`errors`), the service that calls the same `Service` methods as JSON-RPC
-//! (`service`), and a server with optional TLS (`server`). Built with the `grpc` feature only.
+//! the messages and client generated from `proto/lf/a2a/v1/a2a.proto` (`proto`), the ProtoJSON
+//! transcoding onto the domain's wire types (`convert`, replies encoded by descriptor in
+//! `encode` after the plans of `plan`), the error table's gRPC column with ErrorInfo details
+//! (`errors`), the RPCs routed by path with messages as bytes (`routes`), the service that
+//! calls the same `Service` methods as JSON-RPC (`service`), and a server with optional TLS
+//! (`server`). Built with the `grpc` feature only.
 
 pub mod convert;
 mod encode;
 pub mod errors;
+mod plan;
+pub mod routes;
 pub mod server;
 pub mod service;
 
-/// The generated messages, server and client of `proto/lf/a2a/v1/a2a.proto`.
+/// The generated messages and client of `proto/lf/a2a/v1/a2a.proto` (the server is `routes`).
 #[allow(clippy::all, missing_docs)]
 pub mod proto {
     tonic::include_proto!("lf.a2a.v1");

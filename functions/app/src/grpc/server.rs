@@ -9,9 +9,8 @@ use tokio::net::TcpListener;
 use tonic::transport::server::{Router, TcpIncoming};
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
-use super::proto::a2a_service_server::A2aServiceServer;
+use super::routes::A2aServiceServer;
 use super::{A2aGrpc, FILE_DESCRIPTOR_SET};
-use crate::http::MAX_BODY_BYTES;
 
 /// A PEM certificate chain and its private key.
 #[derive(Debug, Clone)]
@@ -58,9 +57,8 @@ impl GrpcServer {
                 .tls_config(ServerTlsConfig::new().identity(identity))
                 .map_err(|e| GrpcServeError::Tls(with_causes(&e)))?;
         }
-        let a2a = A2aServiceServer::new(binding)
-            .max_decoding_message_size(MAX_BODY_BYTES)
-            .max_encoding_message_size(usize::MAX);
+        // Requests bounded at the HTTP body limit (`routes`).
+        let a2a = A2aServiceServer::new(binding);
         let reflection = tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
             .build_v1()?;

@@ -1,9 +1,12 @@
-//! `lf.a2a.v1.A2AService` on the operations layer: each RPC authenticates the caller, checks
-//! the protocol version, transcodes its request into ProtoJSON, and hands it to the same
-//! `Operation::decode` and `operations::execute` as JSON-RPC; the outcome is transcoded back.
+//! `lf.a2a.v1.A2AService` on the operations layer: each RPC (routed by `routes`) reads its
+//! request's bytes as ProtoJSON, authenticates the caller, checks the protocol version, and
+//! hands the request to the same `Operation::decode` and `operations::execute` as JSON-RPC; the
+//! outcome is written back as the reply's bytes.
 
 use std::pin::Pin;
 use std::sync::Arc;
+
+use prost::bytes::Bytes;
 
 use futures_util::StreamExt;
 use taskledger_domain::error::{ErrorKind, ErrorTable};
@@ -15,7 +18,7 @@ use tracing::{info_span, Instrument};
 
 use super::convert;
 use super::errors::status;
-use super::proto::{self, a2a_service_server::A2aService};
+use super::routes::Rpc;
 use crate::error::AppError;
 use crate::identity::Authenticator;
 use crate::operations::{self, Context, Method, Operation, Outcome, Reply};
@@ -96,13 +99,16 @@ impl A2aGrpc {
             .transpose()
     }
 
-    /// One RPC through the operations layer: the call's checks, the request as ProtoJSON
-    /// decoded into the method's typed request, the operation, the reply.
-    async fn run<P>(&self, method: Method, request: Request<P>) -> Result<Reply, Status>
-    where
-        P: prost::Message + prost::Name,
-    {
-        let ctx = self.begin(request.metadata()).map_err(|e| self.fail(&e))?;
+    /// One RPC through the operations layer: the request's bytes read as ProtoJSON (a
+    /// malformed message is INTERNAL, before any other check, as tonic's prost codec answers
+    /// it), the call's checks, the ProtoJSON decoded into the method's typed request, the
+    /// operation, the reply.
+    async fn run(&self, rpc: &Rpc, request: Request<Bytes>) -> Result<Reply, Status> {
+        let (metadata, _, body) = request.into_parts();
+        let value = convert::bytes_to_protojson(&rpc.input, body)
+            .map_err(|e| Status::internal(e.to_string()))?;
+        let ctx = self.begin(&metadata).map_err(|e| self.fail(&e))?;
+        let method = rpc.method;
         let span = info_span!(
             "grpc",
             method = method.name(),
@@ -110,8 +116,8 @@ impl A2aGrpc {
             task_id = tracing::field::Empty
         );
         async {
-            let value = convert::to_protojson(request.get_ref())?;
-            let key = Self::idempotency_key(request.metadata())?;
+            let value = value?;
+            let key = Self::idempotency_key(&metadata)?;
             let ctx = ctx.with_idempotency(key, &value);
             let op = Operation::decode(method, value, convert::REQUEST_ROOT)?;
             operations::execute(&self.service, ctx, op).await
@@ -121,18 +127,21 @@ impl A2aGrpc {
         .map_err(|e| self.fail(&e))
     }
 
-    /// One unary RPC whose outcome is transcoded into the response message `O`, the active
-    /// extensions echoed in `a2a-extensions`.
-    async fn unary<P, O>(&self, method: Method, request: Request<P>) -> Result<Response<O>, Status>
-    where
-        P: prost::Message + prost::Name,
-        O: prost::Message + prost::Name + Default,
-    {
-        let reply = self.run(method, request).await?;
+    /// One unary RPC: the outcome written as the output type's bytes, the active extensions
+    /// echoed in `a2a-extensions` (not on a delete, whose reply is `Empty`).
+    pub(super) async fn unary(
+        &self,
+        rpc: &Rpc,
+        request: Request<Bytes>,
+    ) -> Result<Response<Vec<u8>>, Status> {
+        let reply = self.run(rpc, request).await?;
+        if rpc.method == Method::DeleteTaskPushNotificationConfig {
+            return Ok(Response::new(Vec::new()));
+        }
         let message = reply
             .outcome
             .to_value()
-            .and_then(convert::from_protojson)
+            .and_then(|v| convert::protojson_to_bytes(&rpc.output, &v))
             .map_err(|e| self.fail(&e))?;
         let mut response = Response::new(message);
         if let Some(v) = reply.extensions.header().and_then(|h| h.parse().ok()) {
@@ -141,17 +150,14 @@ impl A2aGrpc {
         Ok(response)
     }
 
-    /// One server-streaming RPC: each event's `StreamResponse` JSON transcoded into the
-    /// message, the active extensions echoed in `a2a-extensions`.
-    async fn stream<P>(
+    /// One server-streaming RPC: each event's `StreamResponse` JSON written as the message's
+    /// bytes, the active extensions echoed in `a2a-extensions`.
+    pub(super) async fn stream(
         &self,
-        method: Method,
-        request: Request<P>,
-    ) -> Result<Response<StreamOf<proto::StreamResponse>>, Status>
-    where
-        P: prost::Message + prost::Name,
-    {
-        let reply = self.run(method, request).await?;
+        rpc: &'static Rpc,
+        request: Request<Bytes>,
+    ) -> Result<Response<StreamOf<Vec<u8>>>, Status> {
+        let reply = self.run(rpc, request).await?;
         let Outcome::Stream(events) = reply.outcome else {
             let e = AppError::protocol(ErrorKind::Internal, "a streaming call got no stream");
             return Err(self.fail(&e));
@@ -162,10 +168,10 @@ impl A2aGrpc {
                 .map_err(|e| {
                     AppError::protocol(ErrorKind::Internal, format!("a stored update: {e}"))
                 })
-                .and_then(convert::from_protojson)
+                .and_then(|v| convert::protojson_to_bytes(&rpc.output, &v))
                 .map_err(|e| status(&e, table))
         });
-        let mut response = Response::new(Box::pin(messages) as StreamOf<proto::StreamResponse>);
+        let mut response = Response::new(Box::pin(messages) as StreamOf<Vec<u8>>);
         if let Some(v) = reply.extensions.header().and_then(|h| h.parse().ok()) {
             response.metadata_mut().insert(EXTENSIONS_METADATA, v);
         }
@@ -174,92 +180,3 @@ impl A2aGrpc {
 }
 
 type StreamOf<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
-
-#[tonic::async_trait]
-impl A2aService for A2aGrpc {
-    async fn send_message(
-        &self,
-        request: Request<proto::SendMessageRequest>,
-    ) -> Result<Response<proto::SendMessageResponse>, Status> {
-        self.unary(Method::SendMessage, request).await
-    }
-
-    type SendStreamingMessageStream = StreamOf<proto::StreamResponse>;
-
-    async fn send_streaming_message(
-        &self,
-        request: Request<proto::SendMessageRequest>,
-    ) -> Result<Response<Self::SendStreamingMessageStream>, Status> {
-        self.stream(Method::SendStreamingMessage, request).await
-    }
-
-    async fn get_task(
-        &self,
-        request: Request<proto::GetTaskRequest>,
-    ) -> Result<Response<proto::Task>, Status> {
-        self.unary(Method::GetTask, request).await
-    }
-
-    async fn list_tasks(
-        &self,
-        request: Request<proto::ListTasksRequest>,
-    ) -> Result<Response<proto::ListTasksResponse>, Status> {
-        self.unary(Method::ListTasks, request).await
-    }
-
-    async fn cancel_task(
-        &self,
-        request: Request<proto::CancelTaskRequest>,
-    ) -> Result<Response<proto::Task>, Status> {
-        self.unary(Method::CancelTask, request).await
-    }
-
-    type SubscribeToTaskStream = StreamOf<proto::StreamResponse>;
-
-    async fn subscribe_to_task(
-        &self,
-        request: Request<proto::SubscribeToTaskRequest>,
-    ) -> Result<Response<Self::SubscribeToTaskStream>, Status> {
-        self.stream(Method::SubscribeToTask, request).await
-    }
-
-    async fn create_task_push_notification_config(
-        &self,
-        request: Request<proto::TaskPushNotificationConfig>,
-    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        self.unary(Method::CreateTaskPushNotificationConfig, request)
-            .await
-    }
-
-    async fn get_task_push_notification_config(
-        &self,
-        request: Request<proto::GetTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<proto::TaskPushNotificationConfig>, Status> {
-        self.unary(Method::GetTaskPushNotificationConfig, request)
-            .await
-    }
-
-    async fn list_task_push_notification_configs(
-        &self,
-        request: Request<proto::ListTaskPushNotificationConfigsRequest>,
-    ) -> Result<Response<proto::ListTaskPushNotificationConfigsResponse>, Status> {
-        self.unary(Method::ListTaskPushNotificationConfigs, request)
-            .await
-    }
-
-    async fn get_extended_agent_card(
-        &self,
-        request: Request<proto::GetExtendedAgentCardRequest>,
-    ) -> Result<Response<proto::AgentCard>, Status> {
-        self.unary(Method::GetExtendedAgentCard, request).await
-    }
-
-    async fn delete_task_push_notification_config(
-        &self,
-        request: Request<proto::DeleteTaskPushNotificationConfigRequest>,
-    ) -> Result<Response<()>, Status> {
-        self.run(Method::DeleteTaskPushNotificationConfig, request)
-            .await?;
-        Ok(Response::new(()))
-    }
-}
