@@ -374,7 +374,9 @@ mod tests {
         bytes.push(0x12);
         bytes.push(config.len() as u8);
         bytes.extend_from_slice(&config);
-        let ours = bytes_to_protojson(&desc, bytes.as_slice()).unwrap().unwrap();
+        let ours = bytes_to_protojson(&desc, bytes.as_slice())
+            .unwrap()
+            .unwrap();
         let generated = proto::SendMessageRequest::decode(bytes.as_slice()).unwrap();
         assert_eq!(ours, to_protojson(&generated).unwrap());
         assert_eq!(ours["message"]["parts"][0]["data"], json!(3));
@@ -382,8 +384,17 @@ mod tests {
         let bad = [0x0a, 0x03, 0x0a, 0x01, 0xff]; // message.messageId: not UTF-8
         let e = bytes_to_protojson(&desc, &bad[..]).unwrap_err();
         let typed = proto::SendMessageRequest::decode(&bad[..]).unwrap_err();
-        assert!(e.to_string().starts_with("failed to decode Protobuf message"), "{e}");
-        assert!(typed.to_string().starts_with("failed to decode Protobuf message"), "{typed}");
+        assert!(
+            e.to_string()
+                .starts_with("failed to decode Protobuf message"),
+            "{e}"
+        );
+        assert!(
+            typed
+                .to_string()
+                .starts_with("failed to decode Protobuf message"),
+            "{typed}"
+        );
     }
 
     #[test]

@@ -82,12 +82,9 @@ pub fn message(
     }
     let members = as_object(value, &plan.full_name)?;
     for field in &plan.fields {
-        let member = members.get(&field.json_name).or_else(|| {
-            field
-                .proto_name
-                .as_ref()
-                .and_then(|name| members.get(name))
-        });
+        let member = members
+            .get(&field.json_name)
+            .or_else(|| field.proto_name.as_ref().and_then(|name| members.get(name)));
         let Some(member) = member else { continue };
         if member.is_null() && !field.null_is_value {
             continue;
@@ -142,7 +139,9 @@ fn map(
             if !k.is_empty() {
                 len_delimited(1, k.as_bytes(), entry);
             }
-            if v.is_null() && !matches!(value_ty, Ty::Message(i) if plans.messages[*i].special == Special::Value) {
+            if v.is_null()
+                && !matches!(value_ty, Ty::Message(i) if plans.messages[*i].special == Special::Value)
+            {
                 return Ok(());
             }
             let mark = entry.len();

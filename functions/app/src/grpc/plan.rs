@@ -43,9 +43,13 @@ pub(super) enum Ty {
 #[derive(Debug)]
 pub(super) enum Shape {
     Single,
-    List { packed: bool },
+    List {
+        packed: bool,
+    },
     /// `map<string, V>`: entries of key 1, value 2.
-    Map { value: Ty },
+    Map {
+        value: Ty,
+    },
 }
 
 #[derive(Debug)]
@@ -126,7 +130,11 @@ fn special(full_name: &str) -> Special {
 /// the oneof's lowest number (proto3 `optional` fields are fields of their own).
 fn in_prost_order(desc: &MessageDescriptor) -> Vec<FieldDescriptor> {
     let place = |f: &FieldDescriptor| match f.containing_oneof().filter(|o| !o.is_synthetic()) {
-        Some(oneof) => oneof.fields().map(|m| m.number()).min().unwrap_or(f.number()),
+        Some(oneof) => oneof
+            .fields()
+            .map(|m| m.number())
+            .min()
+            .unwrap_or(f.number()),
         None => f.number(),
     };
     let mut fields: Vec<FieldDescriptor> = desc.fields().collect();

@@ -122,7 +122,10 @@ type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send + 
 fn unimplemented() -> http::Response<Body> {
     let mut response = http::Response::new(Body::default());
     let headers = response.headers_mut();
-    headers.insert(Status::GRPC_STATUS, (tonic::Code::Unimplemented as i32).into());
+    headers.insert(
+        Status::GRPC_STATUS,
+        (tonic::Code::Unimplemented as i32).into(),
+    );
     headers.insert(
         http::header::CONTENT_TYPE,
         tonic::metadata::GRPC_CONTENT_TYPE,
