@@ -265,3 +265,95 @@ mod tests {
         assert!(!Until::Settled.ends_at(TaskState::Working));
     }
 }
+
+#[cfg(test)]
+mod buffer_tests {
+    use futures_util::StreamExt;
+    use serde_json::json;
+    use taskledger_domain::ids::Principal;
+    use taskledger_domain::wire::{GetTaskRequest, SendMessageRequest, SendMessageResponse};
+
+    use super::STREAM_BUFFER_BATCHES;
+    use crate::service::Service;
+
+    fn answer(task: Option<&str>, n: usize) -> SendMessageRequest {
+        let mut m = json!({"messageId": format!("tck-input-required-{n}"), "role": "ROLE_USER",
+            "parts": [{"text": "more"}]});
+        if let Some(t) = task {
+            m["taskId"] = json!(t);
+        }
+        serde_json::from_value(json!({"message": m})).unwrap()
+    }
+
+    /// A subscriber that reads nothing while more than the buffer's batches are committed is
+    /// disconnected (its stream ends) after what it had, and resumes from its last id.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_subscriber_past_the_buffer_limit_is_cut_off_and_resumes() {
+        let store = std::sync::Arc::new(taskledger_infra::SqliteStore::in_memory());
+        let svc = Service::new(
+            store.clone(),
+            store,
+            crate::agent::ScenarioAgent::new(Default::default()),
+            taskledger_domain::cursor::CursorCodec::new(b"k".to_vec()),
+            Default::default(),
+        );
+        let who = Principal::new("acme", "alice").unwrap();
+        let SendMessageResponse::Task(task) =
+            svc.send_message(&who, answer(None, 0), None).await.unwrap()
+        else {
+            panic!("a task")
+        };
+        let req = GetTaskRequest {
+            tenant: None,
+            id: task.id.clone(),
+            history_length: None,
+            current_generation: None,
+        };
+        let mut slow = svc.subscribe(&who, req.clone(), None).await.unwrap();
+        let first = slow.next().await.expect("the Task");
+        assert!(first.body.starts_with("{\"task\""));
+        // Each answer is its own commits, each read by the tailer as a batch of its own.
+        let rounds = STREAM_BUFFER_BATCHES * 2;
+        for n in 1..=rounds {
+            svc.send_message(&who, answer(Some(&task.id), n), None)
+                .await
+                .unwrap();
+            // Let the tailer read this round on its own.
+            tokio::time::sleep(std::time::Duration::from_millis(2)).await;
+        }
+        let mut got = Vec::new();
+        let wait = std::time::Duration::from_secs(5);
+        while let Ok(Some(e)) = tokio::time::timeout(wait, slow.next()).await {
+            got.push(e);
+        }
+        let mut whole_stream = svc.subscribe(&who, req.clone(), Some("0")).await.unwrap();
+        let mut all = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout(wait / 5, whole_stream.next()).await {
+            all.push(e);
+        }
+        assert!(
+            got.len() < all.len(),
+            "the slow subscriber was cut off: {} of {} updates",
+            got.len(),
+            all.len()
+        );
+        // Resuming from the last id it had gives exactly the rest.
+        let last = got.last().and_then(|e| e.id).unwrap_or(first.id.unwrap());
+        let mut rest_stream = svc
+            .subscribe(&who, req, Some(&last.to_string()))
+            .await
+            .unwrap();
+        let mut rest = Vec::new();
+        while let Ok(Some(e)) = tokio::time::timeout(wait / 5, rest_stream.next()).await {
+            rest.push(e);
+        }
+        let resumed: Vec<_> = got.iter().chain(rest.iter()).map(|e| e.id).collect();
+        let whole: Vec<_> = all
+            .iter()
+            .map(|e| e.id)
+            .filter(|id| *id > first.id)
+            .collect();
+        assert_eq!(resumed, whole, "no gap, no duplicate");
+        assert_eq!(all.len(), rounds * 2 + 3);
+    }
+}
