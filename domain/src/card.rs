@@ -139,6 +139,11 @@ pub fn extensions() -> Vec<AgentExtension> {
                 ),
                 required: false,
                 params: None,
+            }, AgentExtension {
+                uri: crate::hitl::HITL_URI.into(),
+                description: Some("Human approval and user input".into()),
+                required: false,
+                params: None,
             }]
 }
 

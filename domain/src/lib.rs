@@ -8,6 +8,7 @@ pub mod dmp;
 pub mod error;
 pub mod events;
 pub mod ext;
+pub mod hitl;
 pub mod ids;
 pub mod intake;
 pub mod llm;

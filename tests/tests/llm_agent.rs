@@ -298,6 +298,7 @@ async fn start(script: Script, max_turns: u32) -> (Server, Arc<Mock>) {
         settings,
         max_turns,
         skills_dir: Some(skills_dir()),
+        approve_tools: vec![],
     };
     (Server::start_with(config).await, mock)
 }

@@ -113,6 +113,10 @@ pub struct TaskExtensionData {
     pub model: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reasoning_effort: Option<Effort>,
+    /// Tools the agent runs on this task only once a person approved the call (ours: kagent
+    /// hitl/v1; the deployment's `--approve-tools` adds to it).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve_tools: Vec<String>,
 }
 
 impl TaskExtensionData {

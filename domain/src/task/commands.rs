@@ -37,6 +37,10 @@ pub enum TaskCommand {
     AdvanceWork(Box<super::work::AdvanceWork>),
     /// A deciding answer to one of the task's gates.
     AnswerGate(Box<super::gates::AnswerGate>),
+    /// The agent asks a person before running tool calls (kagent hitl/v1).
+    RequestToolApproval(Box<super::approvals::RequestToolApproval>),
+    /// A person decides the calls of the open tool-approval gate.
+    AnswerToolApproval(Box<super::approvals::AnswerToolApproval>),
     /// The commands after it in the commit apply only if the task's generation is `expected`.
     RequireGeneration {
         expected: u64,

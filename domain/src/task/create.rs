@@ -126,5 +126,6 @@ pub(super) fn new_head(
         generation: 1,
         gates: Vec::new(),
         handoff: None,
+        hitl: false,
     }
 }

@@ -245,6 +245,9 @@ pub enum TaskEvent {
             skip_serializing_if = "Option::is_none"
         )]
         by: Option<ParticipantId>,
+        /// A tool-approval gate's decision on each call.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        approvals: Vec<crate::hitl::Approval>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use crate::dmp::{GateStateV1, OpenGate};
 use crate::error::DomainError;
 use crate::ext::Role;
+use crate::hitl::{Approval, Nested, PendingTool};
 use crate::ids::{stored, ParticipantId};
 use crate::time::{nanos, Timestamp};
 use crate::wire::{Message, TaskState};
@@ -57,6 +58,9 @@ pub fn answer_of(message: &Message) -> Option<Result<(String, Option<String>), D
 pub enum GateKind {
     /// DMP work/v1: a handed-off piece of work is approved (promoted) or declined (dropped).
     TaskProposal,
+    /// kagent hitl/v1: each of the agent's calls is approved (it runs) or rejected (the model
+    /// is told why); answered by a `tool_approval_response`, not by a choice.
+    ToolApproval,
 }
 
 impl GateKind {
@@ -64,6 +68,7 @@ impl GateKind {
     pub const fn name(self) -> &'static str {
         match self {
             Self::TaskProposal => "task-proposal",
+            Self::ToolApproval => "tool-approval",
         }
     }
 
@@ -71,6 +76,7 @@ impl GateKind {
     pub const fn choices(self) -> &'static [&'static str] {
         match self {
             Self::TaskProposal => &["approve", "decline"],
+            Self::ToolApproval => &[],
         }
     }
 
@@ -89,6 +95,12 @@ pub struct Gate {
     pub opened_at: Timestamp,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub answer: Option<GateAnswer>,
+    /// The calls a tool-approval gate asks about.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tools: Vec<PendingTool>,
+    /// A child task's pause this gate surfaces (its calls are the child's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nested: Option<Nested>,
 }
 
 /// How a gate was answered.
@@ -104,6 +116,9 @@ pub struct GateAnswer {
     pub by: Option<ParticipantId>,
     #[serde(with = "nanos")]
     pub at: Timestamp,
+    /// A tool-approval gate's decision on each call.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approvals: Vec<Approval>,
 }
 
 /// `AnswerGate`: a message answering gate `gate_id` with `choice`.
@@ -130,12 +145,14 @@ pub(super) fn raise(kind: GateKind, seq: u64, at: Timestamp) -> TaskEvent {
             kind,
             opened_at: at,
             answer: None,
+            tools: vec![],
+            nested: None,
         },
     }
 }
 
 /// Whether `by` may decide a gate of the task: the owner (no participant named) or an admin.
-fn may_decide(head: &TaskHead, by: Option<&ParticipantId>) -> bool {
+pub(super) fn may_decide(head: &TaskHead, by: Option<&ParticipantId>) -> bool {
     match by {
         None => true,
         Some(p) => head
@@ -174,6 +191,16 @@ pub(super) fn answer(head: &TaskHead, c: AnswerGate) -> Result<Vec<TaskEvent>, D
             ),
         });
     }
+    if gate.kind == GateKind::ToolApproval {
+        return Err(DomainError::invalid(
+            "replyTo",
+            format!(
+                "gate {} asks to approve tool calls: answer it with a hitl/v1 \
+                 tool_approval_response",
+                gate.id
+            ),
+        ));
+    }
     let offered = gate.kind.choices();
     let choice = c
         .choice
@@ -198,6 +225,7 @@ pub(super) fn answer(head: &TaskHead, c: AnswerGate) -> Result<Vec<TaskEvent>, D
         gate_id: gate.id.clone(),
         choice: choice.clone(),
         by: c.by,
+        approvals: vec![],
         at: c.at,
     });
     let reply_id = format!("{}:{}:answered", head.id, gate.id);
@@ -212,6 +240,7 @@ fn effect(kind: GateKind, choice: &str, reply_id: String, at: Timestamp) -> Vec<
             (TaskState::Submitted, "Approved; waiting to be scheduled.")
         }
         (GateKind::TaskProposal, _) => (TaskState::Rejected, "Declined by the project owner."),
+        (GateKind::ToolApproval, _) => return vec![],
     };
     vec![TaskEvent::StatusChanged {
         state,
@@ -229,6 +258,7 @@ pub(super) fn apply_answered(
     gate_id: &str,
     choice: &str,
     by: &Option<ParticipantId>,
+    approvals: &[Approval],
     at: Timestamp,
 ) {
     if let Some(g) = head.gates.iter_mut().find(|g| g.id == gate_id) {
@@ -236,6 +266,7 @@ pub(super) fn apply_answered(
             choice: choice.to_string(),
             by: by.clone(),
             at,
+            approvals: approvals.to_vec(),
         });
     }
 }

@@ -92,6 +92,10 @@ pub struct TaskHead {
     /// The work a handoff proposed, and where its work item is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub handoff: Option<super::handoff::HandoffHead>,
+    /// A client activated kagent's hitl/v1 on a message of the task: its pauses (tool
+    /// approvals, questions) carry the extension's payloads.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub hitl: bool,
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -105,6 +109,9 @@ fn is_zero(n: &u32) -> bool {
 /// A help request waiting for its answer.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PendingHelp {
+    /// The question's message id: a hitl/v1 `ask_user_response` names it.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub id: String,
     #[serde(deserialize_with = "stored::id")]
     pub participant_id: ParticipantId,
     pub question: String,

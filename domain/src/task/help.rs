@@ -3,9 +3,10 @@
 
 use crate::error::DomainError;
 use crate::ext;
+use crate::hitl::{self, HITL_URI};
 use crate::ids::ParticipantId;
 use crate::time::Timestamp;
-use crate::wire::{Message, Part, PartContent, TaskState, TaskStatus};
+use crate::wire::{Message, Metadata, Part, PartContent, TaskState, TaskStatus};
 
 use super::events::TaskEvent;
 use super::head::{PendingHelp, TaskHead};
@@ -56,6 +57,15 @@ pub(super) fn ask(
         filename: None,
         media_type: Some(ext::CHANNEL_MEDIA_TYPE.into()),
     });
+    if head.hitl {
+        m.extensions = vec![HITL_URI.into()];
+        let mut meta = Metadata::new();
+        meta.insert(
+            HITL_URI.into(),
+            hitl::ask_user_request(&m.message_id, &question, &options),
+        );
+        m.metadata = Some(meta);
+    }
     Ok(vec![TaskEvent::HelpRequested {
         participant_id,
         question,
@@ -90,6 +100,7 @@ pub(super) fn apply_requested(
 ) {
     head.history_len += 1;
     head.pending_help = Some(PendingHelp {
+        id: message.message_id.clone(),
         participant_id: participant_id.clone(),
         question: question.to_string(),
         options: options.to_vec(),

@@ -5,10 +5,11 @@ use serde_json::Value;
 
 use crate::error::DomainError;
 use crate::ext::{self, Effort, TaskExtensionData};
+use crate::hitl::{self, HITL_URI};
 use crate::ids::ParticipantId;
 use crate::intake;
 use crate::time::Timestamp;
-use crate::wire::{Message, Part};
+use crate::wire::{Message, Part, Role};
 
 use super::commands::AppendUserMessage;
 use super::events::TaskEvent;
@@ -22,6 +23,13 @@ pub(super) fn append_user_message(
     c: AppendUserMessage,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     refuse_if_terminal(head)?;
+    if let Some(gate) = head.open_tool_approval() {
+        return Err(DomainError::UnsupportedOperation(format!(
+            "task {} waits for tool calls to be approved (gate {}); the task's owner or an \
+             admin answers with a hitl/v1 tool_approval_response",
+            head.id, gate.id
+        )));
+    }
     if let Some(gate) = head.open_gates().next() {
         return Err(DomainError::UnsupportedOperation(format!(
             "task {} waits for a decision on gate {} ({}); a deciding principal answers it              with an envelope/v1 answer (replyTo {}, choice {})",
@@ -151,6 +159,10 @@ fn user_message(
             }
         },
     };
+    let message = match hitl::response_of(&message) {
+        None => message,
+        Some(response) => ask_user_answer(head, message, response?)?,
+    };
     let mut events = Vec::new();
     if let Some(raw) = ext::envelope_of(&message) {
         events.extend(envelope(head, raw, sender.as_ref(), at)?);
@@ -179,6 +191,45 @@ fn user_message(
         });
     }
     Ok(events)
+}
+
+/// A hitl/v1 `ask_user_response`: it answers the open help request it names, with one
+/// answer per question; the agent reads the answer as the message's first text.
+fn ask_user_answer(
+    head: &TaskHead,
+    mut message: Message,
+    response: hitl::Response,
+) -> Result<Message, DomainError> {
+    let field = |rest: &str| format!("message.metadata[{HITL_URI}]{rest}");
+    let hitl::Response::AskUser { id, answers } = response else {
+        return Err(DomainError::invalid(
+            field(".type"),
+            format!("task {} waits for no tool approval", head.id),
+        ));
+    };
+    let help = head
+        .pending_help
+        .as_ref()
+        .filter(|h| h.id == id)
+        .ok_or_else(|| {
+            DomainError::invalid(
+                field(".id"),
+                format!("{id:?} is no open question of task {}", head.id),
+            )
+        })?;
+    if answers.len() != 1 {
+        return Err(DomainError::invalid(
+            field(".answers"),
+            format!(
+                "question {} takes one answer (got {})",
+                help.id,
+                answers.len()
+            ),
+        ));
+    }
+    let answer = answers[0].join(", ");
+    message.parts.insert(0, Part::text(answer));
+    Ok(message)
 }
 
 /// An envelope on an existing task: validated, permission-checked per field, merged.
@@ -216,6 +267,10 @@ fn envelope(
     if given("acceptance_criteria") {
         data.acceptance_criteria = incoming.acceptance_criteria;
     }
+    if given("approve_tools") && incoming.approve_tools != current.approve_tools {
+        participants::require_admin(current, sender, "approve_tools")?;
+        data.approve_tools = incoming.approve_tools;
+    }
     if given("participants") && incoming.participants != current.participants {
         participants::may_replace(current, &incoming.participants, sender)?;
         data.participants = incoming.participants;
@@ -249,8 +304,11 @@ fn envelope(
     Ok(events)
 }
 
-pub(super) fn apply_message_appended(head: &mut TaskHead, at: Timestamp) {
+pub(super) fn apply_message_appended(head: &mut TaskHead, message: &Message, at: Timestamp) {
     head.history_len += 1;
+    if message.role == Role::User && message.extensions.iter().any(|e| e == HITL_URI) {
+        head.hitl = true;
+    }
     head.last_timeline = head.last_timeline.max(at);
 }
 

@@ -2,6 +2,7 @@
 //! pure and synchronous. A table of contents: each rule lives in the file named for its concept.
 
 mod agent_work;
+mod approvals;
 mod artifacts;
 mod commands;
 mod create;
@@ -23,6 +24,7 @@ use cqrs_es::Aggregate;
 
 use crate::error::DomainError;
 
+pub use approvals::{AnswerToolApproval, RequestToolApproval, ToolCallAsked, DECIDED};
 pub use artifacts::{MAX_ARTIFACTS_PER_TASK, MAX_CHUNKS_PER_ARTIFACT};
 pub use commands::{AppendUserMessage, CreateTask, TaskCommand};
 pub use events::{TaskEvent, EVENT_VERSION};
@@ -53,6 +55,8 @@ impl TaskAggregate {
         match command {
             TaskCommand::CreateTask(_) | TaskCommand::ProposeHandoff(_) => unreachable_create(),
             TaskCommand::AnswerGate(c) => gates::answer(head, *c),
+            TaskCommand::RequestToolApproval(c) => approvals::request(head, self.version, *c),
+            TaskCommand::AnswerToolApproval(c) => approvals::answer(head, *c),
             TaskCommand::AdvanceWork(c) => work::advance(head, *c),
             // messages
             TaskCommand::AppendUserMessage(c) => messages::append_user_message(head, c),
@@ -145,7 +149,9 @@ impl TaskAggregate {
         match event {
             TaskEvent::TaskCreated { .. } => {}
             // messages
-            TaskEvent::MessageAppended { at, .. } => messages::apply_message_appended(head, *at),
+            TaskEvent::MessageAppended { message, at } => {
+                messages::apply_message_appended(head, message, *at)
+            }
             TaskEvent::MessageRefused { reason, at, .. } => {
                 messages::apply_message_refused(head, version, reason, *at)
             }
@@ -256,9 +262,10 @@ impl TaskAggregate {
                 gate_id,
                 choice,
                 by,
+                approvals,
                 at,
             } => {
-                gates::apply_answered(head, gate_id, choice, by, *at);
+                gates::apply_answered(head, gate_id, choice, by, approvals, *at);
                 if let Some(kind) = head.gates.iter().find(|g| &g.id == gate_id).map(|g| g.kind) {
                     handoff::apply_decided(head, kind, choice);
                 }

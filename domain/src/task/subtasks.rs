@@ -89,6 +89,9 @@ pub fn child_creation(
         lifecycle: None,
         model: parent_ext.and_then(|d| d.model.clone()),
         reasoning_effort: parent_ext.and_then(|d| d.reasoning_effort),
+        approve_tools: parent_ext
+            .map(|d| d.approve_tools.clone())
+            .unwrap_or_default(),
     };
     let mut goal_message = Message {
         message_id: format!("{child_id}:goal"),
@@ -97,7 +100,12 @@ pub fn child_creation(
         role: wire::Role::User,
         parts: vec![Part::text(goal)],
         metadata: None,
-        extensions: vec![],
+        // A parent on which a client activated hitl/v1 passes it on: the child pauses alike.
+        extensions: if parent.hitl {
+            vec![crate::hitl::HITL_URI.into()]
+        } else {
+            vec![]
+        },
         reference_task_ids: vec![parent.id.to_string()],
     };
     if let Some(p) = data.participants.iter().find(|p| p.role == Role::Admin) {

@@ -159,6 +159,7 @@ fn child_data(
         lifecycle: None,
         model: model.map(str::to_string),
         reasoning_effort: effort,
+        approve_tools: vec![],
     }
 }
 
@@ -402,6 +403,7 @@ fn composed_by_the_service_today(
         lifecycle: None,
         model: parent_ext.as_ref().and_then(|d| d.model.clone()),
         reasoning_effort: parent_ext.as_ref().and_then(|d| d.reasoning_effort),
+        approve_tools: vec![],
     };
     let child_id = TaskId::parse(child).map_err(|e| DomainError::invalid("id", e))?;
     let mut goal_message = Message {

@@ -53,12 +53,15 @@ pub enum AgentChoice {
         max_turns: u32,
         /// Folder of skills (one sub-folder with a SKILL.md per skill).
         skills_dir: Option<PathBuf>,
+        /// Tools every task asks a person to approve before they run (kagent hitl/v1).
+        approve_tools: Vec<String>,
     },
     /// A Bedrock model through the Converse API (credentials and region from the environment).
     Bedrock {
         model: String,
         max_turns: u32,
         skills_dir: Option<PathBuf>,
+        approve_tools: Vec<String>,
     },
 }
 
@@ -91,11 +94,13 @@ impl AgentChoice {
                 .map_err(|_| format!("TASKLEDGER_MAX_TURNS must be a number (got {t:?})"))?,
         };
         let skills_dir = var("TASKLEDGER_SKILLS_DIR").map(PathBuf::from);
+        let approve_tools = tool_list(var("TASKLEDGER_APPROVE_TOOLS").as_deref().unwrap_or(""));
         if let Some(model) = var("TASKLEDGER_BEDROCK_MODEL") {
             return Ok(Self::Bedrock {
                 model,
                 max_turns,
                 skills_dir,
+                approve_tools,
             });
         }
         Ok(match var("TASKLEDGER_LLM_BASE_URL") {
@@ -107,6 +112,7 @@ impl AgentChoice {
                     settings,
                     max_turns,
                     skills_dir,
+                    approve_tools,
                 }
             }
             None => Self::Scenario,
@@ -121,20 +127,42 @@ impl AgentChoice {
                 settings,
                 max_turns,
                 skills_dir,
+                approve_tools,
             } => {
                 let model = OpenAiCompatible::new(settings.clone()).map_err(|e| e.to_string())?;
-                LlmAgent::with_skills(Arc::new(model), *max_turns, skills(skills_dir.as_deref()))
+                LlmAgent::configured(
+                    Arc::new(model),
+                    *max_turns,
+                    skills(skills_dir.as_deref()),
+                    approve_tools.clone(),
+                )
             }
             Self::Bedrock {
                 model,
                 max_turns,
                 skills_dir,
+                approve_tools,
             } => {
                 let model = Bedrock::new(Bedrock::client(None).await, model.clone());
-                LlmAgent::with_skills(Arc::new(model), *max_turns, skills(skills_dir.as_deref()))
+                LlmAgent::configured(
+                    Arc::new(model),
+                    *max_turns,
+                    skills(skills_dir.as_deref()),
+                    approve_tools.clone(),
+                )
             }
         })
     }
+}
+
+/// Tool names from a comma-separated list (`--approve-tools`), blanks dropped.
+pub fn tool_list(names: &str) -> Vec<String> {
+    names
+        .split(',')
+        .map(str::trim)
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
 }
 
 /// The skill catalog of a folder; skills that cannot be read are skipped and reported.

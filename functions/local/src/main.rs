@@ -80,6 +80,10 @@ struct Args {
     /// Model turns per execution before the task fails with "turn limit reached".
     #[arg(long, env = "TASKLEDGER_MAX_TURNS", default_value_t = compose::DEFAULT_MAX_TURNS)]
     max_turns: u32,
+    /// Tools the model agent runs only after a person approves the call (comma-separated
+    /// names; kagent hitl/v1). A task's extension data can name more (`approve_tools`).
+    #[arg(long, env = "TASKLEDGER_APPROVE_TOOLS", default_value = "")]
+    approve_tools: String,
     /// Networks webhooks may reach despite the SSRF guard (comma-separated CIDRs). The local
     /// default allows loopback (development); pass an empty value to refuse it too.
     #[arg(
@@ -367,6 +371,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 model: model.clone(),
                 max_turns: args.max_turns,
                 skills_dir: args.skills_dir.clone(),
+                approve_tools: compose::tool_list(&args.approve_tools),
             },
             (None, None) => AgentChoice::Scenario,
             (Some(url), _) => {
@@ -377,6 +382,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                     settings: s,
                     max_turns: args.max_turns,
                     skills_dir: args.skills_dir.clone(),
+                    approve_tools: compose::tool_list(&args.approve_tools),
                 }
             }
         },

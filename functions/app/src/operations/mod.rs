@@ -173,6 +173,16 @@ impl Operation {
                 }
             }
         }
+        // hitl/v1 is active for the message exactly when the client activated it: the task
+        // then pauses the hitl way (`TaskHead::hitl`).
+        let hitl = taskledger_domain::hitl::HITL_URI;
+        if active.is_active(hitl) {
+            if !message.extensions.iter().any(|e| e == hitl) {
+                message.extensions.push(hitl.into());
+            }
+        } else {
+            message.extensions.retain(|e| e != hitl);
+        }
     }
 
     /// The extensions the request's message lists (`message.extensions`).
@@ -185,9 +195,10 @@ impl Operation {
 }
 
 /// Extensions whose message metadata is read only when the client activated them.
-const OPT_IN: [&str; 2] = [
+const OPT_IN: [&str; 3] = [
     taskledger_domain::dmp::WORK_URI,
     taskledger_domain::task::ENVELOPE_URI,
+    taskledger_domain::hitl::HITL_URI,
 ];
 
 /// What a request carries besides its operation.

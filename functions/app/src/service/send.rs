@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use taskledger_domain::dmp::WorkRequest;
 use taskledger_domain::error::DomainError;
+use taskledger_domain::hitl;
 use taskledger_domain::ids::{
     ContextId, HistoryLength, IdempotencyKey, MessageId, Principal, TaskId,
 };
@@ -14,8 +15,8 @@ use taskledger_domain::ports::{IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::projection::assemble;
 use taskledger_domain::push::PushConfigSpec;
 use taskledger_domain::task::{
-    AnswerGate, AppendUserMessage, CreateTask, HandoffWork, ProposeHandoff, TaskAggregate,
-    TaskCommand, TaskEvent,
+    AnswerGate, AnswerToolApproval, AppendUserMessage, CreateTask, HandoffWork, ProposeHandoff,
+    TaskAggregate, TaskCommand, TaskEvent,
 };
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, SendMessageRequest, SendMessageResponse};
@@ -179,6 +180,16 @@ impl Service {
             }),
             None => None,
         };
+        // A hitl/v1 tool_approval_response decides the open tool-approval gate.
+        let approval = match hitl::response_of(&message).transpose()? {
+            Some(hitl::Response::ToolApproval(approvals)) => Some(AnswerToolApproval {
+                approvals,
+                by: taskledger_domain::ext::sender_of(&message, "message")?,
+                message: message.clone(),
+                at: Timestamp::now(),
+            }),
+            _ => None,
+        };
         let result = self
             .execute(Actor::Client(who), task_id, Some(key), |_| {
                 // A condition on the task goes first; then a config given with the message
@@ -188,9 +199,10 @@ impl Service {
                     config: config.clone(),
                     at: Timestamp::now(),
                 }));
-                cmds.push(match &answer {
-                    Some(a) => TaskCommand::AnswerGate(Box::new(a.clone())),
-                    None => TaskCommand::AppendUserMessage(AppendUserMessage {
+                cmds.push(match (&answer, &approval) {
+                    (Some(a), _) => TaskCommand::AnswerGate(Box::new(a.clone())),
+                    (None, Some(a)) => TaskCommand::AnswerToolApproval(Box::new(a.clone())),
+                    (None, None) => TaskCommand::AppendUserMessage(AppendUserMessage {
                         message: message.clone(),
                         at: Timestamp::now(),
                     }),

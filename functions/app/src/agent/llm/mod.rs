@@ -6,6 +6,7 @@
 //! next step. Tool calls and results are kept in history as data parts marked
 //! `kagent.dev/a2a/part-type` = `function_call` / `function_response`.
 
+mod approval;
 mod prompt;
 mod skills;
 mod tools;
@@ -32,6 +33,8 @@ pub struct LlmAgent {
     model: Arc<dyn LanguageModel>,
     max_turns: u32,
     skills: Arc<SkillCatalog>,
+    /// Tools that wait for a person's approval on every task (the deployment's list).
+    approve_tools: Vec<String>,
 }
 
 /// Why a loop stopped.
@@ -53,26 +56,22 @@ impl LlmAgent {
         max_turns: u32,
         skills: SkillCatalog,
     ) -> Arc<Self> {
+        Self::configured(model, max_turns, skills, vec![])
+    }
+
+    /// With skills, and tools that run only once a person approved the call.
+    pub fn configured(
+        model: Arc<dyn LanguageModel>,
+        max_turns: u32,
+        skills: SkillCatalog,
+        approve_tools: Vec<String>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             model,
             max_turns,
             skills: Arc::new(skills),
+            approve_tools,
         })
-    }
-
-    /// Runs tool calls in order; true when one leaves the execution waiting.
-    async fn run_tools(
-        &self,
-        tasks: &dyn TaskPort,
-        task_id: &TaskId,
-        calls: &[taskledger_domain::llm::ToolCall],
-        loaded: &[String],
-    ) -> bool {
-        let mut waiting = false;
-        for call in calls {
-            waiting |= self.run_tool(tasks, task_id, call, loaded).await.waits();
-        }
-        waiting
     }
 
     async fn step(
@@ -84,7 +83,10 @@ impl LlmAgent {
         let Some(head) = state.head() else {
             return Ok(Some(Outcome::Stopped));
         };
-        if head.status.state.is_terminal() || head.pending_help.is_some() {
+        if head.status.state.is_terminal()
+            || head.pending_help.is_some()
+            || head.open_tool_approval().is_some()
+        {
             return Ok(Some(Outcome::Stopped));
         }
         let loaded = head.loaded_skills.clone();
@@ -94,7 +96,9 @@ impl LlmAgent {
                 calls = pending.len(),
                 "resuming tool calls that had not run"
             );
-            let waiting = self.run_tools(tasks, task_id, &pending, &loaded).await;
+            let waiting = self
+                .run_tools(tasks, task_id, head, &pending, &loaded)
+                .await;
             return Ok(waiting.then_some(Outcome::Waiting));
         }
         if !head.unresolved_children().is_empty() {
@@ -190,7 +194,7 @@ impl LlmAgent {
             return Ok(Some(Outcome::Finished));
         }
         let waiting = self
-            .run_tools(tasks, task_id, &response.tool_calls, &loaded)
+            .run_tools(tasks, task_id, head, &response.tool_calls, &loaded)
             .await;
         Ok(waiting.then_some(Outcome::Waiting))
     }
