@@ -27,6 +27,8 @@ enum Script {
     TwoCalls,
     /// A question to the participant bob, then the answer naming his reply.
     Question,
+    /// The parent spawns a sub-task, which calls a tool needing approval, then both answer.
+    Nested,
 }
 
 struct Mock {
@@ -60,7 +62,31 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> Json<Value>
         .iter()
         .map(|x| x["tool_calls"].as_array().map_or(0, Vec::len))
         .sum();
+    let system: String = messages
+        .iter()
+        .filter(|x| x["role"] == "system")
+        .map(|x| x["content"].as_str().unwrap_or_default().to_string())
+        .collect();
+    let child = system.contains("\"name\":\"Deploy\"");
     Json(match (m.script, made) {
+        (Script::Nested, 0) if child => answer(
+            None,
+            vec![tool(
+                "k0",
+                "create_plan",
+                json!({"steps": [{"name": "Roll out", "description": "prod"}]}),
+            )],
+        ),
+        (Script::Nested, _) if child => answer(Some("deployed"), vec![]),
+        (Script::Nested, 0) => answer(
+            None,
+            vec![tool(
+                "p0",
+                "spawn_subtask",
+                json!({"name": "Deploy", "goal": "deploy to prod"}),
+            )],
+        ),
+        (Script::Nested, _) => answer(Some("released after the deploy"), vec![]),
         (Script::TwoCalls, 0) => answer(
             None,
             vec![
@@ -325,7 +351,7 @@ async fn a_question_on_a_hitl_task_is_an_ask_user_request_answered_with_ask_user
 }
 
 #[tokio::test]
-async fn the_card_declares_hitl_and_a_response_echoes_it_when_active() {
+async fn the_card_declares_hitl_as_optional() {
     let (s, _mock) = start(Script::Question, &[]).await;
     let card = s.card().await;
     let ext = card["capabilities"]["extensions"]
@@ -337,4 +363,47 @@ async fn the_card_declares_hitl_and_a_response_echoes_it_when_active() {
         .expect("hitl/v1 declared");
     assert_eq!(ext["description"], "Human approval and user input");
     assert!(ext.get("required").is_none_or(|r| r == false));
+}
+
+#[tokio::test]
+async fn a_sub_tasks_pause_surfaces_on_its_parent_and_the_parents_decision_resumes_it() {
+    let (s, _mock) = start(Script::Nested, &["create_plan"]).await;
+    let sent = send_hitl(&s, opening("m-1", json!([]))).await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap().to_string();
+    let child_id = format!("{id}.1");
+    let child = wait_paused(&s, &child_id).await;
+    assert_eq!(
+        child["status"]["message"]["metadata"][HITL]["tools"][0]["name"],
+        "create_plan"
+    );
+    let parent = wait_paused(&s, &id).await;
+    let request = &parent["status"]["message"]["metadata"][HITL];
+    assert_eq!(request["type"], "tool_approval_request");
+    assert_eq!(request["tools"], json!([]));
+    let nested = &request["nested"];
+    assert_eq!(nested["subagent_name"], "Deploy");
+    assert_eq!(nested["task_id"], child_id);
+    assert_eq!(nested["tools"][0]["call_id"], "k0");
+    let call = nested["tools"][0]["id"].as_str().unwrap();
+    let r = send_hitl(
+        &s,
+        resume(
+            "n-1",
+            &id,
+            "ann",
+            json!({"type": "tool_approval_response", "approvals": [{"id": call, "approved": true}]}),
+        ),
+    )
+    .await;
+    assert!(r.get("error").is_none(), "{r}");
+    let child = s.wait_state(&child_id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(
+        child["metadata"][KEY]["plan"]["steps"][0]["name"], "Roll out",
+        "the approved call ran in the child"
+    );
+    let parent = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(
+        parent["artifacts"][0]["parts"][0]["text"],
+        "released after the deploy"
+    );
 }

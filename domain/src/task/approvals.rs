@@ -51,11 +51,13 @@ fn approvals_field() -> String {
     format!("message.metadata[{HITL_URI}].approvals")
 }
 
-/// The calls a gate asks about, its own or its child's.
-fn asked(gate: &Gate) -> &[PendingTool] {
-    match &gate.nested {
-        Some(n) => &n.tools,
-        None => &gate.tools,
+impl Gate {
+    /// The calls a tool-approval gate asks about, its own or its child's.
+    pub fn asked(&self) -> &[PendingTool] {
+        match &self.nested {
+            Some(n) => &n.tools,
+            None => &self.tools,
+        }
     }
 }
 
@@ -138,7 +140,7 @@ pub(super) fn answer(
         // A second decision on a gate already answered is stale: it resumes nothing.
         if let Some(done) = head.gates.iter().rev().find(|g| {
             g.kind == GateKind::ToolApproval
-                && asked(g)
+                && g.asked()
                     .iter()
                     .any(|t| c.approvals.iter().any(|a| a.id == t.id))
         }) {
@@ -161,7 +163,7 @@ pub(super) fn answer(
             ),
         });
     }
-    let pending = asked(gate);
+    let pending = gate.asked();
     for (i, a) in c.approvals.iter().enumerate() {
         if !pending.iter().any(|t| t.id == a.id) {
             return Err(DomainError::invalid(
@@ -184,7 +186,7 @@ pub(super) fn answer(
     }
     crate::intake::validate_user_message(&c.message, "message")?;
     let at = head.next_stamp(c.at);
-    Ok(vec![
+    let mut events = vec![
         TaskEvent::MessageAppended {
             message: head.own_message(c.message, at),
             at,
@@ -201,11 +203,16 @@ pub(super) fn answer(
             message: None,
             at,
         },
-        TaskEvent::AgentWorkRequested {
+    ];
+    // A child's calls run in the child, which the decisions are forwarded to; the parent's
+    // agent goes on waiting for it.
+    if gate.nested.is_none() {
+        events.push(TaskEvent::AgentWorkRequested {
             reason: "tool calls decided".into(),
             at,
-        },
-    ])
+        });
+    }
+    Ok(events)
 }
 
 impl TaskHead {

@@ -45,7 +45,7 @@ impl Service {
     }
 
     /// A commit the agent side makes on an existing task (no idempotency items).
-    async fn commit_as_agent<F>(
+    pub(super) async fn commit_as_agent<F>(
         &self,
         task_id: &TaskId,
         build: F,
@@ -84,8 +84,10 @@ impl Service {
             if status_changed {
                 for parent in head.local_parents() {
                     self.record_on_parent(&parent, head).await;
+                    self.surface_on_parent(&parent, head).await;
                 }
             }
+            self.forward_to_child(head, events).await;
             if events
                 .iter()
                 .any(|e| matches!(e, TaskEvent::TaskCanceled { .. }))

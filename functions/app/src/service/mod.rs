@@ -9,6 +9,7 @@ mod commit;
 mod dispatch;
 mod family;
 mod handoffs;
+mod nested;
 mod push_configs;
 mod queries;
 mod send;
