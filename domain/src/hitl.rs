@@ -20,6 +20,9 @@ pub const MAX_APPROVALS: usize = 64;
 /// Longest `rejection_reason`, in UTF-8 bytes.
 pub const MAX_REJECTION_REASON_BYTES: usize = 2048;
 
+/// Longest decision id (`approvals[].id`), in UTF-8 bytes.
+pub const MAX_ID_BYTES: usize = 200;
+
 /// Longest answer id or choice of an `ask_user_response`, in UTF-8 bytes.
 pub const MAX_ANSWER_BYTES: usize = 4096;
 
@@ -128,7 +131,7 @@ fn approvals(payload: &Value) -> Result<Vec<Approval>, DomainError> {
     let mut out: Vec<Approval> = Vec::with_capacity(items.len());
     for (i, item) in items.iter().enumerate() {
         let at = |f: &str| format!(".approvals[{i}]{f}");
-        let id = text(&item["id"], &at(".id"), crate::task::MAX_ANSWER_FIELD_BYTES)?;
+        let id = text(&item["id"], &at(".id"), MAX_ID_BYTES)?;
         let approved = item["approved"]
             .as_bool()
             .ok_or_else(|| DomainError::invalid(path(&at(".approved")), "must be true or false"))?;

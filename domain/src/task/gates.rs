@@ -11,7 +11,7 @@ use crate::ext::Role;
 use crate::hitl::{Approval, Nested, PendingTool};
 use crate::ids::{stored, ParticipantId};
 use crate::time::{nanos, Timestamp};
-use crate::wire::{Message, TaskState};
+use crate::wire::Message;
 
 use super::events::TaskEvent;
 use super::head::TaskHead;
@@ -228,25 +228,9 @@ pub(super) fn answer(head: &TaskHead, c: AnswerGate) -> Result<Vec<TaskEvent>, D
         approvals: vec![],
         at: c.at,
     });
-    let reply_id = format!("{}:{}:answered", head.id, gate.id);
-    events.extend(effect(gate.kind, &choice, reply_id, at));
+    // What the choice does follows from the answer: the status the task then has is the
+    // §8.7 projection's (`handoff_status::answered`).
     Ok(events)
-}
-
-/// What a deciding choice does.
-fn effect(kind: GateKind, choice: &str, reply_id: String, at: Timestamp) -> Vec<TaskEvent> {
-    let (state, text) = match (kind, choice) {
-        (GateKind::TaskProposal, "approve") => {
-            (TaskState::Submitted, "Approved; waiting to be scheduled.")
-        }
-        (GateKind::TaskProposal, _) => (TaskState::Rejected, "Declined by the project owner."),
-        (GateKind::ToolApproval, _) => return vec![],
-    };
-    vec![TaskEvent::StatusChanged {
-        state,
-        message: Some(Message::agent_text(reply_id, text)),
-        at,
-    }]
 }
 
 pub(super) fn apply_raised(head: &mut TaskHead, gate: &Gate) {

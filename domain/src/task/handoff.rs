@@ -9,12 +9,13 @@ use crate::dmp::{ExtensionData, Handoff, WorkStateV1, WorkStatus, GATE_URI};
 use crate::error::DomainError;
 use crate::ids::{ContextId, Principal, TaskId};
 use crate::time::Timestamp;
-use crate::wire::{Message, TaskState};
+use crate::wire::Message;
 
 use super::commands::CreateTask;
 use super::create;
 use super::events::TaskEvent;
 use super::gates::{self, GateKind};
+use super::handoff_status;
 use super::head::TaskHead;
 
 /// The work a handoff proposes, in the stored form of a checked request (`dmp::Handoff`):
@@ -98,17 +99,15 @@ pub(super) fn propose(
     // The events are the task's first: the gate is event number len + 1.
     let seq = events.len() as u64 + 1;
     let gate = gates::raise(GateKind::TaskProposal, seq, c.at);
-    let mut said = Message::agent_text(
-        format!("{task_id}:{}", gates::gate_id(seq)),
-        GateKind::TaskProposal.sentence(),
-    );
+    events.push(gate.clone());
+    let shown = handoff_status::shown(&handoff_status::folded(None, 0, &events));
+    let mut said = Message::agent_text(format!("{task_id}:{}", gates::gate_id(seq)), shown.text);
     if let TaskEvent::GateRaised { gate } = &gate {
         said.extensions = vec![GATE_URI.into()];
         said.metadata = Some(gates::gate_state(std::iter::once(gate)).to_metadata());
     }
-    events.push(gate);
     events.push(TaskEvent::StatusChanged {
-        state: TaskState::AuthRequired,
+        state: shown.state,
         message: Some(said),
         at: c.at,
     });

@@ -10,6 +10,7 @@ mod events;
 mod gates;
 mod generation;
 mod handoff;
+mod handoff_status;
 mod head;
 mod help;
 mod messages;
@@ -33,6 +34,9 @@ pub use gates::{
     MAX_ANSWER_FIELD_BYTES,
 };
 pub use handoff::{HandoffHead, HandoffWork, ProposeHandoff, HANDOFF_RISK};
+pub use handoff_status::{
+    facts as handoff_facts, shown as handoff_shown, Shown, DECLINED_SENTENCE,
+};
 pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
@@ -54,7 +58,9 @@ impl TaskAggregate {
             })?;
         match command {
             TaskCommand::CreateTask(_) | TaskCommand::ProposeHandoff(_) => unreachable_create(),
-            TaskCommand::AnswerGate(c) => gates::answer(head, *c),
+            TaskCommand::AnswerGate(c) => {
+                gates::answer(head, *c).map(|events| handoff_status::answered(head, events))
+            }
             TaskCommand::RequestToolApproval(c) => approvals::request(head, self.version, *c),
             TaskCommand::AnswerToolApproval(c) => approvals::answer(head, *c),
             TaskCommand::AdvanceWork(c) => work::advance(head, *c),

@@ -1,20 +1,19 @@
 //! A handed-off work item after approval: ready → working → review → landing → landed, or
 //! dropped, each step an event (`WorkAdvanced`) the agent (an intrinsic tool) or an operator
-//! commands. The task's A2A state follows (DMP §8.7 rows 2, 6, 9): WORKING with the stage,
-//! COMPLETED "Landed." with the work artifacts, REJECTED when dropped. `WorkStateV1` rides on
+//! commands. The task's A2A state is the §8.7 projection's (`handoff_status`; rows 2, 6, 9):
+//! WORKING, COMPLETED "Landed." with the work artifacts, REJECTED when dropped. `WorkStateV1` rides on
 //! `status.message.metadata` as on `Task.metadata`.
 
-use crate::dmp::projection::{LANDED_SENTENCE, WORKING_SENTENCE};
 use crate::dmp::{ExtensionData, WorkArtifact, WorkStatus, WORK_URI};
 use crate::error::DomainError;
 use crate::time::Timestamp;
-use crate::wire::{Message, TaskState};
+use crate::wire::Message;
 
 use super::events::TaskEvent;
+use super::handoff_status;
 use super::head::TaskHead;
 
-/// The sentence of a dropped work item.
-pub const DROPPED_SENTENCE: &str = "The work item was dropped.";
+pub use super::handoff_status::DROPPED_SENTENCE;
 
 /// `AdvanceWork`: the work item moves to `status`, reporting `artifacts` on the way.
 #[derive(Debug, Clone, PartialEq)]
@@ -64,11 +63,7 @@ pub(super) fn advance(head: &TaskHead, c: AdvanceWork) -> Result<Vec<TaskEvent>,
         last_chunk: true,
         at,
     }));
-    let (state, text) = match &c.status {
-        WorkStatus::Landed => (TaskState::Completed, LANDED_SENTENCE),
-        WorkStatus::Dropped => (TaskState::Rejected, DROPPED_SENTENCE),
-        _ => (TaskState::Working, WORKING_SENTENCE),
-    };
+    let shown = handoff_status::shown(&handoff_status::folded(Some(head), 0, &events));
     let mut said = Message::agent_text(
         format!(
             "{}:work:{}:{}",
@@ -76,14 +71,14 @@ pub(super) fn advance(head: &TaskHead, c: AdvanceWork) -> Result<Vec<TaskEvent>,
             c.status.as_str(),
             head.history_len
         ),
-        text,
+        shown.text,
     );
     said.extensions = vec![WORK_URI.into()];
     let mut moved = handoff.clone();
     moved.status = c.status;
     said.metadata = Some(moved.work_state(head.id.as_str()).to_metadata());
     events.push(TaskEvent::StatusChanged {
-        state,
+        state: shown.state,
         message: Some(said),
         at,
     });
