@@ -7,7 +7,11 @@
 //!
 //! cargo build --release -p taskledger-local -p taskledger-tests
 //! target/release/loadbench [--clients 16] [--seconds 10] [--server target/release/taskledger]
-//!                          [--binding jsonrpc|rest|grpc]
+//!                          [--binding jsonrpc|rest|grpc] [--alternate N]
+//! With `--alternate N`, one server serves both bindings and N rounds alternate a JSON-RPC phase
+//! and a `--binding` phase (GetTask rounds, then SendMessage rounds, ≤ 5 s each, in A B / B A
+//! order), printing the ratio per round
+//! and the median (the binding cost comparison of issue 11).
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -30,6 +34,8 @@ struct Args {
     seconds: u64,
     server: String,
     binding: Binding,
+    /// Pairs of alternating phases (JSON-RPC, then `binding`) on one server: 0 = off.
+    alternate: usize,
 }
 
 fn args() -> Args {
@@ -38,6 +44,7 @@ fn args() -> Args {
         seconds: 10,
         server: "target/release/taskledger".into(),
         binding: Binding::JsonRpc,
+        alternate: 0,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -46,6 +53,7 @@ fn args() -> Args {
             "--clients" => a.clients = value.parse().unwrap_or(a.clients),
             "--seconds" => a.seconds = value.parse().unwrap_or(a.seconds),
             "--server" => a.server = value,
+            "--alternate" => a.alternate = value.parse().unwrap_or(0),
             "--binding" => {
                 a.binding = match value.as_str() {
                     "jsonrpc" => Binding::JsonRpc,
@@ -448,7 +456,7 @@ async fn main() {
         .arg(&dir)
         .env("RUST_LOG", "warn")
         .stdout(Stdio::null());
-    if a.binding == Binding::Grpc {
+    if a.binding == Binding::Grpc || a.alternate > 0 {
         command.args(["--grpc-listen", &format!("127.0.0.1:{grpc_port}")]);
     }
     let child = command
@@ -473,28 +481,15 @@ async fn main() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let mut apis = Vec::new();
-    for _ in 0..a.clients.max(1) {
-        apis.push(match a.binding {
-            Binding::JsonRpc => Api::JsonRpc {
-                client: client.clone(),
-                url: url.clone(),
-            },
-            Binding::Rest => Api::Rest {
-                client: client.clone(),
-                base: format!("{base}/a2a/rest"),
-            },
-            Binding::Grpc => {
-                let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}"))
-                    .expect("uri")
-                    .connect()
-                    .await
-                    .expect("gRPC connects");
-                Api::Grpc(A2aServiceClient::new(channel))
-            }
-        });
+    if a.alternate > 0 {
+        let mut sides = Vec::new();
+        for binding in [Binding::JsonRpc, a.binding] {
+            sides.push(connect(binding, a.clients, &client, &base, grpc_port).await);
+        }
+        alternate(&a, pid, sides).await;
+        return;
     }
-    let apis = Arc::new(apis);
+    let apis = connect(a.binding, a.clients, &client, &base, grpc_port).await;
     let api = apis[0].clone();
     println!(
         "taskledger loadbench: {} clients over {}, {} s per phase, embedded SQLite store, server pid {pid}",
@@ -580,4 +575,111 @@ async fn main() {
         None => println!("server peak RSS: unavailable"),
     }
     drop(server);
+}
+
+/// `clients` connections over `binding`.
+async fn connect(
+    binding: Binding,
+    clients: usize,
+    client: &reqwest::Client,
+    base: &str,
+    grpc_port: u16,
+) -> Arc<Vec<Api>> {
+    let url = format!("{base}/a2a");
+    let mut apis = Vec::new();
+    for _ in 0..clients.max(1) {
+        apis.push(match binding {
+            Binding::JsonRpc => Api::JsonRpc {
+                client: client.clone(),
+                url: url.clone(),
+            },
+            Binding::Rest => Api::Rest {
+                client: client.clone(),
+                base: format!("{base}/a2a/rest"),
+            },
+            Binding::Grpc => {
+                let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}"))
+                    .expect("uri")
+                    .connect()
+                    .await
+                    .expect("gRPC connects");
+                Api::Grpc(A2aServiceClient::new(channel))
+            }
+        });
+    }
+    Arc::new(apis)
+}
+
+/// `a.alternate` pairs of a JSON-RPC phase and a `a.binding` phase against one server, first
+/// for GetTask, then for SendMessage (so the agent work a send phase leaves behind does not
+/// fall on a read phase), each pair in alternating order (A B, then B A): req/s and server CPU
+/// per request of each, the ratio per pair, and the median ratio.
+async fn alternate(a: &Args, pid: u32, sides: Vec<Arc<Vec<Api>>>) {
+    let mut ids = Vec::new();
+    for i in 0..200 {
+        ids.push(sides[0][0].send(i).await);
+    }
+    let ids = Arc::new(ids);
+    let seconds = a.seconds.clamp(1, 5);
+    for op in ["GetTask", "SendMessage"] {
+        let mut ratios: Vec<(f64, f64)> = Vec::new();
+        for round in 0..a.alternate {
+            let mut row = [(0.0, 0.0); 2];
+            let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
+            for side in order {
+                let (apis, ids2) = (sides[side].clone(), ids.clone());
+                let base = (round * 2 + side) * 10_000_000 + 1_000_000;
+                let mark = CpuMark::now(pid);
+                let (lat, el) = phase(a.clients, seconds, move |cl, i| {
+                    let api = apis[cl].clone();
+                    let id = ids2[(cl * 7919 + i) % ids2.len()].clone();
+                    async move {
+                        if op == "GetTask" {
+                            assert!(!api.state(&id, None).await.is_empty());
+                        } else {
+                            api.send(base + cl * 100_000 + i).await;
+                        }
+                    }
+                })
+                .await;
+                let cpu = mark.since();
+                print!("round {round} side {side} ");
+                report(op, &lat, el, cpu_copy(&cpu));
+                row[side] = (
+                    lat.len() as f64 / el.as_secs_f64(),
+                    per_request(&cpu, lat.len()),
+                );
+            }
+            let r = (row[1].0 / row[0].0, row[1].1 / row[0].1);
+            println!(
+                "round {round}: {op} binding/JSON-RPC req/s {:.3}, server cpu/req {:.3}",
+                r.0, r.1
+            );
+            ratios.push(r);
+        }
+        let median = |f: fn(&(f64, f64)) -> f64| {
+            let mut v: Vec<f64> = ratios.iter().map(f).collect();
+            v.sort_by(f64::total_cmp);
+            v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+        };
+        println!(
+            "median {op} binding/JSON-RPC over {} rounds: req/s {:.3}, server cpu/req {:.3}",
+            ratios.len(),
+            median(|r| r.0),
+            median(|r| r.1)
+        );
+        // Let the agent finish what the phases started before the next operation.
+        tokio::time::sleep(Duration::from_secs(3)).await;
+    }
+}
+
+fn per_request(cpu: &Cpu, n: usize) -> f64 {
+    cpu.server.as_secs_f64() * 1e6 / n.max(1) as f64
+}
+
+fn cpu_copy(c: &Cpu) -> Cpu {
+    Cpu {
+        server: c.server,
+        client: c.client,
+    }
 }

@@ -68,13 +68,15 @@ impl A2aGrpc {
     /// The caller (through the `Authenticator` the HTTP bindings use, reading `authorization`
     /// metadata as the header), `a2a-version`, and the context: `a2a-extensions`,
     /// `idempotency-key`.
-    fn begin(&self, metadata: &MetadataMap) -> Result<Context, AppError> {
+    fn begin(&self, metadata: MetadataMap) -> Result<(Context, MetadataMap), AppError> {
         let (mut parts, ()) = axum::http::Request::new(()).into_parts();
-        parts.headers = metadata.clone().into_headers();
+        parts.headers = metadata.into_headers();
         let who = self
             .auth
             .authenticate(&parts)
             .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
+        let owned = MetadataMap::from_headers(parts.headers);
+        let metadata = &owned;
         let version = metadata_text(metadata, &VERSION_HEADER.to_ascii_lowercase())
             .map(|v| v.trim().to_string());
         let version = request::check_version(version)?;
@@ -87,7 +89,7 @@ impl A2aGrpc {
         ctx.requested_extensions = request::requested_extensions(&listed);
         ctx.last_event_id = metadata_text(metadata, LAST_EVENT_ID_METADATA).map(str::to_string);
         ctx.version = version;
-        Ok(ctx)
+        Ok((ctx, owned))
     }
 
     fn idempotency_key(metadata: &MetadataMap) -> Result<Option<IdempotencyKey>, AppError> {
@@ -107,7 +109,7 @@ impl A2aGrpc {
         let (metadata, _, body) = request.into_parts();
         let value = convert::bytes_to_protojson(&rpc.input, body)
             .map_err(|e| Status::internal(e.to_string()))?;
-        let ctx = self.begin(&metadata).map_err(|e| self.fail(&e))?;
+        let (ctx, metadata) = self.begin(metadata).map_err(|e| self.fail(&e))?;
         let method = rpc.method;
         let span = info_span!(
             "grpc",
