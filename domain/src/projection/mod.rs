@@ -1,8 +1,11 @@
 //! Task events projected into the read model (history, artifact chunks) and, in `push`, into
 //! webhook updates, in `stream` into what streams read; an A2A `Task` assembled from the read model. Pure: stores persist what it says.
 
+mod first;
 pub mod push;
 pub mod stream;
+
+pub use first::first_commit_view;
 
 use serde::{Deserialize, Serialize};
 

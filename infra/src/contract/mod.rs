@@ -98,8 +98,10 @@ fn append_cmd(id: &str, text: &str) -> TaskCommand {
     })
 }
 
+mod first;
 mod list;
 mod stream;
+pub use first::a_first_commit_reads_back_as_its_events_show;
 pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters};
 pub use stream::events_read_back_with_what_streams_show;
 
@@ -422,7 +424,8 @@ macro_rules! contract_tests {
             get_is_scoped_to_the_owner_and_shapes_the_view,
             list_orders_pages_and_filters,
             list_filters_in_every_combination,
-            events_read_back_with_what_streams_show
+            events_read_back_with_what_streams_show,
+            a_first_commit_reads_back_as_its_events_show
         );
     };
     (@case $make:expr; $($case:ident),+) => {

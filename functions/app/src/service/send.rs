@@ -12,7 +12,7 @@ use taskledger_domain::ids::{
 };
 use taskledger_domain::intake;
 use taskledger_domain::ports::{IdempotencyRecord, MessageKey, StoreError};
-use taskledger_domain::projection::assemble;
+use taskledger_domain::projection::{assemble, first_commit_view};
 use taskledger_domain::push::PushConfigSpec;
 use taskledger_domain::task::{
     AnswerGate, AnswerToolApproval, AppendUserMessage, CreateTask, HandoffWork, ProposeHandoff,
@@ -43,6 +43,8 @@ pub(crate) struct Submitted {
     /// `None` when it was a retry answered as before.
     pub since: Option<(u64, bool)>,
     committed: Option<TaskAggregate>,
+    /// The events of a new task's first commit (none for a message to an existing task).
+    first: Option<Vec<TaskEvent>>,
     pub history: HistoryLength,
     pub return_immediately: bool,
 }
@@ -66,6 +68,13 @@ impl Service {
         } else if !sub.return_immediately {
             // A retry: answer with the task as it settles, like the original request did.
             self.wait_settled(task_id, 0).await?;
+        }
+        // Returning at once with a task just created: its first commit's events say all the
+        // read model holds of it (no read of what was just written).
+        if let (true, Some(events)) = (sub.return_immediately, sub.first.as_ref()) {
+            if let Some(task) = first_commit_view(events, sub.history, true) {
+                return Ok(SendMessageResponse::Task(task));
+            }
         }
         // Returning at once with no history asked for: the state just committed says it all.
         if let (true, HistoryLength::Last(0), Some(head)) = (
@@ -99,7 +108,7 @@ impl Service {
         let message = req.message;
         let message_id = intake::validate_user_message(&message, "message")?;
 
-        let (task_id, since, committed) = match message.task_id.clone() {
+        let (task_id, since, committed, first) = match message.task_id.clone() {
             Some(raw) => {
                 let task_id = task_id_of(&raw)?;
                 let guard = config
@@ -113,9 +122,9 @@ impl Service {
                         let wake = events
                             .iter()
                             .any(|e| matches!(e, TaskEvent::AgentWorkRequested { .. }));
-                        (task_id, Some((state.version, wake)), Some(state))
+                        (task_id, Some((state.version, wake)), Some(state), None)
                     }
-                    None => (task_id, None, None),
+                    None => (task_id, None, None, None),
                 }
             }
             None => {
@@ -141,14 +150,16 @@ impl Service {
                     .create_task(who, message.clone(), idempotency, push, handoff)
                     .await?;
                 tracing::Span::current().record("task_id", task_id.as_str());
-                let version = state.as_ref().map(|s| (s.version, wake));
-                (task_id, version, state)
+                let version = state.as_ref().map(|(s, _)| (s.version, wake));
+                let (state, first) = state.unzip();
+                (task_id, version, state, first)
             }
         };
         Ok(Submission::Task(Box::new(Submitted {
             task_id,
             since,
             committed,
+            first,
             history,
             return_immediately: config.return_immediately,
         })))
@@ -228,7 +239,7 @@ impl Service {
         idempotency: Option<(IdempotencyKey, String)>,
         push: Option<PushConfigSpec>,
         handoff: Option<HandoffWork>,
-    ) -> Result<(TaskId, Option<TaskAggregate>), AppError> {
+    ) -> Result<(TaskId, Option<(TaskAggregate, Vec<TaskEvent>)>), AppError> {
         let context_id = match message.context_id.clone() {
             Some(c) => {
                 ContextId::parse(c).map_err(|e| AppError::invalid_params("message.contextId", e))?
@@ -280,7 +291,7 @@ impl Service {
             })
             .await;
         match created {
-            Ok(c) => Ok((task_id, Some(c.state))),
+            Ok(c) => Ok((task_id, Some((c.state, c.events)))),
             Err(AppError::Store(StoreError::IdempotencyKeyUsed {
                 task_id: existing,
                 fingerprint,
