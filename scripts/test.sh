@@ -55,6 +55,8 @@ fi
 export TASKLEDGER_REQUIRE_DYNAMODB=1
 
 echo "==> cargo test (domain, storage contract on SQLite + DynamoDB, black-box API, round trips)"
+# The crash test (tests/tests/crash.rs) runs the server's own binary: build it first.
+cargo build --quiet -p taskledger-local
 cargo test --workspace --all-targets
 
 for binding in rest grpc; do

@@ -1,0 +1,151 @@
+//! Durability of the embedded store: the local server (its own binary, on SQLite in WAL mode)
+//! is killed with SIGKILL in the middle of concurrent SendMessage load; after a restart on the
+//! same data directory every task whose creation was acknowledged is there and reaches
+//! COMPLETED (its agent work was committed with it, in the durable feed).
+
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+/// Concurrent clients sending while the server dies.
+const CLIENTS: usize = 8;
+
+fn server_binary() -> std::path::PathBuf {
+    // target/<profile>/deps/crash-<hash> → target/<profile>/taskledger
+    let exe = std::env::current_exe().expect("test binary path");
+    exe.parent()
+        .and_then(|deps| deps.parent())
+        .map(|dir| dir.join("taskledger"))
+        .expect("target directory")
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn start(dir: &std::path::Path, port: u16) -> Child {
+    Command::new(server_binary())
+        .args(["--listen", &format!("127.0.0.1:{port}")])
+        .arg("--data-dir")
+        .arg(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the taskledger binary starts (cargo test --workspace builds it)")
+}
+
+async fn wait_up(client: &reqwest::Client, port: u16) {
+    for _ in 0..200 {
+        let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
+        if client.get(card).send().await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the server did not come up on port {port}");
+}
+
+async fn rpc(client: &reqwest::Client, port: u16, method: &str, params: Value) -> Option<Value> {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let r = client
+        .post(format!("http://127.0.0.1:{port}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .send()
+        .await
+        .ok()?;
+    r.json().await.ok()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_acknowledged_task_survives_a_sigkill_under_load_and_completes() {
+    let dir = std::env::temp_dir().join(format!("taskledger-crash-{}", uuid::Uuid::new_v4()));
+    let port = free_port();
+    let mut server = start(&dir, port);
+    let client = reqwest::Client::new();
+    wait_up(&client, port).await;
+
+    let acknowledged = Arc::new(Mutex::new(Vec::<String>::new()));
+    let mut load = Vec::new();
+    for c in 0..CLIENTS {
+        let (client, acknowledged) = (client.clone(), acknowledged.clone());
+        load.push(tokio::spawn(async move {
+            for i in 0.. {
+                let message = json!({"messageId": format!("tck-complete-task-crash-{c}-{i}"),
+                    "role": "ROLE_USER", "parts": [{"text": "hello"}]});
+                let params =
+                    json!({"message": message, "configuration": {"returnImmediately": true}});
+                match rpc(&client, port, "SendMessage", params).await {
+                    Some(v) => {
+                        if let Some(id) = v["result"]["task"]["id"].as_str() {
+                            acknowledged.lock().unwrap().push(id.to_string());
+                        }
+                    }
+                    // The server is gone: stop sending.
+                    None => return,
+                }
+            }
+        }));
+    }
+    // Let the load build up, then kill the server mid-flight.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while acknowledged.lock().unwrap().len() < 200 && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    server.kill().expect("SIGKILL");
+    let _ = server.wait();
+    for l in load {
+        let _ = l.await;
+    }
+    let acknowledged = acknowledged.lock().unwrap().clone();
+    assert!(
+        acknowledged.len() >= 50,
+        "load reached the server before the kill ({} acknowledged)",
+        acknowledged.len()
+    );
+
+    // Restart on the same data: every acknowledged task is there and completes.
+    let port = free_port();
+    let mut server = start(&dir, port);
+    wait_up(&client, port).await;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut missing = Vec::new();
+    for id in &acknowledged {
+        loop {
+            let v = rpc(
+                &client,
+                port,
+                "GetTask",
+                json!({"id": id, "historyLength": 0}),
+            )
+            .await
+            .expect("the restarted server answers");
+            let state = v["result"]["status"]["state"].as_str().map(str::to_string);
+            match state.as_deref() {
+                Some("TASK_STATE_COMPLETED") => break,
+                Some(_) if Instant::now() < deadline => {
+                    tokio::time::sleep(Duration::from_millis(20)).await
+                }
+                _ => {
+                    missing.push((id.clone(), v));
+                    break;
+                }
+            }
+        }
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(
+        missing.is_empty(),
+        "{} of {} acknowledged tasks lost or not completed: {:?}",
+        missing.len(),
+        acknowledged.len(),
+        missing.first()
+    );
+}
