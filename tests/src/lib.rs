@@ -3,6 +3,7 @@
 //! names (JSON-RPC by default, HTTP+JSON or gRPC: `binding`).
 
 pub mod binding;
+pub mod chat;
 pub mod grpc;
 pub mod receiver;
 pub mod stream;

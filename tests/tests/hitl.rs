@@ -15,6 +15,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use taskledger_infra::llm::OpenAiSettings;
 use taskledger_local::AgentChoice;
+use taskledger_tests::chat::{answer, tool};
 use taskledger_tests::{error_code, test_config, Server};
 
 const HITL: &str = "https://kagent.dev/extensions/hitl/v1";
@@ -36,18 +37,6 @@ struct Mock {
     calls: AtomicUsize,
     /// The content of every tool result the model was shown, in order.
     results: std::sync::Mutex<Vec<String>>,
-}
-
-fn tool(id: &str, name: &str, args: Value) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
-}
-
-fn answer(content: Option<&str>, calls: Vec<Value>) -> Value {
-    let mut message = json!({"role": "assistant", "content": content});
-    if !calls.is_empty() {
-        message["tool_calls"] = json!(calls);
-    }
-    json!({"model": "mock-1", "choices": [{"message": message}]})
 }
 
 async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> Json<Value> {

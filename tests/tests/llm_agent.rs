@@ -26,6 +26,7 @@ use taskledger_domain::wire::{Message, Part, PartContent, SendMessageResponse, T
 use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
 use taskledger_infra::SqliteStore;
 use taskledger_local::AgentChoice;
+use taskledger_tests::chat::{answer, tool};
 use taskledger_tests::{test_config, Server};
 
 const KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
@@ -59,19 +60,6 @@ enum Script {
 struct Mock {
     script: Script,
     calls: AtomicUsize,
-}
-
-fn tool(id: &str, name: &str, args: Value) -> Value {
-    json!({"id": id, "type": "function", "function": {"name": name, "arguments": args.to_string()}})
-}
-
-fn answer(content: Option<&str>, calls: Vec<Value>) -> Value {
-    let mut message = json!({"role": "assistant", "content": content});
-    if !calls.is_empty() {
-        message["tool_calls"] = json!(calls);
-    }
-    json!({"model": "mock-1", "choices": [{"message": message}],
-           "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
 }
 
 async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::response::Response {
