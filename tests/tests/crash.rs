@@ -31,7 +31,12 @@ fn free_port() -> u16 {
 fn start(dir: &std::path::Path, port: u16) -> Child {
     Command::new(server_binary())
         // The embedded store, whatever AWS endpoint the environment names.
-        .args(["--store", "sqlite", "--listen", &format!("127.0.0.1:{port}")])
+        .args([
+            "--store",
+            "sqlite",
+            "--listen",
+            &format!("127.0.0.1:{port}"),
+        ])
         .arg("--data-dir")
         .arg(dir)
         .env("RUST_LOG", "warn")
