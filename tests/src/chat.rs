@@ -1,5 +1,7 @@
 //! Replies of a mock OpenAI-compatible Chat Completions server, for tests that script the model.
 
+use std::net::SocketAddr;
+
 use serde_json::{json, Value};
 
 /// One tool call of an assistant reply.
@@ -16,4 +18,16 @@ pub fn answer(content: Option<&str>, calls: Vec<Value>) -> Value {
     }
     json!({"model": "mock-1", "choices": [{"message": message}],
            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+}
+
+/// Serves `app` on a free loopback port in the background; its address.
+pub async fn serve(app: axum::Router) -> SocketAddr {
+    let l = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("a loopback port");
+    let addr = l.local_addr().expect("its address");
+    tokio::spawn(async move {
+        let _ = axum::serve(l, app).await;
+    });
+    addr
 }

@@ -15,7 +15,7 @@ use axum::Json;
 use serde_json::{json, Value};
 use taskledger_infra::llm::OpenAiSettings;
 use taskledger_local::AgentChoice;
-use taskledger_tests::chat::{answer, tool};
+use taskledger_tests::chat::{answer, serve, tool};
 use taskledger_tests::{error_code, test_config, Server};
 
 const HITL: &str = "https://kagent.dev/extensions/hitl/v1";
@@ -119,14 +119,10 @@ async fn start(script: Script, approve_tools: &[&str]) -> (Server, Arc<Mock>) {
         calls: AtomicUsize::new(0),
         results: Default::default(),
     });
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(chat))
         .with_state(mock.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(l, app).await;
-    });
+    let addr = serve(app).await;
     let mut config = test_config();
     let mut settings = OpenAiSettings::new(format!("http://{addr}/v1"), "mock-1");
     settings.initial_backoff = Duration::from_millis(5);

@@ -26,7 +26,7 @@ use taskledger_domain::wire::{Message, Part, PartContent, SendMessageResponse, T
 use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
 use taskledger_infra::SqliteStore;
 use taskledger_local::AgentChoice;
-use taskledger_tests::chat::{answer, tool};
+use taskledger_tests::chat::{answer, serve, tool};
 use taskledger_tests::{test_config, Server};
 
 const KEY: &str = "io.github.madarauchiha-314.tiny-harness/task";
@@ -266,14 +266,10 @@ async fn mock_llm(script: Script) -> (String, Arc<Mock>) {
         script,
         calls: AtomicUsize::new(0),
     });
-    let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let addr = l.local_addr().unwrap();
     let app = axum::Router::new()
         .route("/v1/chat/completions", axum::routing::post(chat))
         .with_state(mock.clone());
-    tokio::spawn(async move {
-        let _ = axum::serve(l, app).await;
-    });
+    let addr = serve(app).await;
     (format!("http://{addr}/v1"), mock)
 }
 

@@ -100,7 +100,7 @@ pub(super) fn propose(
     let seq = events.len() as u64 + 1;
     let gate = gates::raise(GateKind::TaskProposal, seq, c.at);
     events.push(gate.clone());
-    let shown = handoff_status::shown(&handoff_status::folded(None, 0, &events));
+    let shown = handoff_status::shown_after(None, &events)?;
     let mut said = Message::agent_text(format!("{task_id}:{}", gates::gate_id(seq)), shown.text);
     if let TaskEvent::GateRaised { gate } = &gate {
         said.extensions = vec![GATE_URI.into()];

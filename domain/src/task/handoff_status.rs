@@ -6,6 +6,7 @@
 
 use crate::dmp::projection::{DroppedBy, Facts, Skill, TaskFact, WorkItemFact, WORKING_SENTENCE};
 use crate::dmp::{project, OpenGate, Row, WorkStatus};
+use crate::error::DomainError;
 use crate::wire::{Message, TaskState};
 
 use super::events::TaskEvent;
@@ -26,18 +27,21 @@ pub struct Shown {
     pub row: Row,
 }
 
-/// The head after `events` are applied to `head` (`None` before creation), at `version`.
-pub(super) fn folded(head: Option<&TaskHead>, version: u64, events: &[TaskEvent]) -> TaskHead {
+/// What §8.7 shows of the task once `events` apply to `head` (`None` before creation).
+pub(super) fn shown_after(
+    head: Option<&TaskHead>,
+    events: &[TaskEvent],
+) -> Result<Shown, DomainError> {
     let mut scratch = TaskAggregate {
-        version,
+        version: 0,
         head: head.cloned(),
     };
     for e in events {
         scratch.apply_event(e);
     }
-    scratch
-        .head
-        .expect("a handoff's facts are folded onto a created task")
+    scratch.head.as_ref().map(shown).ok_or_else(|| {
+        DomainError::UnsupportedOperation("a handoff's status needs a created task".into())
+    })
 }
 
 /// The §8.7 facts a handoff task's head holds: its work item, the task-proposal gates still
@@ -94,14 +98,17 @@ pub fn facts(head: &TaskHead) -> Facts {
 }
 
 /// A gate answer's `events`, followed by the status §8.7 gives the task once they apply.
-pub(super) fn answered(head: &TaskHead, mut events: Vec<TaskEvent>) -> Vec<TaskEvent> {
+pub(super) fn answered(
+    head: &TaskHead,
+    mut events: Vec<TaskEvent>,
+) -> Result<Vec<TaskEvent>, DomainError> {
     let Some((gate_id, at)) = events.iter().find_map(|e| match e {
         TaskEvent::GateAnswered { gate_id, at, .. } => Some((gate_id.clone(), *at)),
         _ => None,
     }) else {
-        return events;
+        return Ok(events);
     };
-    let shown = shown(&folded(Some(head), 0, &events));
+    let shown = shown_after(Some(head), &events)?;
     let at = head.next_stamp(at);
     let reply_id = format!("{}:{gate_id}:answered", head.id);
     events.push(TaskEvent::StatusChanged {
@@ -109,7 +116,7 @@ pub(super) fn answered(head: &TaskHead, mut events: Vec<TaskEvent>) -> Vec<TaskE
         message: Some(Message::agent_text(reply_id, shown.text)),
         at,
     });
-    events
+    Ok(events)
 }
 
 /// The status §8.7 gives the handoff task `head`, with its `status.message` text.

@@ -59,7 +59,7 @@ impl TaskAggregate {
         match command {
             TaskCommand::CreateTask(_) | TaskCommand::ProposeHandoff(_) => unreachable_create(),
             TaskCommand::AnswerGate(c) => {
-                gates::answer(head, *c).map(|events| handoff_status::answered(head, events))
+                gates::answer(head, *c).and_then(|events| handoff_status::answered(head, events))
             }
             TaskCommand::RequestToolApproval(c) => approvals::request(head, self.version, *c),
             TaskCommand::AnswerToolApproval(c) => approvals::answer(head, *c),

@@ -63,7 +63,7 @@ pub(super) fn advance(head: &TaskHead, c: AdvanceWork) -> Result<Vec<TaskEvent>,
         last_chunk: true,
         at,
     }));
-    let shown = handoff_status::shown(&handoff_status::folded(Some(head), 0, &events));
+    let shown = handoff_status::shown_after(Some(head), &events)?;
     let mut said = Message::agent_text(
         format!(
             "{}:work:{}:{}",
