@@ -268,6 +268,47 @@ pub trait WebhookSend: Send + Sync {
 pub struct ViewOptions {
     pub history: HistoryLength,
     pub include_artifacts: bool,
+    /// History is what the head keeps of it (at most `history`, fewer when the head holds
+    /// fewer: a server default, as ListTasks uses; spec §3.2.4 lets a server return fewer).
+    pub tail_only: bool,
+}
+
+/// Where a view's history comes from.
+#[derive(Debug, Clone, PartialEq)]
+pub enum HistoryRead {
+    /// The head holds it (`None`: no history asked for).
+    Ready(Option<Vec<Message>>),
+    /// Read the history rows from position `from` on.
+    Rows { from: u64 },
+}
+
+impl ViewOptions {
+    pub const fn exact(history: HistoryLength, include_artifacts: bool) -> Self {
+        Self {
+            history,
+            include_artifacts,
+            tail_only: false,
+        }
+    }
+
+    /// The head's tail when it holds the history asked for (or when the tail is all a reader
+    /// gets); the rows to read otherwise.
+    pub fn history_read(&self, head: &TaskHead) -> HistoryRead {
+        if let Some(h) = head.recent.view(head.history_len, self.history) {
+            return HistoryRead::Ready(h);
+        }
+        let n = match self.history {
+            HistoryLength::Last(n) => n as u64,
+            HistoryLength::All => head.history_len,
+        };
+        if self.tail_only {
+            let tail = head.recent.last(n as usize);
+            return HistoryRead::Ready(Some(tail));
+        }
+        HistoryRead::Rows {
+            from: head.history_len.saturating_sub(n),
+        }
+    }
 }
 
 /// A task as the read model holds it, ready for `projection::assemble`.
@@ -318,6 +359,9 @@ pub trait TaskReadModel: Send + Sync {
         view: ViewOptions,
     ) -> Result<Option<TaskView>, StoreError>;
     async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError>;
+    /// The view of a head the caller already holds (a command's committed state): only the
+    /// history rows and chunks it needs are read.
+    async fn complete(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError>;
 }
 
 /// Rebuilds a state from a snapshot and its tail; `None` when the snapshot must be replayed.

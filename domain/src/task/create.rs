@@ -111,6 +111,7 @@ pub(super) fn new_head(
         metadata,
         artifacts: Vec::new(),
         history_len: 0,
+        recent: Default::default(),
         last_timeline: at,
         ext: None,
         pending_help: None,

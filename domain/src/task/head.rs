@@ -40,6 +40,12 @@ pub struct TaskHead {
     pub artifacts: Vec<ArtifactHead>,
     /// Messages in history so far.
     pub history_len: u64,
+    /// The most recent of them (bounded), so short histories are read from the head.
+    #[serde(
+        default,
+        skip_serializing_if = "super::recent::RecentHistory::is_empty"
+    )]
+    pub recent: super::recent::RecentHistory,
     /// The last timeline stamp handed out; the next one is strictly later.
     #[serde(with = "nanos")]
     pub last_timeline: Timestamp,
@@ -211,6 +217,12 @@ impl TaskHead {
         } else {
             self.last_timeline.next_nano()
         }
+    }
+
+    /// A message entered history (the read model writes its row).
+    pub(super) fn record_history(&mut self, m: &Message) {
+        self.history_len += 1;
+        self.recent.push(m);
     }
 
     /// Gives an agent message its task, context and timeline stamp.

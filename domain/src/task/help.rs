@@ -98,7 +98,7 @@ pub(super) fn apply_requested(
     message: &Message,
     at: Timestamp,
 ) {
-    head.history_len += 1;
+    head.record_history(message);
     head.pending_help = Some(PendingHelp {
         id: message.message_id.clone(),
         participant_id: participant_id.clone(),

@@ -305,7 +305,7 @@ fn envelope(
 }
 
 pub(super) fn apply_message_appended(head: &mut TaskHead, message: &Message, at: Timestamp) {
-    head.history_len += 1;
+    head.record_history(message);
     if message.role == Role::User && message.extensions.iter().any(|e| e == HITL_URI) {
         head.hitl = true;
     }

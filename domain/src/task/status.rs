@@ -87,8 +87,8 @@ pub(super) fn apply_status_changed(
     message: Option<&Message>,
     at: Timestamp,
 ) {
-    if message.is_some() {
-        head.history_len += 1;
+    if let Some(m) = message {
+        head.record_history(m);
     }
     head.status = TaskStatus {
         state,

@@ -75,10 +75,7 @@ pub async fn a_first_commit_reads_back_as_its_events_show<S: Store>(store: Arc<S
             .get(
                 &alice(),
                 &task_id,
-                ViewOptions {
-                    history,
-                    include_artifacts,
-                },
+                ViewOptions::exact(history, include_artifacts),
             )
             .await
             .expect("get")

@@ -48,10 +48,7 @@ pub async fn list_orders_pages_and_filters<S: Store>(store: Arc<S>) {
         status_after: None,
         after: None,
         page_size: PageSize::parse(Some(page)).expect("size"),
-        view: ViewOptions {
-            history: HistoryLength::Last(0),
-            include_artifacts: false,
-        },
+        view: ViewOptions::exact(HistoryLength::Last(0), false),
     };
     let mut seen = Vec::new();
     let mut q = query(4); // the page boundary falls between two tasks of one timestamp
@@ -177,10 +174,7 @@ pub async fn list_filters_in_every_combination<S: Store>(store: Arc<S>) {
                     status_after: after.map(|ms| base.plus_millis(ms)),
                     after: None,
                     page_size: PageSize::parse(Some(2)).expect("size"),
-                    view: ViewOptions {
-                        history: HistoryLength::Last(0),
-                        include_artifacts: false,
-                    },
+                    view: ViewOptions::exact(HistoryLength::Last(0), false),
                 };
                 let what = format!("context {ctx:?}, state {state:?}, status after {after:?} ms");
                 let mut seen = Vec::new();

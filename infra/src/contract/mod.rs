@@ -32,10 +32,7 @@ pub fn user_message(id: &str, text: &str) -> Message {
     Message::user_text(id, text)
 }
 
-const ALL: ViewOptions = ViewOptions {
-    history: HistoryLength::All,
-    include_artifacts: true,
-};
+const ALL: ViewOptions = ViewOptions::exact(HistoryLength::All, true);
 
 async fn state_of<S: Store + ?Sized>(store: &S, id: &TaskId) -> TaskAggregate {
     let loaded = store.load(id).await.expect("load").expect("task exists");
@@ -380,10 +377,7 @@ pub async fn get_is_scoped_to_the_owner_and_shapes_the_view<S: Store>(store: Arc
         .get(
             &alice(),
             &id,
-            ViewOptions {
-                history: HistoryLength::Last(2),
-                include_artifacts: false,
-            },
+            ViewOptions::exact(HistoryLength::Last(2), false),
         )
         .await
         .expect("get")
@@ -399,10 +393,7 @@ pub async fn get_is_scoped_to_the_owner_and_shapes_the_view<S: Store>(store: Arc
         .get(
             &alice(),
             &id,
-            ViewOptions {
-                history: HistoryLength::Last(0),
-                include_artifacts: false,
-            },
+            ViewOptions::exact(HistoryLength::Last(0), false),
         )
         .await
         .expect("get")

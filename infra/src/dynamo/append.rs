@@ -67,25 +67,31 @@ impl DynamoStore {
             .timestamp
             .unwrap_or(head.created_at)
             .unix_nanos();
-        Ok(HashMap::from([
+        let shard = schema::index_shard_of(id, self.index_shards);
+        let index_key = |base: String| s(schema::index_key(&base, shard, self.index_shards));
+        let mut item = HashMap::from([
             ("pk".into(), s(schema::task_pk(id))),
             ("sk".into(), s(schema::HEAD_SK)),
             ("v".into(), n(c.snapshot.version)),
             ("schema".into(), n(SNAPSHOT_SCHEMA)),
             ("snap".into(), s(json(&c.snapshot)?)),
             ("state".into(), s(head.status.state.as_str())),
-            ("g1pk".into(), s(schema::owner_key(&head.owner))),
+            ("g1pk".into(), index_key(schema::owner_key(&head.owner))),
             ("g1sk".into(), s(schema::list_sort_key(status_nanos, id))),
             (
                 "g2pk".into(),
-                s(schema::context_key(&head.owner, &head.context_id)),
+                index_key(schema::context_key(&head.owner, &head.context_id)),
             ),
             (
                 "g3pk".into(),
-                s(schema::state_key(&head.owner, head.status.state)),
+                index_key(schema::state_key(&head.owner, head.status.state)),
             ),
             ("shard".into(), s(schema::shard_key(schema::shard_of(id)))),
-        ]))
+        ]);
+        if let Some(counts) = schema::chunk_counts(head.artifacts.iter().map(|a| a.chunks)) {
+            item.insert(schema::CHUNK_COUNTS_ATTR.into(), s(counts));
+        }
+        Ok(item)
     }
 
     fn transaction(&self, c: &Commit) -> Result<(Vec<TransactWriteItem>, Vec<Slot>), StoreError> {

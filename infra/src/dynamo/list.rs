@@ -1,55 +1,122 @@
-//! ListTasks on DynamoDB: the index and key condition the filters pick, a page read newest first
-//! with its cursor, and `totalSize` from a counting Query on the same index (no Scan).
+//! ListTasks on DynamoDB in two calls for most callers: one Query on the list index the filters
+//! pick reads the keys of every match (index items are small: keys, the state key and the chunk
+//! counts), which gives `totalSize` exactly and the page after the cursor; one BatchGetItem then
+//! reads the page's heads and, when asked, their artifact chunks (ADR 019). A caller with more
+//! matches than one Query page holds (1 MB of index items, ~5,000 tasks) pays one Query more per
+//! such page; with sharded index keys, one Query per shard.
 
 use std::collections::HashMap;
 
-use aws_sdk_dynamodb::types::Select;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::{Cursor, ListQuery, StoreError};
+use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::TaskAggregate;
 
 use super::schema::{self, BY_CONTEXT, BY_OWNER, BY_STATE};
-use super::store::{get_s, s, sdk_err, snapshot_of, DynamoStore};
+use super::store::{get_s, parse, s, sdk_err, snapshot_of, DynamoStore, Item};
 
-/// Pages a counting query may walk before giving up on an exact total.
-const MAX_COUNT_PAGES: usize = 1000;
+/// Query pages one list read may walk (per shard) before giving up on an exact total.
+pub const MAX_COUNT_PAGES: usize = 1000;
+/// Keys one BatchGetItem takes (DynamoDB's limit).
+pub const MAX_BATCH_KEYS: usize = 100;
+/// Rounds of retrying keys DynamoDB left unprocessed (throttling) before failing the read.
+const MAX_BATCH_ROUNDS: usize = 8;
 
-/// A page of snapshots read from a list index; the caller makes their views.
+/// One match of a list index: where it sorts, its task partition and its chunk counts.
+struct Match {
+    sort_key: String,
+    pk: String,
+    chunks: Vec<u32>,
+}
+
+/// A page read from a list index: snapshots with their chunks, the number of all matches and
+/// the cursor of the next page.
 pub(super) struct IndexPage {
-    pub(super) tasks: Vec<TaskAggregate>,
+    pub(super) tasks: Vec<(TaskAggregate, Vec<ArtifactChunk>)>,
     pub(super) total_size: u64,
     pub(super) next: Option<Cursor>,
 }
 
 impl DynamoStore {
-    /// One page of the owner's tasks that match `q` (snapshots, newest first), with the number
-    /// of all matches and the cursor of the next page.
+    /// The page of the owner's tasks that match `q` (newest first), every match counted.
     pub(super) async fn list_page(
         &self,
         owner: &Principal,
         q: &ListQuery,
     ) -> Result<IndexPage, StoreError> {
+        let page_size = q.page_size.get() as usize;
+        let after = q
+            .after
+            .as_ref()
+            .map(|c| schema::list_sort_key(c.status_nanos, &c.task_id));
+        // Every shard of the index, read at once; each keeps the first page_size + 1 matches
+        // after the cursor and counts the rest.
+        let shards = (0..self.index_shards)
+            .map(|shard| self.shard_matches(owner, q, shard, after.as_deref(), page_size + 1));
+        let mut total = 0u64;
+        let mut matches = Vec::new();
+        for r in futures_util::future::join_all(shards).await {
+            let (count, kept) = r?;
+            total += count;
+            matches.extend(kept);
+        }
+        matches.sort_by(|a, b| b.sort_key.cmp(&a.sort_key));
+        let more = matches.len() > page_size;
+        matches.truncate(page_size);
+        let next = match (more, matches.last()) {
+            (true, Some(last)) => Some(cursor_of(&last.sort_key)?),
+            _ => None,
+        };
+        let tasks = self
+            .heads_and_chunks(&matches, q.view.include_artifacts)
+            .await?;
+        Ok(IndexPage {
+            tasks,
+            total_size: total,
+            next,
+        })
+    }
+
+    /// The matches of one index shard: how many, and the first `keep` after the cursor.
+    async fn shard_matches(
+        &self,
+        owner: &Principal,
+        q: &ListQuery,
+        shard: u32,
+        after: Option<&str>,
+        keep: usize,
+    ) -> Result<(u64, Vec<Match>), StoreError> {
         // Context and state each have an index; both together filter the context index.
         let (index, pk_attr, pk_value, filter_state) = match (&q.context_id, q.state) {
             (Some(c), st) => (BY_CONTEXT, "g2pk", schema::context_key(owner, c), st),
             (None, Some(st)) => (BY_STATE, "g3pk", schema::state_key(owner, st), None),
             (None, None) => (BY_OWNER, "g1pk", schema::owner_key(owner), None),
         };
+        let pk_value = schema::index_key(&pk_value, shard, self.index_shards);
         let lower = q
             .status_after
             .map(|t| schema::list_sort_floor(t.unix_nanos()));
         let key_cond = match &lower {
-            Some(_) => format!("{pk_attr} = :p AND g1sk >= :lo"),
-            None => format!("{pk_attr} = :p"),
+            Some(_) => "#ip = :p AND g1sk >= :lo",
+            None => "#ip = :p",
         };
-        let query = || {
+        let mut count = 0u64;
+        let mut kept = Vec::new();
+        let mut start: Option<Item> = None;
+        for _ in 0..MAX_COUNT_PAGES {
             let mut b = self
                 .client
                 .query()
                 .table_name(&self.table)
                 .index_name(index)
-                .key_condition_expression(&key_cond)
-                .expression_attribute_values(":p", s(&pk_value));
+                .key_condition_expression(key_cond)
+                .projection_expression("pk, g1sk, #ch")
+                .expression_attribute_names("#ip", pk_attr)
+                .expression_attribute_names("#ch", schema::CHUNK_COUNTS_ATTR)
+                .expression_attribute_values(":p", s(&pk_value))
+                .scan_index_forward(false)
+                .set_exclusive_start_key(start.take());
             if let Some(lo) = &lower {
                 b = b.expression_attribute_values(":lo", s(lo));
             }
@@ -57,86 +124,142 @@ impl DynamoStore {
                 b = b
                     .filter_expression("#st = :st")
                     .expression_attribute_names("#st", "g3pk")
-                    .expression_attribute_values(":st", s(schema::state_key(owner, st)));
+                    .expression_attribute_values(
+                        ":st",
+                        s(schema::index_key(
+                            &schema::state_key(owner, st),
+                            shard,
+                            self.index_shards,
+                        )),
+                    );
             }
-            b
-        };
-        let page_size = q.page_size.get() as usize;
-        let start = q.after.as_ref().map(|c| {
-            let mut k = HashMap::from([
-                ("pk".to_string(), s(schema::task_pk(&c.task_id))),
-                ("sk".to_string(), s(schema::HEAD_SK)),
-                (
-                    "g1sk".to_string(),
-                    s(schema::list_sort_key(c.status_nanos, &c.task_id)),
-                ),
-            ]);
-            k.insert(pk_attr.to_string(), s(&pk_value));
-            k
-        });
-        let mut b = query()
-            .scan_index_forward(false)
-            .limit(page_size as i32 + 1)
-            .set_exclusive_start_key(start);
-        if filter_state.is_some() {
-            // Filters apply after Limit; read a wider window to fill the page.
-            b = b.limit((page_size as i32 + 1) * 4);
-        }
-        let out = b.send().await.map_err(|e| sdk_err("Query", e))?;
-        let items = out.items.unwrap_or_default();
-        let more_in_index = out.last_evaluated_key.is_some_and(|k| !k.is_empty());
-        let mut tasks = Vec::new();
-        let mut next = None;
-        for (i, item) in items.iter().enumerate() {
-            if i == page_size {
-                break;
-            }
-            let snapshot = snapshot_of(item)?;
-            if i + 1 == page_size && (items.len() > page_size || more_in_index) {
-                let sk = get_s(item, "g1sk")?;
-                let (nanos, id) = schema::split_list_sort_key(sk)
-                    .ok_or_else(|| StoreError::Corrupt(format!("bad list key {sk}")))?;
-                next = Some(Cursor {
-                    status_nanos: nanos
-                        .parse()
-                        .map_err(|_| StoreError::Corrupt(format!("bad list key {sk}")))?,
-                    task_id: id.to_string(),
-                });
-            }
-            tasks.push(snapshot);
-        }
-        if tasks.len() < page_size && more_in_index && filter_state.is_some() {
-            // A filtered window ran out before the page filled: continue after its last item.
-            if let Some(last) = items.last() {
-                let sk = get_s(last, "g1sk")?;
-                if let Some((nanos, id)) = schema::split_list_sort_key(sk) {
-                    next = nanos.parse().ok().map(|status_nanos| Cursor {
-                        status_nanos,
-                        task_id: id.to_string(),
+            let out = b.send().await.map_err(|e| sdk_err("Query", e))?;
+            for item in out.items.unwrap_or_default() {
+                count += 1;
+                let sort_key = get_s(&item, "g1sk")?;
+                if kept.len() < keep && after.is_none_or(|a| sort_key < a) {
+                    kept.push(Match {
+                        sort_key: sort_key.to_string(),
+                        pk: get_s(&item, "pk")?.to_string(),
+                        chunks: match item.get(schema::CHUNK_COUNTS_ATTR) {
+                            Some(AttributeValue::S(v)) => schema::parse_chunk_counts(v)
+                                .ok_or_else(|| {
+                                    StoreError::Corrupt(format!("bad chunk counts {v:?}"))
+                                })?,
+                            _ => Vec::new(),
+                        },
                     });
                 }
             }
-        }
-        // totalSize: a counting query on the same index (no Scan), following its pages.
-        let mut total = 0u64;
-        let mut count_start = None;
-        for _ in 0..MAX_COUNT_PAGES {
-            let out = query()
-                .select(Select::Count)
-                .set_exclusive_start_key(count_start)
-                .send()
-                .await
-                .map_err(|e| sdk_err("Query", e))?;
-            total += out.count.max(0) as u64;
             match out.last_evaluated_key {
-                Some(k) if !k.is_empty() => count_start = Some(k),
-                _ => break,
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok((count, kept)),
             }
         }
-        Ok(IndexPage {
-            tasks,
-            total_size: total,
-            next,
-        })
+        Err(StoreError::Unavailable(format!(
+            "more than {MAX_COUNT_PAGES} index pages match this list; narrow it with a filter"
+        )))
     }
+
+    /// The heads of `matches` and (when asked) their chunks, in `matches`' order.
+    async fn heads_and_chunks(
+        &self,
+        matches: &[Match],
+        include_artifacts: bool,
+    ) -> Result<Vec<(TaskAggregate, Vec<ArtifactChunk>)>, StoreError> {
+        let mut keys: Vec<Item> = Vec::new();
+        for m in matches {
+            keys.push(key(&m.pk, schema::HEAD_SK));
+            if include_artifacts {
+                for (ord, n) in m.chunks.iter().enumerate() {
+                    for chunk in 0..*n {
+                        keys.push(key(&m.pk, &schema::chunk_sk(ord as u32, chunk)));
+                    }
+                }
+            }
+        }
+        let mut found: HashMap<(String, String), Item> = HashMap::new();
+        for batch in keys.chunks(MAX_BATCH_KEYS) {
+            for item in self.batch_get(batch.to_vec()).await? {
+                let k = (
+                    get_s(&item, "pk")?.to_string(),
+                    get_s(&item, "sk")?.to_string(),
+                );
+                found.insert(k, item);
+            }
+        }
+        let mut out = Vec::with_capacity(matches.len());
+        for m in matches {
+            // A task whose head is gone since the index was read is left out.
+            let Some(head) = found.get(&(m.pk.clone(), schema::HEAD_SK.to_string())) else {
+                continue;
+            };
+            let mut chunks = Vec::new();
+            if include_artifacts {
+                for (ord, n) in m.chunks.iter().enumerate() {
+                    for chunk in 0..*n {
+                        let sk = schema::chunk_sk(ord as u32, chunk);
+                        if let Some(item) = found.get(&(m.pk.clone(), sk)) {
+                            chunks.push(ArtifactChunk {
+                                ord: ord as u32,
+                                chunk,
+                                artifact: parse(get_s(item, "art")?)?,
+                            });
+                        }
+                    }
+                }
+            }
+            out.push((snapshot_of(head)?, chunks));
+        }
+        Ok(out)
+    }
+
+    /// One BatchGetItem (consistent), retrying what DynamoDB leaves unprocessed.
+    async fn batch_get(&self, mut keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        let mut items = Vec::new();
+        for round in 0..MAX_BATCH_ROUNDS {
+            if keys.is_empty() {
+                return Ok(items);
+            }
+            if round > 0 {
+                tokio::time::sleep(std::time::Duration::from_millis(20 << round)).await;
+            }
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(std::mem::take(&mut keys)))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| StoreError::Other(format!("cannot build a batch read: {e}")))?;
+            let out = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, request)
+                .send()
+                .await
+                .map_err(|e| sdk_err("BatchGetItem", e))?;
+            if let Some(mut r) = out.responses {
+                items.extend(r.remove(&self.table).unwrap_or_default());
+            }
+            if let Some(mut left) = out.unprocessed_keys {
+                if let Some(k) = left.remove(&self.table) {
+                    keys = k.keys;
+                }
+            }
+        }
+        Err(StoreError::Unavailable(
+            "DynamoDB left part of a batch read unprocessed".into(),
+        ))
+    }
+}
+
+fn key(pk: &str, sk: &str) -> Item {
+    HashMap::from([("pk".to_string(), s(pk)), ("sk".to_string(), s(sk))])
+}
+
+fn cursor_of(sort_key: &str) -> Result<Cursor, StoreError> {
+    let bad = || StoreError::Corrupt(format!("bad list key {sort_key}"));
+    let (nanos, id) = schema::split_list_sort_key(sort_key).ok_or_else(bad)?;
+    Ok(Cursor {
+        status_nanos: nanos.parse().map_err(|_| bad())?,
+        task_id: id.to_string(),
+    })
 }

@@ -3,13 +3,13 @@
 
 use async_trait::async_trait;
 use taskledger_domain::events::{EventUpdate, RecordedStatus, StoredEvent};
-use taskledger_domain::ids::{HistoryLength, IdempotencyKey, Principal, TaskId};
+use taskledger_domain::ids::{IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{
-    Commit, EventStore, IdempotencyRecord, ListPage, ListQuery, Loaded, StoreError, TaskReadModel,
-    TaskView, ViewOptions,
+    Commit, EventStore, HistoryRead, IdempotencyRecord, ListPage, ListQuery, Loaded, StoreError,
+    TaskReadModel, TaskView, ViewOptions,
 };
 use taskledger_domain::projection::ArtifactChunk;
-use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::task::TaskHead;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, TaskState};
 
@@ -32,45 +32,54 @@ impl DynamoStore {
     }
 
     /// History (the last N, as asked) and artifact chunks of a task, in one query when both.
-    async fn view_of(
-        &self,
-        snapshot: TaskAggregate,
-        view: ViewOptions,
-    ) -> Result<TaskView, StoreError> {
-        let head = snapshot
-            .head
-            .ok_or_else(|| StoreError::Corrupt("head without a task".into()))?;
+    async fn view_of(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError> {
         let id = head.id.to_string();
-        let want_history = view.history != HistoryLength::Last(0);
+        let history_read = view.history_read(&head);
         let want_artifacts = view.include_artifacts && !head.artifacts.is_empty();
-        let first_pos = match view.history {
-            HistoryLength::Last(n) => head.history_len.saturating_sub(n as u64),
-            HistoryLength::All => 0,
-        };
-        let (from, to) = match (want_history, want_artifacts) {
-            (false, false) => {
+        let (from, to) = match (history_read, want_artifacts) {
+            (HistoryRead::Ready(history), false) => {
                 return Ok(TaskView {
                     head,
-                    history: None,
+                    history,
                     chunks: view.include_artifacts.then(Vec::new),
                 })
             }
-            (true, true) => (
-                schema::history_sk(first_pos),
-                schema::CHUNKS_END.to_string(),
-            ),
-            (true, false) => (
-                schema::history_sk(first_pos),
-                schema::HISTORY_END.to_string(),
-            ),
-            (false, true) => (
-                schema::CHUNKS_START.to_string(),
-                schema::CHUNKS_END.to_string(),
-            ),
+            (HistoryRead::Ready(history), true) => {
+                let chunks = self
+                    .chunks_and_history(&id, schema::CHUNKS_START, schema::CHUNKS_END)
+                    .await?
+                    .1;
+                return Ok(TaskView {
+                    head,
+                    history,
+                    chunks: Some(chunks),
+                });
+            }
+            (HistoryRead::Rows { from }, true) => {
+                (schema::history_sk(from), schema::CHUNKS_END.to_string())
+            }
+            (HistoryRead::Rows { from }, false) => {
+                (schema::history_sk(from), schema::HISTORY_END.to_string())
+            }
         };
+        let (history, chunks) = self.chunks_and_history(&id, &from, &to).await?;
+        Ok(TaskView {
+            head,
+            history: Some(history),
+            chunks: view.include_artifacts.then_some(chunks),
+        })
+    }
+
+    /// The history messages and artifact chunks between two sort keys (one Query, paged).
+    async fn chunks_and_history(
+        &self,
+        id: &str,
+        from: &str,
+        to: &str,
+    ) -> Result<(Vec<Message>, Vec<ArtifactChunk>), StoreError> {
         let mut history = Vec::new();
         let mut chunks = Vec::new();
-        for item in self.range(&id, &from, &to).await? {
+        for item in self.range(id, from, to).await? {
             let sk = get_s(&item, "sk")?;
             if schema::is_history_sk(sk) {
                 history.push(parse::<Message>(get_s(&item, "msg")?)?);
@@ -84,11 +93,7 @@ impl DynamoStore {
                 });
             }
         }
-        Ok(TaskView {
-            head,
-            history: want_history.then_some(history),
-            chunks: view.include_artifacts.then_some(chunks),
-        })
+        Ok((history, chunks))
     }
 }
 
@@ -176,17 +181,41 @@ impl TaskReadModel for DynamoStore {
         let Some(item) = self.head(task_id.as_str()).await? else {
             return Ok(None);
         };
-        if get_s(&item, "g1pk")? != schema::owner_key(owner) {
-            return Ok(None);
+        match snapshot_of(&item)?.head {
+            Some(head) if &head.owner == owner => Ok(Some(self.view_of(head, view).await?)),
+            _ => Ok(None),
         }
-        Ok(Some(self.view_of(snapshot_of(&item)?, view).await?))
+    }
+
+    async fn complete(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError> {
+        self.view_of(head, view).await
     }
 
     async fn list(&self, owner: &Principal, q: &ListQuery) -> Result<ListPage, StoreError> {
         let page = self.list_page(owner, q).await?;
         let mut views = Vec::with_capacity(page.tasks.len());
-        for t in page.tasks {
-            views.push(self.view_of(t, q.view).await?);
+        for (snapshot, chunks) in page.tasks {
+            let head = snapshot
+                .head
+                .ok_or_else(|| StoreError::Corrupt("head without a task".into()))?;
+            let history = match q.view.history_read(&head) {
+                HistoryRead::Ready(h) => h,
+                // Only a reader asking for exact histories reads rows per task.
+                HistoryRead::Rows { from } => Some(
+                    self.chunks_and_history(
+                        head.id.as_str(),
+                        &schema::history_sk(from),
+                        schema::HISTORY_END,
+                    )
+                    .await?
+                    .0,
+                ),
+            };
+            views.push(TaskView {
+                head,
+                history,
+                chunks: q.view.include_artifacts.then_some(chunks),
+            });
         }
         Ok(ListPage {
             tasks: views,

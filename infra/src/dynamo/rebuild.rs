@@ -142,10 +142,7 @@ mod tests {
                 .get(
                     &crate::contract::alice(),
                     &id,
-                    ViewOptions {
-                        history: HistoryLength::All,
-                        include_artifacts: true,
-                    },
+                    ViewOptions::exact(HistoryLength::All, true),
                 )
                 .await
                 .unwrap()
@@ -153,7 +150,14 @@ mod tests {
             taskledger_domain::projection::assemble(&v.head, v.history, v.chunks)
         };
         let before = view(store.clone(), id.clone()).await;
-        // damage the read model: drop the history item
+        let history_row = |s: DynamoStore, id: TaskId| async move {
+            s.range(id.as_str(), &schema::history_sk(0), schema::HISTORY_END)
+                .await
+                .unwrap()
+                .len()
+        };
+        assert_eq!(history_row(store.clone(), id.clone()).await, 1);
+        // damage the read model: drop the history item and garble the head's tail
         store
             .client
             .delete_item()
@@ -163,8 +167,22 @@ mod tests {
             .send()
             .await
             .unwrap();
+        let mut garbled = store.load(&id).await.unwrap().unwrap().snapshot;
+        garbled["head"]["recent"] = serde_json::json!({"messages": [], "sizes": []});
+        store
+            .client
+            .update_item()
+            .table_name(&store.table)
+            .key("pk", s(schema::task_pk(id.as_str())))
+            .key("sk", s(schema::HEAD_SK))
+            .update_expression("SET snap = :s")
+            .expression_attribute_values(":s", s(garbled.to_string()))
+            .send()
+            .await
+            .unwrap();
         assert_ne!(view(store.clone(), id.clone()).await, before);
         assert_eq!(store.rebuild(&id).await.unwrap(), 3);
+        assert_eq!(history_row(store.clone(), id.clone()).await, 1);
         assert_eq!(view(store.clone(), id.clone()).await, before);
         assert_eq!(store.rebuild(&id).await.unwrap(), 3, "idempotent");
         assert_eq!(view(store.clone(), id.clone()).await, before);

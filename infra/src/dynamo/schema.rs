@@ -40,11 +40,15 @@ pub const BY_CONTEXT: &str = "by-context";
 pub const BY_STATE: &str = "by-state";
 pub const BY_SHARD: &str = "by-shard";
 
-/// Attributes the list indexes carry besides their keys.
-const LIST_ATTRS: &[&str] = &["snap", "schema"];
+/// Attributes the list indexes carry besides their keys: the chunk counts of the task's
+/// artifacts, so one BatchGetItem reads a page's heads and chunks (ADR 019). Small index items
+/// keep a counting Query cheap, and an index is written only when its keys or these change.
+const LIST_ATTRS: &[&str] = &[CHUNK_COUNTS_ATTR];
 /// The context index also carries the state key, so `contextId` and `status` together are one
 /// Query on it with a filter (a filter can only read attributes the index projects).
-const CONTEXT_LIST_ATTRS: &[&str] = &["snap", "schema", "g3pk"];
+const CONTEXT_LIST_ATTRS: &[&str] = &[CHUNK_COUNTS_ATTR, "g3pk"];
+/// Head attribute: the chunk count of each of the task's artifacts, comma-separated, in order.
+pub const CHUNK_COUNTS_ATTR: &str = "ach";
 
 /// One table holds every item of every task (see ADR 007).
 pub const TASKS: TableDef = TableDef {
@@ -210,15 +214,44 @@ pub fn split_list_sort_key(sk: &str) -> Option<(&str, &str)> {
     sk.split_once('#')
 }
 
-/// The `by-shard` shard of a task.
-pub fn shard_of(task_id: &str) -> u32 {
+/// `counts` as the head's chunk-counts attribute (`None`: no artifacts).
+pub fn chunk_counts(counts: impl Iterator<Item = u32>) -> Option<String> {
+    let v: Vec<String> = counts.map(|c| c.to_string()).collect();
+    (!v.is_empty()).then(|| v.join(","))
+}
+
+pub fn parse_chunk_counts(v: &str) -> Option<Vec<u32>> {
+    v.split(',').map(|c| c.parse().ok()).collect()
+}
+
+/// A list index partition key, written-sharded when the store has more than one index shard:
+/// the task's shard is appended, so one owner's writes spread over `shards` partitions.
+pub fn index_key(base: &str, shard: u32, shards: u32) -> String {
+    if shards <= 1 {
+        base.to_string()
+    } else {
+        format!("{base}{SEP}{shard}")
+    }
+}
+
+/// The index shard of a task when the list indexes have `shards` shards.
+pub fn index_shard_of(task_id: &str, shards: u32) -> u32 {
+    fnv(task_id) % shards.max(1)
+}
+
+fn fnv(s: &str) -> u32 {
     // FNV-1a: stable across processes and versions.
     let mut h: u32 = 0x811c_9dc5;
-    for b in task_id.bytes() {
+    for b in s.bytes() {
         h ^= b as u32;
         h = h.wrapping_mul(0x0100_0193);
     }
-    h % SHARDS
+    h
+}
+
+/// The `by-shard` shard of a task.
+pub fn shard_of(task_id: &str) -> u32 {
+    fnv(task_id) % SHARDS
 }
 
 /// Partition key of the `by-shard` index.

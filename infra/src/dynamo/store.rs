@@ -25,10 +25,28 @@ pub const PUSH_ATTR: &str = "push";
 
 pub(super) type Item = HashMap<String, AttributeValue>;
 
+/// Environment variable naming the list indexes' write shards (default 1: unsharded). Fixed for
+/// a table's life: every function of a deployment must agree, and a change needs `rebuild`.
+pub const INDEX_SHARDS_ENV: &str = "TASKLEDGER_INDEX_SHARDS";
+/// Most write shards the list indexes may have (a list page reads every shard).
+pub const MAX_INDEX_SHARDS: u32 = 64;
+
 #[derive(Clone)]
 pub struct DynamoStore {
     pub(super) client: Client,
     pub(super) table: String,
+    /// Write shards of the list indexes' partition keys (ADR 019).
+    pub(super) index_shards: u32,
+}
+
+/// The list indexes' shard count `TASKLEDGER_INDEX_SHARDS` asks for (1 to `MAX_INDEX_SHARDS`).
+pub fn parse_index_shards(v: &str) -> Result<u32, String> {
+    match v.trim().parse::<u32>() {
+        Ok(n) if (1..=MAX_INDEX_SHARDS).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "{INDEX_SHARDS_ENV} must be a whole number from 1 to {MAX_INDEX_SHARDS}, not {v:?}"
+        )),
+    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -109,11 +127,27 @@ pub(super) fn snapshot_of(item: &Item) -> Result<TaskAggregate, StoreError> {
 }
 
 impl DynamoStore {
+    /// The store on `<prefix>tasks`, its list indexes sharded as `TASKLEDGER_INDEX_SHARDS`
+    /// says (an invalid value is reported and the default kept).
     pub fn new(client: Client, table_prefix: &str) -> Self {
+        let index_shards = match std::env::var(INDEX_SHARDS_ENV) {
+            Err(_) => 1,
+            Ok(v) => parse_index_shards(&v).unwrap_or_else(|e| {
+                tracing::error!(error = %e, "ignoring the index shard setting");
+                1
+            }),
+        };
         Self {
             client,
             table: schema::table_name(table_prefix, &schema::TASKS),
+            index_shards,
         }
+    }
+
+    /// The same store with `shards` write shards on its list indexes (1 to `MAX_INDEX_SHARDS`).
+    pub fn with_index_shards(mut self, shards: u32) -> Self {
+        self.index_shards = shards.clamp(1, MAX_INDEX_SHARDS);
+        self
     }
 
     pub fn table(&self) -> &str {

@@ -4,12 +4,12 @@
 use async_trait::async_trait;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
-use taskledger_domain::ids::{HistoryLength, Principal, TaskId};
+use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::ports::{
-    Cursor, ListPage, ListQuery, StoreError, TaskReadModel, TaskView, ViewOptions,
+    Cursor, HistoryRead, ListPage, ListQuery, StoreError, TaskReadModel, TaskView, ViewOptions,
 };
 use taskledger_domain::projection::ArtifactChunk;
-use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::task::{TaskAggregate, TaskHead};
 use taskledger_domain::wire::Message;
 
 use super::codec::{db_err, parse};
@@ -25,27 +25,30 @@ fn read_view(
     let head = state
         .head
         .ok_or_else(|| StoreError::Corrupt(format!("head of {task_id} has no task")))?;
-    let history = match view.history {
-        HistoryLength::Last(0) => None,
-        len => {
-            let (sql, limit) = match len {
-                HistoryLength::Last(n) => (
-                    "SELECT message FROM history WHERE task_id = ?1 ORDER BY pos DESC LIMIT ?2",
-                    n as i64,
-                ),
-                HistoryLength::All => (
-                    "SELECT message FROM history WHERE task_id = ?1 ORDER BY pos DESC LIMIT ?2",
-                    -1,
-                ),
-            };
-            let mut stmt = conn.prepare_cached(sql).map_err(db_err)?;
-            let rows = stmt
-                .query_map(params![task_id, limit], |r| r.get::<_, String>(0))
+    complete_view(conn, head, view)
+}
+
+/// The rows a head's view needs besides the head.
+fn complete_view(
+    conn: &Connection,
+    head: TaskHead,
+    view: ViewOptions,
+) -> Result<TaskView, StoreError> {
+    let task_id = head.id.as_str();
+    let history = match view.history_read(&head) {
+        HistoryRead::Ready(h) => h,
+        HistoryRead::Rows { from } => {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT message FROM history WHERE task_id = ?1 AND pos >= ?2 ORDER BY pos",
+                )
                 .map_err(db_err)?;
-            let mut msgs = rows
+            let rows = stmt
+                .query_map(params![task_id, from as i64], |r| r.get::<_, String>(0))
+                .map_err(db_err)?;
+            let msgs = rows
                 .map(|r| parse::<Message>(&r.map_err(db_err)?))
                 .collect::<Result<Vec<_>, _>>()?;
-            msgs.reverse();
             Some(msgs)
         }
     };
@@ -113,6 +116,10 @@ impl TaskReadModel for SqliteStore {
                 .map(|snap| read_view(conn, &id, &snap, view))
                 .transpose()
         })
+    }
+
+    async fn complete(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError> {
+        self.read_now(move |conn| complete_view(conn, head, view))
     }
 
     async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError> {

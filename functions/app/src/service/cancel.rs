@@ -17,13 +17,17 @@ impl Service {
         req: CancelTaskRequest,
     ) -> Result<Task, AppError> {
         let task_id = task_id_of(&req.id)?;
-        self.execute(Actor::Client(who), &task_id, None, |_| {
-            vec![TaskCommand::CancelTask {
-                at: Timestamp::now(),
-            }]
-        })
-        .await?;
-        self.view(who, &task_id, HistoryLength::All, true).await
+        let (state, _) = self
+            .execute(Actor::Client(who), &task_id, None, |_| {
+                vec![TaskCommand::CancelTask {
+                    at: Timestamp::now(),
+                }]
+            })
+            .await?;
+        match state.head() {
+            Some(head) => self.answer_from(who, head, HistoryLength::All).await,
+            None => Err(AppError::task_not_found(task_id.as_str())),
+        }
     }
 
     /// The agent reports a failure it cannot recover from; the task fails with a reason.

@@ -2,9 +2,9 @@
 //! of the page-token codec (ListTasks and the push config list page with it).
 
 use taskledger_domain::ids::{ContextId, HistoryLength, PageSize, Principal, TaskId};
-use taskledger_domain::ports::{Cursor, ListQuery, ViewOptions};
+use taskledger_domain::ports::{Cursor, HistoryRead, ListQuery, ViewOptions};
 use taskledger_domain::projection::assemble;
-use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::task::{TaskAggregate, TaskHead};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{
     GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, Task, TaskState,
@@ -36,16 +36,35 @@ impl Service {
     ) -> Result<Task, AppError> {
         let v = self
             .reads
-            .get(
-                who,
-                task_id,
-                ViewOptions {
-                    history,
-                    include_artifacts,
-                },
-            )
+            .get(who, task_id, ViewOptions::exact(history, include_artifacts))
             .await?
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        Ok(assemble(&v.head, v.history, v.chunks))
+    }
+
+    /// A command's answer from the state it committed (or a wait last read): the head, and
+    /// its tail of history — with no `historyLength` asked, the tail is the server's default
+    /// (ADR 019). Only artifacts, or a longer history asked for, are read.
+    pub(super) async fn answer_from(
+        &self,
+        who: &Principal,
+        head: &TaskHead,
+        history: HistoryLength,
+    ) -> Result<Task, AppError> {
+        let options = ViewOptions {
+            history,
+            include_artifacts: true,
+            tail_only: history == HistoryLength::All,
+        };
+        if head.artifacts.is_empty() {
+            if let HistoryRead::Ready(h) = options.history_read(head) {
+                return Ok(assemble(head, h, None));
+            }
+        }
+        if &head.owner != who {
+            return Err(AppError::task_not_found(head.id.as_str()));
+        }
+        let v = self.reads.complete(head.clone(), options).await?;
         Ok(assemble(&v.head, v.history, v.chunks))
     }
 
@@ -57,7 +76,7 @@ impl Service {
             // Long-poll (draft A2A 1.1): answer once the task moved past `seen`, or at the bound.
             self.load_visible(Actor::Client(who), &task_id).await?;
             let bound = self.settings.long_poll_max;
-            self.wait_for(&task_id, bound, |s| {
+            self.wait_for(&task_id, bound, None, |s| {
                 s.head.as_ref().is_some_and(|h| h.generation > seen)
             })
             .await?;
@@ -107,9 +126,13 @@ impl Service {
                     status_after: req.status_timestamp_after,
                     after,
                     page_size,
+                    // Each task's history is what its head keeps (its last messages, up to
+                    // RECENT_MESSAGES within RECENT_BYTES; unset: all of those), so a page
+                    // reads no per-task items (ADR 019).
                     view: ViewOptions {
                         history,
                         include_artifacts,
+                        tail_only: true,
                     },
                 },
             )
@@ -147,10 +170,7 @@ impl Service {
             .get(
                 &owner,
                 task_id,
-                ViewOptions {
-                    history: HistoryLength::All,
-                    include_artifacts: false,
-                },
+                ViewOptions::exact(HistoryLength::All, false),
             )
             .await?
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;

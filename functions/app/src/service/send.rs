@@ -12,7 +12,7 @@ use taskledger_domain::ids::{
 };
 use taskledger_domain::intake;
 use taskledger_domain::ports::{IdempotencyRecord, MessageKey, StoreError};
-use taskledger_domain::projection::{assemble, first_commit_view};
+use taskledger_domain::projection::first_commit_view;
 use taskledger_domain::push::PushConfigSpec;
 use taskledger_domain::task::{
     AnswerGate, AnswerToolApproval, AppendUserMessage, CreateTask, HandoffWork, ProposeHandoff,
@@ -61,14 +61,15 @@ impl Service {
             Submission::Task(sub) => sub,
         };
         let task_id = &sub.task_id;
-        if let Some((version, wake)) = sub.since {
-            if wake && !sub.return_immediately {
-                self.wait_settled(task_id, version).await?;
+        let settled = match sub.since {
+            Some((version, true)) if !sub.return_immediately => {
+                let known = sub.committed.clone();
+                Some(self.wait_settled(task_id, version, known).await?)
             }
-        } else if !sub.return_immediately {
             // A retry: answer with the task as it settles, like the original request did.
-            self.wait_settled(task_id, 0).await?;
-        }
+            None if !sub.return_immediately => Some(self.wait_settled(task_id, 0, None).await?),
+            _ => None,
+        };
         // Returning at once with a task just created: its first commit's events say all the
         // read model holds of it (no read of what was just written).
         if let (true, Some(events)) = (sub.return_immediately, sub.first.as_ref()) {
@@ -76,17 +77,13 @@ impl Service {
                 return Ok(SendMessageResponse::Task(task));
             }
         }
-        // Returning at once with no history asked for: the state just committed says it all.
-        if let (true, HistoryLength::Last(0), Some(head)) = (
-            sub.return_immediately,
-            sub.history,
-            sub.committed.as_ref().and_then(|s| s.head()),
-        ) {
-            if head.artifacts.is_empty() {
-                return Ok(SendMessageResponse::Task(assemble(head, None, None)));
-            }
-        }
-        let task = self.view(who, task_id, sub.history, true).await?;
+        // The answer shows the state the wait last read, or the one the commit left: no
+        // read-back of either.
+        let state = settled.or(sub.committed);
+        let task = match state.as_ref().and_then(|s| s.head()) {
+            Some(head) => self.answer_from(who, head, sub.history).await?,
+            None => self.view(who, task_id, sub.history, true).await?,
+        };
         Ok(SendMessageResponse::Task(task))
     }
 
@@ -312,41 +309,52 @@ impl Service {
     }
 
     /// Waits until the task is terminal or newly interrupted after `since`, or the bound passes.
-    async fn wait_settled(&self, task_id: &TaskId, since: u64) -> Result<(), AppError> {
+    async fn wait_settled(
+        &self,
+        task_id: &TaskId,
+        since: u64,
+        known: Option<TaskAggregate>,
+    ) -> Result<TaskAggregate, AppError> {
         let bound = self.settings.blocking_timeout;
-        self.wait_for(task_id, bound, |s| s.settled_since(since))
+        self.wait_for(task_id, bound, known, |s| s.settled_since(since))
             .await
     }
 
-    /// Waits until `done` holds for the task, or `bound` passes: woken by commits announced in
-    /// this process, and looking again every `SETTLE_POLL` for those of others.
+    /// Waits until `done` holds for the task (starting from `known` when the caller holds its
+    /// latest state), or `bound` passes, and returns the state it last read: woken by commits announced in this process, and looking again every
+    /// `SETTLE_POLL` for those of others.
     pub(super) async fn wait_for(
         &self,
         task_id: &TaskId,
         bound: Duration,
+        mut known: Option<TaskAggregate>,
         done: impl Fn(&TaskAggregate) -> bool,
-    ) -> Result<(), AppError> {
+    ) -> Result<TaskAggregate, AppError> {
         let mut changes = self.changes.subscribe();
         let deadline = tokio::time::Instant::now() + bound;
         loop {
-            let state = self
-                .load(task_id)
-                .await?
-                .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+            // The state the caller already holds (just committed) spares the first read.
+            let state = match known.take() {
+                Some(s) => s,
+                None => self
+                    .load(task_id)
+                    .await?
+                    .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?,
+            };
             if done(&state) {
-                return Ok(());
+                return Ok(state);
             }
             // Changes made by another process (the worker Lambda) announce nothing here: look
             // again at least every SETTLE_POLL.
             let next_look = (tokio::time::Instant::now() + SETTLE_POLL).min(deadline);
             loop {
                 match tokio::time::timeout_at(next_look, changes.recv()).await {
-                    Err(_) if next_look >= deadline => return Ok(()),
+                    Err(_) if next_look >= deadline => return Ok(state),
                     Err(_) => break,
                     Ok(Ok(c)) if &c.task_id == task_id => break,
                     Ok(Ok(_)) => continue,
                     Ok(Err(broadcast::error::RecvError::Lagged(_))) => break,
-                    Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(()),
+                    Ok(Err(broadcast::error::RecvError::Closed)) => return Ok(state),
                 }
             }
         }
