@@ -77,7 +77,7 @@ mod tests {
     use super::*;
 
     fn msg(i: usize, text_len: usize) -> Message {
-        Message::agent_text(format!("m{i}"), &"x".repeat(text_len))
+        Message::agent_text(format!("m{i}"), "x".repeat(text_len))
     }
 
     fn ids(v: &[Message]) -> Vec<String> {
