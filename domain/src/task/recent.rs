@@ -10,10 +10,10 @@ use crate::ids::HistoryLength;
 use crate::wire::Message;
 
 /// Messages the head keeps at most.
-pub const RECENT_MESSAGES: usize = 20;
+pub const RECENT_MESSAGES: usize = 10;
 /// JSON bytes of the messages the head keeps at most (a larger message is not kept: a reader
 /// asking for it reads the history rows).
-pub const RECENT_BYTES: usize = 8 * 1024;
+pub const RECENT_BYTES: usize = 4 * 1024;
 
 /// The last messages of history, oldest first, with their JSON sizes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

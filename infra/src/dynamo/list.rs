@@ -214,7 +214,8 @@ impl DynamoStore {
         Ok(out)
     }
 
-    /// One BatchGetItem (consistent), retrying what DynamoDB leaves unprocessed.
+    /// One BatchGetItem, retrying what DynamoDB leaves unprocessed. Eventually consistent, like
+    /// the index read before it (half the read units of a consistent read).
     async fn batch_get(&self, mut keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
         let mut items = Vec::new();
         for round in 0..MAX_BATCH_ROUNDS {
@@ -226,7 +227,7 @@ impl DynamoStore {
             }
             let request = KeysAndAttributes::builder()
                 .set_keys(Some(std::mem::take(&mut keys)))
-                .consistent_read(true)
+                .consistent_read(false)
                 .build()
                 .map_err(|e| StoreError::Other(format!("cannot build a batch read: {e}")))?;
             let out = self

@@ -1,7 +1,8 @@
 //! The DynamoDB adapter: the table and its key format (`schema`), the store (`store`, with its
-//! append, reads, list and rebuild parts), call counting, and SDK clients from the environment.
+//! append, reads, list and rebuild parts), call counting, capacity metering, and SDK clients from the environment.
 
 mod append;
+pub mod capacity;
 mod client;
 pub mod counting;
 mod list;
@@ -11,7 +12,7 @@ pub mod schema;
 pub mod store;
 
 pub use client::{
-    client_for_endpoint, client_from_env, counting_client_from_env, SDK_INITIAL_BACKOFF,
-    SDK_MAX_ATTEMPTS, SDK_MAX_BACKOFF,
+    client_for_endpoint, client_from_env, counting_client_from_env, metering_client_from_env,
+    SDK_INITIAL_BACKOFF, SDK_MAX_ATTEMPTS, SDK_MAX_BACKOFF,
 };
 pub use store::{DynamoError, DynamoStore};
