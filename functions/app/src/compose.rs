@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::skills::SkillCatalog;
-use taskledger_infra::llm::{Bedrock, OpenAiCompatible, OpenAiSettings};
+#[cfg(feature = "bedrock")]
+use taskledger_infra::llm::Bedrock;
+use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
 
 use crate::agent::{Agent, LlmAgent, ScenarioAgent, ScenarioTimings};
 use crate::http::{AppState, HttpSettings, StreamBounds, DEFAULT_KEEP_ALIVE};
@@ -137,6 +139,7 @@ impl AgentChoice {
                     approve_tools.clone(),
                 )
             }
+            #[cfg(feature = "bedrock")]
             Self::Bedrock {
                 model,
                 max_turns,
@@ -149,6 +152,13 @@ impl AgentChoice {
                     *max_turns,
                     skills(skills_dir.as_deref()),
                     approve_tools.clone(),
+                )
+            }
+            #[cfg(not(feature = "bedrock"))]
+            Self::Bedrock { .. } => {
+                return Err(
+                    "this function is built without Bedrock (the `bedrock` feature): run the agent in the worker"
+                        .into(),
                 )
             }
         })
