@@ -40,6 +40,8 @@ pub enum CardAuth {
     None,
     /// `Authorization: Bearer <token>` (the local server's tokens, API Gateway's JWT authorizer).
     Bearer,
+    /// `Authorization: Bearer <JWT>`, verified by the server against the configured issuer's keys.
+    Jwt,
     /// AWS Signature Version 4 for the service `lambda` (a Function URL with `AuthType:
     /// AWS_IAM`): the `Authorization` header's scheme is `AWS4-HMAC-SHA256`.
     AwsSigV4,
@@ -53,6 +55,11 @@ fn security(auth: CardAuth) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRe
     let (name, scheme, description) = match auth {
         CardAuth::None => return (BTreeMap::new(), Vec::new()),
         CardAuth::Bearer => ("bearer", "Bearer", "Bearer token issued by the operator"),
+        CardAuth::Jwt => (
+            "bearer",
+            "Bearer",
+            "JWT bearer token from the operator's identity provider (issuer and audience checked)",
+        ),
         CardAuth::AwsSigV4 => (
             SIGV4_SCHEME,
             "AWS4-HMAC-SHA256",
@@ -65,7 +72,7 @@ fn security(auth: CardAuth) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRe
         SecurityScheme::HttpAuthSecurityScheme(HttpAuthSecurityScheme {
             description: Some(description.into()),
             scheme: scheme.into(),
-            bearer_format: None,
+            bearer_format: (auth == CardAuth::Jwt).then(|| "JWT".into()),
         }),
     )]);
     let requirements = vec![SecurityRequirement {

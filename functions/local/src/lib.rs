@@ -14,7 +14,8 @@ use taskledger_app::agent::ScenarioTimings;
 use taskledger_app::compose;
 pub use taskledger_app::compose::AgentChoice;
 use taskledger_app::grpc::{A2aGrpc, GrpcServeError, GrpcServer, TlsPem};
-use taskledger_app::identity::TokenAuthenticator;
+use taskledger_app::identity::jwt::JwtAuthenticator;
+use taskledger_app::identity::{Authenticator, TokenAuthenticator};
 use taskledger_app::runners::push::run_outbox_worker;
 use taskledger_app::runners::{run_feed, InProcessTurns, Relay};
 use taskledger_app::{
@@ -64,6 +65,8 @@ pub struct Config {
     pub public_url: Option<String>,
     /// Bearer token → principal; empty means the anonymous dev principal for everyone.
     pub tokens: HashMap<String, Principal>,
+    /// Verified JWT bearer tokens (beside the static `tokens`, which stay for development).
+    pub jwt: Option<taskledger_app::identity::jwt::JwtSettings>,
     pub blocking_timeout: Duration,
     pub timings: ScenarioTimings,
     /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
@@ -133,6 +136,7 @@ impl Config {
             storage: Storage::Memory,
             public_url: None,
             tokens: HashMap::new(),
+            jwt: None,
             blocking_timeout: Duration::from_secs(
                 taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
             ),
@@ -163,6 +167,8 @@ pub enum LocalError {
     Schema(#[from] taskledger_infra::dynamo::schema::SchemaError),
     #[error("cannot set up the agent: {0}")]
     Agent(String),
+    #[error("cannot verify JWTs: {0}")]
+    Jwt(String),
     #[error(transparent)]
     Push(#[from] taskledger_infra::webhook::WebhookError),
     #[error("SQS or the table's stream: {0}")]
@@ -387,7 +393,14 @@ async fn build_bindings(
             config.push.retry,
         ));
     }
-    let auth: Arc<TokenAuthenticator> = Arc::new(TokenAuthenticator::new(config.tokens.clone()));
+    let auth: Arc<dyn Authenticator> = match &config.jwt {
+        Some(settings) => Arc::new(
+            JwtAuthenticator::new(settings.clone(), config.tokens.clone())
+                .await
+                .map_err(LocalError::Jwt)?,
+        ),
+        None => Arc::new(TokenAuthenticator::new(config.tokens.clone())),
+    };
     let grpc = A2aGrpc::new(service.clone(), auth.clone()).with_error_table(config.error_table);
     let grpc_address = config.grpc.as_ref().and_then(|g| match &g.public_addr {
         Some(addr) => Some(GrpcAddress::Fixed(addr.clone())),

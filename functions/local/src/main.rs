@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand, ValueEnum};
 use taskledger_app::agent::ScenarioTimings;
 use taskledger_app::compose;
 use taskledger_app::grpc::TlsPem;
+use taskledger_app::identity::jwt::{self, JwksSource, JwtSettings};
 use taskledger_app::identity::TokenAuthenticator;
 use taskledger_domain::error::ErrorTable;
 use taskledger_domain::ids::TaskId;
@@ -60,6 +61,21 @@ struct Args {
     /// Seconds a blocking SendMessage waits for the task to settle.
     #[arg(long, env = "TASKLEDGER_BLOCKING_TIMEOUT_SECS", default_value_t = compose::LOCAL_BLOCKING_TIMEOUT_SECS)]
     blocking_timeout_secs: u64,
+    /// Verify JWT bearer tokens from this issuer (`iss`); needs --jwt-audience and --jwt-jwks.
+    #[arg(long, env = "TASKLEDGER_JWT_ISSUER")]
+    jwt_issuer: Option<String>,
+    /// Accepted audiences (`aud`), comma-separated.
+    #[arg(long, env = "TASKLEDGER_JWT_AUDIENCE", default_value = "")]
+    jwt_audience: String,
+    /// The issuer's keys: a JWKS URL (fetched again for an unknown `kid`) or file.
+    #[arg(long, env = "TASKLEDGER_JWT_JWKS")]
+    jwt_jwks: Option<String>,
+    /// Accepted signature algorithms (asymmetric only), comma-separated.
+    #[arg(long, env = "TASKLEDGER_JWT_ALGORITHMS", default_value = "RS256,ES256")]
+    jwt_algorithms: String,
+    /// Claim naming the caller's tenant (`sub` is the subject).
+    #[arg(long, env = "TASKLEDGER_TENANT_CLAIM", default_value = "tenant")]
+    jwt_tenant_claim: String,
     /// Base URL of an OpenAI-compatible Chat Completions endpoint; without it the model loop
     /// runs on the built-in scripted model.
     #[arg(long, env = "TASKLEDGER_LLM_BASE_URL")]
@@ -351,10 +367,12 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     let tokens = TokenAuthenticator::parse_table(&args.tokens)
         .map_err(|e| format!("--tokens / TASKLEDGER_TOKENS: {e}"))?;
     let storage = storage_of(&args);
+    let jwt = jwt_settings(&args)?;
     let config = Config {
         storage,
         public_url: args.public_url.clone(),
         tokens,
+        jwt,
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
         cursor_key: None,
@@ -427,4 +445,35 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     })
     .await?;
     Ok(())
+}
+
+/// The JWT settings the flags name (none without `--jwt-issuer`).
+fn jwt_settings(args: &Args) -> Result<Option<JwtSettings>, String> {
+    let Some(issuer) = args.jwt_issuer.clone().filter(|i| !i.is_empty()) else {
+        return Ok(None);
+    };
+    let audiences: Vec<String> = args
+        .jwt_audience
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .map(str::to_string)
+        .collect();
+    if audiences.is_empty() {
+        return Err("--jwt-issuer needs --jwt-audience".into());
+    }
+    let jwks = args
+        .jwt_jwks
+        .as_deref()
+        .filter(|j| !j.is_empty())
+        .ok_or("--jwt-issuer needs --jwt-jwks (a JWKS URL or file)")?;
+    Ok(Some(JwtSettings {
+        issuer,
+        audiences,
+        algorithms: jwt::parse_algorithms(&args.jwt_algorithms)
+            .map_err(|e| format!("--jwt-algorithms: {e}"))?,
+        jwks: JwksSource::parse(jwks),
+        tenant_claim: args.jwt_tenant_claim.clone(),
+        refetch_min: jwt::JWKS_REFETCH_MIN,
+    }))
 }

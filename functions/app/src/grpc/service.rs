@@ -68,12 +68,13 @@ impl A2aGrpc {
     /// The caller (through the `Authenticator` the HTTP bindings use, reading `authorization`
     /// metadata as the header), `a2a-version`, and the context: `a2a-extensions`,
     /// `idempotency-key`.
-    fn begin(&self, metadata: MetadataMap) -> Result<(Context, MetadataMap), AppError> {
+    async fn begin(&self, metadata: MetadataMap) -> Result<(Context, MetadataMap), AppError> {
         let (mut parts, ()) = axum::http::Request::new(()).into_parts();
         parts.headers = metadata.into_headers();
         let who = self
             .auth
             .authenticate(&parts)
+            .await
             .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
         let owned = MetadataMap::from_headers(parts.headers);
         let metadata = &owned;
@@ -109,7 +110,7 @@ impl A2aGrpc {
         let (metadata, _, body) = request.into_parts();
         let value = convert::bytes_to_protojson(&rpc.input, body)
             .map_err(|e| Status::internal(e.to_string()))?;
-        let (ctx, metadata) = self.begin(metadata).map_err(|e| self.fail(&e))?;
+        let (ctx, metadata) = self.begin(metadata).await.map_err(|e| self.fail(&e))?;
         let method = rpc.method;
         let span = info_span!(
             "grpc",

@@ -122,7 +122,7 @@ async fn handle(
     let bytes = common::read_body(body, &parts.headers)
         .await
         .map_err(RpcFailure::transport)?;
-    let principal = state.auth.authenticate(&parts).map_err(|e| {
+    let principal = state.auth.authenticate(&parts).await.map_err(|e| {
         RpcFailure::transport(AppError::protocol(
             ErrorKind::Unauthenticated,
             e.to_string(),

@@ -94,12 +94,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         .as_deref()
         .map(|p| format!("/{}", p.trim_matches('/')))
         .filter(|p| p.len() > 1);
+    let challenge = state.auth.card_auth();
     let routes = routes(state);
     let routes = match prefix {
         Some(p) => Router::new().nest(&p, routes),
         None => routes,
     };
     routes
+        .layer(axum::middleware::from_fn(move |req: Request, next| {
+            www_authenticate(challenge, req, next)
+        }))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &Request| {
             let request_id = req
                 .headers()
@@ -110,6 +114,34 @@ pub fn router(state: Arc<AppState>) -> Router {
         }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))
+}
+
+/// A 401 says how to authenticate (RFC 6750 §3): `Bearer realm="a2a"`, with
+/// `error="invalid_token"` when the request carried a token that was refused.
+async fn www_authenticate(
+    auth: taskledger_domain::card::CardAuth,
+    req: Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use taskledger_domain::card::CardAuth;
+    let presented = req
+        .headers()
+        .contains_key(axum::http::header::AUTHORIZATION);
+    let mut response = next.run(req).await;
+    if response.status() == axum::http::StatusCode::UNAUTHORIZED
+        && matches!(auth, CardAuth::Bearer | CardAuth::Jwt)
+    {
+        let value = if presented {
+            r#"Bearer realm="a2a", error="invalid_token""#
+        } else {
+            r#"Bearer realm="a2a""#
+        };
+        response.headers_mut().insert(
+            axum::http::header::WWW_AUTHENTICATE,
+            axum::http::HeaderValue::from_static(value),
+        );
+    }
+    response
 }
 
 fn routes(state: Arc<AppState>) -> Router {

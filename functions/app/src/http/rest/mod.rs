@@ -115,6 +115,7 @@ async fn handle(
     let principal = state
         .auth
         .authenticate(&parts)
+        .await
         .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
     let version = common::check_version(&parts.headers, parts.uri.query())?;
     let key = common::idempotency_key(&parts.headers)?;

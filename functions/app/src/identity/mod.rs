@@ -1,9 +1,14 @@
 //! Who is calling. Every request gets a principal or is refused: locally from configured bearer
 //! tokens (or the documented anonymous dev principal when none are configured); in Lambda from
 //! the claims the API Gateway authorizer verified (`GatewayAuthenticator`), or behind a Function
-//! URL with `AuthType: AWS_IAM` from the IAM identity Lambda verified (`IamAuthenticator`).
+//! URL with `AuthType: AWS_IAM` from the IAM identity Lambda verified (`IamAuthenticator`); on
+//! the local server or a container, from JWTs verified against a JWKS (`jwt`).
+
+pub mod jwt;
 
 use std::collections::HashMap;
+
+use async_trait::async_trait;
 
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
@@ -16,6 +21,8 @@ pub enum AuthError {
     Missing,
     #[error("unknown bearer token")]
     Unknown,
+    #[error("invalid bearer token: {0}")]
+    InvalidToken(String),
     #[error("the request carries no authorizer claims")]
     NoClaims,
     #[error("invalid principal in the claims: {0}")]
@@ -27,8 +34,9 @@ pub enum AuthError {
     NoIamIdentity,
 }
 
+#[async_trait]
 pub trait Authenticator: Send + Sync + 'static {
-    fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError>;
+    async fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError>;
     /// How clients authenticate (stated in the agent card).
     fn card_auth(&self) -> CardAuth;
 }
@@ -66,21 +74,27 @@ impl TokenAuthenticator {
     }
 }
 
+/// The token of an `Authorization: Bearer <token>` header.
+pub fn bearer(request: &Parts) -> Result<&str, AuthError> {
+    let header = request
+        .headers
+        .get(AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .ok_or(AuthError::Missing)?;
+    Ok(header
+        .strip_prefix("Bearer ")
+        .or_else(|| header.strip_prefix("bearer "))
+        .ok_or(AuthError::Missing)?
+        .trim())
+}
+
+#[async_trait]
 impl Authenticator for TokenAuthenticator {
-    fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
+    async fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
         if self.tokens.is_empty() {
             return Ok(self.anonymous.clone());
         }
-        let header = request
-            .headers
-            .get(AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .ok_or(AuthError::Missing)?;
-        let token = header
-            .strip_prefix("Bearer ")
-            .or_else(|| header.strip_prefix("bearer "))
-            .ok_or(AuthError::Missing)?
-            .trim();
+        let token = bearer(request)?;
         self.tokens.get(token).cloned().ok_or(AuthError::Unknown)
     }
 
@@ -118,8 +132,9 @@ impl GatewayAuthenticator {
     }
 }
 
+#[async_trait]
 impl Authenticator for GatewayAuthenticator {
-    fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
+    async fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
         use lambda_http::request::RequestContext;
         let text = |v: &serde_json::Value| v.as_str().map(str::to_string);
         match request.extensions.get::<RequestContext>() {
@@ -149,8 +164,9 @@ impl Authenticator for GatewayAuthenticator {
 /// nobody.
 pub struct IamAuthenticator;
 
+#[async_trait]
 impl Authenticator for IamAuthenticator {
-    fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
+    async fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
         use lambda_http::request::RequestContext;
         match request.extensions.get::<RequestContext>() {
             Some(RequestContext::ApiGatewayV2(ctx)) => {
@@ -206,9 +222,31 @@ fn iam_principal(
     Principal::new(account, subject).map_err(AuthError::BadClaims)
 }
 
+#[async_trait]
+impl Authenticator for jwt::JwtAuthenticator {
+    async fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError> {
+        self.authenticate_bearer(bearer(request)?).await
+    }
+
+    fn card_auth(&self) -> CardAuth {
+        CardAuth::Jwt
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    trait Now {
+        fn authenticate_now(&self, request: &Parts) -> Result<Principal, AuthError>;
+    }
+
+    impl<A: Authenticator> Now for A {
+        fn authenticate_now(&self, request: &Parts) -> Result<Principal, AuthError> {
+            futures_util::FutureExt::now_or_never(self.authenticate(request))
+                .expect("ready at once")
+        }
+    }
     use axum::http::Request;
     use serde_json::json;
 
@@ -223,7 +261,7 @@ mod tests {
     #[test]
     fn without_tokens_everyone_is_anonymous() {
         let a = TokenAuthenticator::new(HashMap::new());
-        let p = a.authenticate(&parts(None)).unwrap();
+        let p = a.authenticate_now(&parts(None)).unwrap();
         assert_eq!(p.to_string(), "default/anonymous");
         assert_eq!(a.card_auth(), CardAuth::None);
     }
@@ -233,18 +271,18 @@ mod tests {
         let table = TokenAuthenticator::parse_table("s3cret=acme/alice, other=acme/bob").unwrap();
         let a = TokenAuthenticator::new(table);
         assert_eq!(
-            a.authenticate(&parts(Some("Bearer s3cret")))
+            a.authenticate_now(&parts(Some("Bearer s3cret")))
                 .unwrap()
                 .to_string(),
             "acme/alice"
         );
-        assert_eq!(a.authenticate(&parts(None)), Err(AuthError::Missing));
+        assert_eq!(a.authenticate_now(&parts(None)), Err(AuthError::Missing));
         assert_eq!(
-            a.authenticate(&parts(Some("Bearer nope"))),
+            a.authenticate_now(&parts(Some("Bearer nope"))),
             Err(AuthError::Unknown)
         );
         assert_eq!(
-            a.authenticate(&parts(Some("Basic x"))),
+            a.authenticate_now(&parts(Some("Basic x"))),
             Err(AuthError::Missing)
         );
     }
@@ -260,7 +298,7 @@ mod tests {
     /// through lambda_http, as the function receives it.
     fn function_url_request(edit: impl FnOnce(&mut serde_json::Value)) -> Parts {
         let mut event: serde_json::Value =
-            serde_json::from_str(include_str!("../fixtures/function-url-iam-request.json"))
+            serde_json::from_str(include_str!("../../fixtures/function-url-iam-request.json"))
                 .unwrap();
         edit(&mut event);
         let event: lambda_http::request::LambdaRequest = serde_json::from_value(event).unwrap();
@@ -271,7 +309,7 @@ mod tests {
     fn a_function_url_caller_is_its_account_and_role() {
         let parts = function_url_request(|_| {});
         assert_eq!(parts.uri.path(), "/a2a");
-        let p = IamAuthenticator.authenticate(&parts).unwrap();
+        let p = IamAuthenticator.authenticate_now(&parts).unwrap();
         assert_eq!(p.tenant.as_str(), "111122223333");
         assert_eq!(
             p.subject.as_str(),
@@ -283,7 +321,7 @@ mod tests {
             e["requestContext"]["authorizer"]["iam"]["userArn"] =
                 "arn:aws:iam::111122223333:user/ops/bob".into();
         });
-        let p = IamAuthenticator.authenticate(&parts).unwrap();
+        let p = IamAuthenticator.authenticate_now(&parts).unwrap();
         assert_eq!(
             p.to_string(),
             "111122223333/arn:aws:iam::111122223333:user/ops/bob"
@@ -297,7 +335,7 @@ mod tests {
             e["requestContext"]["authorizer"]["iam"]["userArn"] = long.clone().into();
             e["requestContext"]["authorizer"]["iam"]["userId"] = "AIDAEXAMPLEUSERID0001".into();
         });
-        let p = IamAuthenticator.authenticate(&parts).unwrap();
+        let p = IamAuthenticator.authenticate_now(&parts).unwrap();
         assert_eq!(p.subject.as_str(), "AIDAEXAMPLEUSERID0001");
     }
 
@@ -306,7 +344,7 @@ mod tests {
         // AuthType NONE: Lambda sets the authorizer to null.
         let parts = function_url_request(|e| e["requestContext"]["authorizer"] = json!(null));
         assert_eq!(
-            IamAuthenticator.authenticate(&parts),
+            IamAuthenticator.authenticate_now(&parts),
             Err(AuthError::NoIamIdentity)
         );
         // JWT claims are not an IAM identity.
@@ -315,7 +353,7 @@ mod tests {
                 json!({"jwt": {"claims": {"sub": "x"}, "scopes": null}});
         });
         assert_eq!(
-            IamAuthenticator.authenticate(&parts),
+            IamAuthenticator.authenticate_now(&parts),
             Err(AuthError::NoIamIdentity)
         );
         // An identity without its account.
@@ -323,7 +361,7 @@ mod tests {
             e["requestContext"]["authorizer"]["iam"]["accountId"] = json!(null);
         });
         assert_eq!(
-            IamAuthenticator.authenticate(&parts),
+            IamAuthenticator.authenticate_now(&parts),
             Err(AuthError::NoIamIdentity)
         );
         // Headers claiming an identity are not one, and neither is a request from outside Lambda.
@@ -335,7 +373,7 @@ mod tests {
             .into_parts()
             .0;
         assert_eq!(
-            IamAuthenticator.authenticate(&forged),
+            IamAuthenticator.authenticate_now(&forged),
             Err(AuthError::NoIamIdentity)
         );
     }
