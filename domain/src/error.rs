@@ -33,6 +33,8 @@ pub enum ErrorKind {
     Unavailable,
     /// Draft A2A 1.1: `ifGenerationMatch` named a generation the task has left.
     TaskGenerationMismatch,
+    /// Over the principal's request rate (an implementation-defined JSON-RPC server error).
+    RateLimited,
 }
 
 /// Which revision of the spec's mapping table the HTTP and gRPC codes follow: 1.0.1 (the
@@ -218,6 +220,13 @@ impl ErrorKind {
                 "TASK_GENERATION_MISMATCH",
                 "Task generation mismatch",
             ),
+            RateLimited => w(
+                -32029,
+                429,
+                "RESOURCE_EXHAUSTED",
+                "RATE_LIMITED",
+                "Too many requests",
+            ),
         }
     }
 }
@@ -391,6 +400,7 @@ mod tests {
             UnsupportedMediaType,
             MethodNotAllowed,
             Unavailable,
+            RateLimited,
         ];
         let differing: Vec<_> = all
             .iter()

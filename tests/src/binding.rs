@@ -80,7 +80,7 @@ pub fn binding() -> Binding {
 
 /// Every kind of the domain's error table. `listed` below does not compile when a kind is
 /// added to `ErrorKind` without being added here.
-pub const ERROR_KINDS: [ErrorKind; 20] = [
+pub const ERROR_KINDS: [ErrorKind; 21] = [
     ErrorKind::JsonParse,
     ErrorKind::InvalidRequest,
     ErrorKind::MethodNotFound,
@@ -101,6 +101,7 @@ pub const ERROR_KINDS: [ErrorKind; 20] = [
     ErrorKind::MethodNotAllowed,
     ErrorKind::Unavailable,
     ErrorKind::TaskGenerationMismatch,
+    ErrorKind::RateLimited,
 ];
 
 /// Its position in `ERROR_KINDS` (an exhaustive match: a new kind must be listed).
@@ -127,6 +128,7 @@ const fn listed(kind: ErrorKind) -> usize {
         MethodNotAllowed => 17,
         Unavailable => 18,
         TaskGenerationMismatch => 19,
+        RateLimited => 20,
     }
 }
 

@@ -314,3 +314,58 @@ async fn a_jwks_file_works_and_a_bad_configuration_fails_at_start() {
     let err = taskledger_local::start(bad).await.expect_err("refused");
     assert!(err.to_string().contains("JWT"), "{err}");
 }
+
+#[tokio::test]
+async fn a_principal_over_its_rate_is_told_to_come_back_and_others_are_not() {
+    let mut config = test_config();
+    config.tokens = std::collections::HashMap::from([
+        (
+            "a".to_string(),
+            taskledger_domain::ids::Principal::new("acme", "alice").unwrap(),
+        ),
+        (
+            "b".to_string(),
+            taskledger_domain::ids::Principal::new("acme", "bob").unwrap(),
+        ),
+    ]);
+    // 5 a second, bursts of 10: the burst passes, the next one is refused.
+    config.rate_limit = taskledger_app::limits::RateLimit::per_second(5);
+    let s = Server::start_with(config).await;
+    for i in 0..10 {
+        let (status, body, _) = jsonrpc(&s, Some("a")).await;
+        assert_eq!(status, StatusCode::OK, "request {i}: {body}");
+    }
+    let r = s
+        .client
+        .post(format!("{}/a2a", s.base))
+        .header("A2A-Version", "1.0")
+        .header("Authorization", "Bearer a")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32029);
+    assert_eq!(v["error"]["data"][0]["reason"], "RATE_LIMITED");
+    // HTTP+JSON: 429 in its error shape.
+    let r = s
+        .client
+        .get(format!("{}/a2a/rest/tasks", s.base))
+        .header("A2A-Version", "1.0")
+        .header("Authorization", "Bearer a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["status"], "RESOURCE_EXHAUSTED", "{v}");
+    // Bob has his own bucket.
+    let (status, _, _) = jsonrpc(&s, Some("b")).await;
+    assert_eq!(status, StatusCode::OK);
+    // A second later Alice may again.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (status, _, _) = jsonrpc(&s, Some("a")).await;
+    assert_eq!(status, StatusCode::OK);
+}

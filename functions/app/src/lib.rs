@@ -2,7 +2,7 @@
 //! command service with its one commit path (`service`), the agents behind a small port
 //! (`agent`), the A2A bindings (`http`; `grpc` with the `grpc` feature) and the request rules
 //! they share (`request`), the loops that drive the service (`runners`), who is calling
-//! (`identity`), and the composition the binaries share (`compose`).
+//! (`identity`) and how often it may (`limits`), and the composition the binaries share (`compose`).
 //!
 //! Rooms depend downwards only: `http`, `grpc` and `runners` → `service` → `agent` (the port),
 //! all on the leaves `request`, `per_task` and `error`; `compose` may name everything, infra's
@@ -15,6 +15,7 @@ pub mod error;
 pub mod grpc;
 pub mod http;
 pub mod identity;
+pub mod limits;
 pub mod operations;
 mod per_task;
 pub mod request;

@@ -67,6 +67,8 @@ pub struct Config {
     pub tokens: HashMap<String, Principal>,
     /// Verified JWT bearer tokens (beside the static `tokens`, which stay for development).
     pub jwt: Option<taskledger_app::identity::jwt::JwtSettings>,
+    /// Each principal's request rate (none: unlimited).
+    pub rate_limit: Option<taskledger_app::limits::RateLimit>,
     pub blocking_timeout: Duration,
     pub timings: ScenarioTimings,
     /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
@@ -137,6 +139,7 @@ impl Config {
             public_url: None,
             tokens: HashMap::new(),
             jwt: None,
+            rate_limit: None,
             blocking_timeout: Duration::from_secs(
                 taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
             ),
@@ -356,6 +359,7 @@ async fn build_bindings(
             push_enabled: stores.embedded.is_some() || stores.serverless.is_some(),
             push_policy: config.push.policy.clone(),
             stream_poll: config.stream_poll,
+            rate_limit: config.rate_limit,
             ..Default::default()
         },
     );

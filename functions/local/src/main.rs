@@ -61,6 +61,9 @@ struct Args {
     /// Seconds a blocking SendMessage waits for the task to settle.
     #[arg(long, env = "TASKLEDGER_BLOCKING_TIMEOUT_SECS", default_value_t = compose::LOCAL_BLOCKING_TIMEOUT_SECS)]
     blocking_timeout_secs: u64,
+    /// Requests a second each principal may make (bursts of twice that); 0: no limit.
+    #[arg(long, env = "TASKLEDGER_RATE_LIMIT", default_value_t = 0)]
+    rate_limit: u32,
     /// Verify JWT bearer tokens from this issuer (`iss`); needs --jwt-audience and --jwt-jwks.
     #[arg(long, env = "TASKLEDGER_JWT_ISSUER")]
     jwt_issuer: Option<String>,
@@ -373,6 +376,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         public_url: args.public_url.clone(),
         tokens,
         jwt,
+        rate_limit: taskledger_app::limits::RateLimit::per_second(args.rate_limit),
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
         cursor_key: None,

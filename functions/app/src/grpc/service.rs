@@ -76,6 +76,7 @@ impl A2aGrpc {
             .authenticate(&parts)
             .await
             .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
+        self.service.admit(&who)?;
         let owned = MetadataMap::from_headers(parts.headers);
         let metadata = &owned;
         let version = metadata_text(metadata, &VERSION_HEADER.to_ascii_lowercase())

@@ -128,6 +128,10 @@ async fn handle(
             e.to_string(),
         ))
     })?;
+    state
+        .service
+        .admit(&principal)
+        .map_err(RpcFailure::transport)?;
     let envelope: Value = serde_json::from_slice(&bytes).map_err(|e| {
         fail(
             &Value::Null,

@@ -117,7 +117,8 @@ pub fn router(state: Arc<AppState>) -> Router {
 }
 
 /// A 401 says how to authenticate (RFC 6750 §3): `Bearer realm="a2a"`, with
-/// `error="invalid_token"` when the request carried a token that was refused.
+/// `error="invalid_token"` when the request carried a token that was refused; a 429 says when
+/// to come back (`Retry-After`).
 async fn www_authenticate(
     auth: taskledger_domain::card::CardAuth,
     req: Request,
@@ -128,6 +129,13 @@ async fn www_authenticate(
         .headers()
         .contains_key(axum::http::header::AUTHORIZATION);
     let mut response = next.run(req).await;
+    if response.status() == axum::http::StatusCode::TOO_MANY_REQUESTS {
+        // A token bucket refills one request within a second at any rate it allows.
+        response.headers_mut().insert(
+            axum::http::header::RETRY_AFTER,
+            axum::http::HeaderValue::from_static("1"),
+        );
+    }
     if response.status() == axum::http::StatusCode::UNAUTHORIZED
         && matches!(auth, CardAuth::Bearer | CardAuth::Jwt)
     {

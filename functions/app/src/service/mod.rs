@@ -55,6 +55,8 @@ pub struct ServiceSettings {
     pub stream_max: Option<Duration>,
     /// How long a GetTask with `currentGeneration` (draft A2A 1.1) waits for the task to move.
     pub long_poll_max: Duration,
+    /// Each principal's request rate (none: no limit).
+    pub rate_limit: Option<crate::limits::RateLimit>,
 }
 
 /// `ServiceSettings::long_poll_max` unless configured (below API Gateway's 29 s on Lambda).
@@ -84,6 +86,7 @@ impl Default for ServiceSettings {
             stream_poll: DEFAULT_STREAM_POLL,
             stream_max: None,
             long_poll_max: DEFAULT_LONG_POLL_MAX,
+            rate_limit: None,
         }
     }
 }
@@ -110,6 +113,7 @@ pub struct Service {
     turns: Option<mpsc::UnboundedSender<AgentTurn>>,
     /// The tailers of the tasks this process streams.
     hub: streams::Hub,
+    limiter: Option<crate::limits::RateLimiter>,
 }
 
 /// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
@@ -117,6 +121,16 @@ pub struct Service {
 pub enum Actor<'a> {
     Client(&'a Principal),
     Agent,
+}
+
+impl Service {
+    /// Every binding's first step after authentication: the caller's request rate.
+    pub fn admit(&self, who: &Principal) -> Result<(), AppError> {
+        match &self.limiter {
+            Some(l) => l.admit(who),
+            None => Ok(()),
+        }
+    }
 }
 
 impl Service {
@@ -136,6 +150,7 @@ impl Service {
             Dispatch::Feed => (None, None),
         };
         let hub = streams::Hub::new(store.clone(), settings.stream_poll);
+        let settings_limit = settings.rate_limit;
         let svc = Arc::new(Self {
             hub,
             store,
@@ -147,6 +162,7 @@ impl Service {
             work: tokio::sync::Notify::new(),
             pushes: Arc::default(),
             turns,
+            limiter: settings_limit.map(crate::limits::RateLimiter::new),
         });
         if let Some(queue) = queue {
             dispatch::start(&svc, queue);

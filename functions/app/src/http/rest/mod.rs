@@ -117,6 +117,7 @@ async fn handle(
         .authenticate(&parts)
         .await
         .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
+    state.service.admit(&principal)?;
     let version = common::check_version(&parts.headers, parts.uri.query())?;
     let key = common::idempotency_key(&parts.headers)?;
     // What the path names wins over the body.

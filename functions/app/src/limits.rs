@@ -1,0 +1,119 @@
+//! Abuse limits: each principal's request rate, as a token bucket (`rate` requests a second,
+//! up to `burst` at once). Over it a request is refused with `RateLimited` (HTTP 429 with
+//! `Retry-After`, JSON-RPC reason `RATE_LIMITED`, gRPC RESOURCE_EXHAUSTED) before any work.
+//! Per process: behind API Gateway its throttling is the tenant-wide limit.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use taskledger_domain::error::ErrorKind;
+use taskledger_domain::ids::Principal;
+
+use crate::error::AppError;
+
+/// Burst a principal may send at once, as a multiple of its per-second rate.
+pub const BURST_SECONDS: u32 = 2;
+/// Principals tracked at most; past it, buckets that have refilled are forgotten (a full bucket
+/// is the same as none).
+pub const MAX_TRACKED_PRINCIPALS: usize = 100_000;
+
+/// Requests a second per principal.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RateLimit {
+    pub per_second: u32,
+    pub burst: u32,
+}
+
+impl RateLimit {
+    /// `per_second` requests a second, bursts of `BURST_SECONDS` times that; 0 is no limit.
+    pub fn per_second(per_second: u32) -> Option<Self> {
+        (per_second > 0).then(|| Self {
+            per_second,
+            burst: per_second.saturating_mul(BURST_SECONDS),
+        })
+    }
+}
+
+pub struct RateLimiter {
+    limit: RateLimit,
+    buckets: Mutex<HashMap<Principal, (f64, Instant)>>,
+}
+
+impl RateLimiter {
+    pub fn new(limit: RateLimit) -> Self {
+        Self {
+            limit,
+            buckets: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Takes one request from `who`'s bucket, or refuses it.
+    pub fn admit(&self, who: &Principal) -> Result<(), AppError> {
+        self.admit_at(who, Instant::now())
+    }
+
+    fn admit_at(&self, who: &Principal, now: Instant) -> Result<(), AppError> {
+        let (rate, burst) = (self.limit.per_second as f64, self.limit.burst as f64);
+        let mut buckets = self
+            .buckets
+            .lock()
+            .map_err(|_| AppError::protocol(ErrorKind::Internal, "rate limiter lock poisoned"))?;
+        if buckets.len() >= MAX_TRACKED_PRINCIPALS && !buckets.contains_key(who) {
+            buckets.retain(|_, (tokens, at)| {
+                *tokens + now.saturating_duration_since(*at).as_secs_f64() * rate < burst
+            });
+        }
+        let (tokens, at) = buckets.entry(who.clone()).or_insert((burst, now));
+        *tokens = (*tokens + now.saturating_duration_since(*at).as_secs_f64() * rate).min(burst);
+        *at = now;
+        if *tokens >= 1.0 {
+            *tokens -= 1.0;
+            return Ok(());
+        }
+        Err(AppError::protocol(
+            ErrorKind::RateLimited,
+            format!(
+                "over {} requests a second for {who}; retry after a second",
+                self.limit.per_second
+            ),
+        ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn given_a_full_bucket_the_burst_passes_and_one_more_is_refused() {
+        let limiter = RateLimiter::new(RateLimit::per_second(5).unwrap());
+        let (alice, bob) = (
+            Principal::new("acme", "alice").unwrap(),
+            Principal::new("acme", "bob").unwrap(),
+        );
+        let t0 = Instant::now();
+        for i in 0..10 {
+            assert!(
+                limiter.admit_at(&alice, t0).is_ok(),
+                "request {i} of the burst"
+            );
+        }
+        let e = limiter.admit_at(&alice, t0).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::RateLimited);
+        // Another principal has its own bucket.
+        assert!(limiter.admit_at(&bob, t0).is_ok());
+        // A fifth of a second later one token is back, and only one.
+        let later = t0 + Duration::from_millis(200);
+        assert!(limiter.admit_at(&alice, later).is_ok());
+        assert!(limiter.admit_at(&alice, later).is_err());
+    }
+
+    #[test]
+    fn zero_is_no_limit() {
+        assert_eq!(RateLimit::per_second(0), None);
+        assert_eq!(RateLimit::per_second(3).unwrap().burst, 6);
+    }
+}
