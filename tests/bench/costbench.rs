@@ -64,12 +64,7 @@ async fn settle(svc: &Service, meter: &CapacityMeter, who: &Principal, id: &str)
             )
             .await
             .expect("task");
-        let answered = t
-            .history
-            .as_ref()
-            .and_then(|h| h.last())
-            .is_some_and(|m| m.role == taskledger_domain::wire::Role::Agent);
-        if answered && (t.status.state.is_interrupted() || t.status.state.is_terminal()) {
+        if taskledger_tests::agent_answered(&t) {
             return;
         }
         tokio::time::sleep(std::time::Duration::from_millis(5)).await;

@@ -39,6 +39,17 @@ pub fn fast_timings() -> ScenarioTimings {
     }
 }
 
+/// Whether the agent answered a task's newest message: the task is interrupted or terminal with
+/// the agent's message last in the history it was read with (`historyLength` ≥ 1).
+pub fn agent_answered(t: &taskledger_domain::wire::Task) -> bool {
+    let last_is_agent = t
+        .history
+        .as_ref()
+        .and_then(|h| h.last())
+        .is_some_and(|m| m.role == taskledger_domain::wire::Role::Agent);
+    last_is_agent && (t.status.state.is_interrupted() || t.status.state.is_terminal())
+}
+
 /// Whether an AWS endpoint (emulator) is configured for the AWS tests; when the test script
 /// requires one (`TASKLEDGER_REQUIRE_DYNAMODB`), a missing endpoint fails instead of skipping.
 pub fn aws_endpoint() -> bool {

@@ -89,12 +89,7 @@ async fn settle(svc: &Service, task: &str) -> Task {
             .get_task(&who(), req(json!({"id": task, "historyLength": 1})))
             .await
             .unwrap();
-        let answered = t
-            .history
-            .as_ref()
-            .and_then(|h| h.last())
-            .is_some_and(|m| m.role == taskledger_domain::wire::Role::Agent);
-        if answered && (t.status.state.is_interrupted() || t.status.state.is_terminal()) {
+        if taskledger_tests::agent_answered(&t) {
             return t;
         }
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
