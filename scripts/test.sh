@@ -4,7 +4,7 @@
 # 127.0.0.1, and runs:
 #   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
 #      tests on SQLite, round-trip budgets on DynamoDB; then the black-box API tests (api,
-#      extension, llm_agent, push, generations, handoff, hitl, jwt, streaming, streaming_resume) a second
+#      extension, llm_agent, push, generations, handoff, hitl, jwt, limits, streaming, streaming_resume) a second
 #      and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
 #      the serverless path on the emulator (200 blocking sends over two minutes); then the API
@@ -62,7 +62,7 @@ cargo test --workspace --all-targets
 for binding in rest grpc; do
   echo "==> black-box API tests again over ${binding} (TASKLEDGER_TEST_BINDING=${binding}, on SQLite)"
   TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push \
-    --test generations --test handoff --test hitl --test jwt --test streaming --test streaming_resume
+    --test generations --test handoff --test hitl --test jwt --test limits --test streaming --test streaming_resume
 done
 
 echo "==> black-box API and streaming tests with the server on DynamoDB"

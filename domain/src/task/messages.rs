@@ -18,11 +18,24 @@ use super::status::refuse_if_terminal;
 use super::{help, participants, plan, subtasks};
 
 /// `AppendUserMessage`: a client's message to an existing, unfinished task of its context.
+/// Messages a task's history may hold before a client's message is refused (the task's work
+/// goes on in a new task of the same context).
+pub const MAX_HISTORY_MESSAGES: u64 = 10_000;
+
 pub(super) fn append_user_message(
     head: &TaskHead,
     c: AppendUserMessage,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     refuse_if_terminal(head)?;
+    if head.history_len >= MAX_HISTORY_MESSAGES {
+        return Err(DomainError::invalid(
+            "message",
+            format!(
+                "task {} holds {} messages, the most a task may ({MAX_HISTORY_MESSAGES});                  continue in a new task of context {}",
+                head.id, head.history_len, head.context_id
+            ),
+        ));
+    }
     if let Some(gate) = head.open_tool_approval() {
         return Err(DomainError::UnsupportedOperation(format!(
             "task {} waits for tool calls to be approved (gate {}); the task's owner or an \
@@ -349,4 +362,56 @@ pub(super) fn apply_effort_changed(head: &mut TaskHead, effort: Effort, at: Time
         d.reasoning_effort = Some(effort);
     }
     head.last_timeline = head.last_timeline.max(at);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ids::{ContextId, Principal, TaskId};
+    use crate::task::{CreateTask, TaskAggregate, TaskCommand};
+    use crate::time::Timestamp;
+
+    fn task_with_history(len: u64) -> TaskAggregate {
+        let mut state = TaskAggregate::default();
+        let events = state
+            .decide(TaskCommand::CreateTask(CreateTask {
+                task_id: TaskId::parse("t-long").unwrap(),
+                context_id: ContextId::parse("c").unwrap(),
+                owner: Principal::new("acme", "alice").unwrap(),
+                message: Message::user_text("m-0", "first"),
+                at: Timestamp::from_unix_nanos(1),
+                extension: None,
+                awaiting_assignee: None,
+            }))
+            .unwrap();
+        for e in &events {
+            state.apply_event(e);
+        }
+        if let Some(h) = state.head.as_mut() {
+            h.history_len = len;
+        }
+        state
+    }
+
+    fn append(state: &TaskAggregate) -> Result<Vec<TaskEvent>, DomainError> {
+        state.decide(TaskCommand::AppendUserMessage(AppendUserMessage {
+            message: Message::user_text("m-next", "more"),
+            at: Timestamp::from_unix_nanos(2),
+        }))
+    }
+
+    #[test]
+    fn given_a_history_one_below_the_bound_when_a_message_comes_then_it_is_kept() {
+        assert!(append(&task_with_history(MAX_HISTORY_MESSAGES - 1)).is_ok());
+    }
+
+    #[test]
+    fn given_a_full_history_when_a_message_comes_then_it_is_refused_on_message() {
+        let e = append(&task_with_history(MAX_HISTORY_MESSAGES)).unwrap_err();
+        assert!(
+            matches!(&e, DomainError::InvalidParams { field, .. } if field == "message"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("new task of context c"), "{e}");
+    }
 }

@@ -40,6 +40,7 @@ pub use handoff_status::{
 };
 pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
+pub use messages::MAX_HISTORY_MESSAGES;
 pub use recent::{RecentHistory, RECENT_BYTES, RECENT_MESSAGES};
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
 pub use work::{AdvanceWork, DROPPED_SENTENCE};

@@ -1,7 +1,8 @@
-//! Abuse limits: each principal's request rate, as a token bucket (`rate` requests a second,
-//! up to `burst` at once). Over it a request is refused with `RateLimited` (HTTP 429 with
-//! `Retry-After`, JSON-RPC reason `RATE_LIMITED`, gRPC RESOURCE_EXHAUSTED) before any work.
-//! Per process: behind API Gateway its throttling is the tenant-wide limit.
+//! Abuse limits as token buckets per principal: its request rate (`rate` requests a second, up
+//! to `burst` at once) and the tasks it may create a minute. Over one, a request is refused with
+//! `RateLimited` (HTTP 429 with `Retry-After`, JSON-RPC reason `RATE_LIMITED`, gRPC
+//! RESOURCE_EXHAUSTED) before any work. Per process: behind API Gateway its throttling is the
+//! tenant-wide limit.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -18,19 +19,34 @@ pub const BURST_SECONDS: u32 = 2;
 /// is the same as none).
 pub const MAX_TRACKED_PRINCIPALS: usize = 100_000;
 
-/// Requests a second per principal.
+/// A rate per principal: tokens refill at `per_second`, at most `burst` held.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RateLimit {
-    pub per_second: u32,
+    pub per_second: f64,
     pub burst: u32,
+    /// What the rate counts, for the refusal ("200 requests a second").
+    pub shown: u32,
+    pub unit: &'static str,
 }
 
 impl RateLimit {
     /// `per_second` requests a second, bursts of `BURST_SECONDS` times that; 0 is no limit.
     pub fn per_second(per_second: u32) -> Option<Self> {
         (per_second > 0).then(|| Self {
-            per_second,
+            per_second: per_second as f64,
             burst: per_second.saturating_mul(BURST_SECONDS),
+            shown: per_second,
+            unit: "requests a second",
+        })
+    }
+
+    /// `per_minute` new tasks a minute, all of them at once at most; 0 is no limit.
+    pub fn tasks_per_minute(per_minute: u32) -> Option<Self> {
+        (per_minute > 0).then(|| Self {
+            per_second: per_minute as f64 / 60.0,
+            burst: per_minute,
+            shown: per_minute,
+            unit: "new tasks a minute",
         })
     }
 }
@@ -54,7 +70,7 @@ impl RateLimiter {
     }
 
     fn admit_at(&self, who: &Principal, now: Instant) -> Result<(), AppError> {
-        let (rate, burst) = (self.limit.per_second as f64, self.limit.burst as f64);
+        let (rate, burst) = (self.limit.per_second, self.limit.burst as f64);
         let mut buckets = self
             .buckets
             .lock()
@@ -74,8 +90,8 @@ impl RateLimiter {
         Err(AppError::protocol(
             ErrorKind::RateLimited,
             format!(
-                "over {} requests a second for {who}; retry after a second",
-                self.limit.per_second
+                "over {} {} for {who}; retry later",
+                self.limit.shown, self.limit.unit
             ),
         ))
     }
@@ -109,6 +125,25 @@ mod tests {
         let later = t0 + Duration::from_millis(200);
         assert!(limiter.admit_at(&alice, later).is_ok());
         assert!(limiter.admit_at(&alice, later).is_err());
+    }
+
+    #[test]
+    fn tasks_a_minute_pass_up_to_the_limit_and_refill_over_the_minute() {
+        let limiter = RateLimiter::new(RateLimit::tasks_per_minute(3).unwrap());
+        let alice = Principal::new("acme", "alice").unwrap();
+        let t0 = Instant::now();
+        for _ in 0..3 {
+            assert!(limiter.admit_at(&alice, t0).is_ok());
+        }
+        let e = limiter.admit_at(&alice, t0).unwrap_err();
+        assert!(e.to_string().contains("3 new tasks a minute"), "{e}");
+        // One task's worth refills in 20 s.
+        assert!(limiter
+            .admit_at(&alice, t0 + Duration::from_secs(19))
+            .is_err());
+        assert!(limiter
+            .admit_at(&alice, t0 + Duration::from_secs(40))
+            .is_ok());
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub struct Config {
     pub jwt: Option<taskledger_app::identity::jwt::JwtSettings>,
     /// Each principal's request rate (none: unlimited).
     pub rate_limit: Option<taskledger_app::limits::RateLimit>,
+    /// Tasks each principal may create a minute (none: unlimited).
+    pub task_limit: Option<taskledger_app::limits::RateLimit>,
     pub blocking_timeout: Duration,
     pub timings: ScenarioTimings,
     /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
@@ -140,6 +142,7 @@ impl Config {
             tokens: HashMap::new(),
             jwt: None,
             rate_limit: None,
+            task_limit: None,
             blocking_timeout: Duration::from_secs(
                 taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
             ),
@@ -360,6 +363,7 @@ async fn build_bindings(
             push_policy: config.push.policy.clone(),
             stream_poll: config.stream_poll,
             rate_limit: config.rate_limit,
+            task_limit: config.task_limit,
             ..Default::default()
         },
     );

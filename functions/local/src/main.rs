@@ -64,6 +64,9 @@ struct Args {
     /// Requests a second each principal may make (bursts of twice that); 0: no limit.
     #[arg(long, env = "TASKLEDGER_RATE_LIMIT", default_value_t = 0)]
     rate_limit: u32,
+    /// Tasks a minute each principal may create; 0: no limit.
+    #[arg(long, env = "TASKLEDGER_TASKS_PER_MINUTE", default_value_t = 0)]
+    tasks_per_minute: u32,
     /// Verify JWT bearer tokens from this issuer (`iss`); needs --jwt-audience and --jwt-jwks.
     #[arg(long, env = "TASKLEDGER_JWT_ISSUER")]
     jwt_issuer: Option<String>,
@@ -377,6 +380,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         tokens,
         jwt,
         rate_limit: taskledger_app::limits::RateLimit::per_second(args.rate_limit),
+        task_limit: taskledger_app::limits::RateLimit::tasks_per_minute(args.tasks_per_minute),
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
         cursor_key: None,

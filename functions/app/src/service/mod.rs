@@ -57,6 +57,8 @@ pub struct ServiceSettings {
     pub long_poll_max: Duration,
     /// Each principal's request rate (none: no limit).
     pub rate_limit: Option<crate::limits::RateLimit>,
+    /// Tasks each principal may create a minute (none: no limit).
+    pub task_limit: Option<crate::limits::RateLimit>,
 }
 
 /// `ServiceSettings::long_poll_max` unless configured (below API Gateway's 29 s on Lambda).
@@ -87,6 +89,7 @@ impl Default for ServiceSettings {
             stream_max: None,
             long_poll_max: DEFAULT_LONG_POLL_MAX,
             rate_limit: None,
+            task_limit: None,
         }
     }
 }
@@ -114,6 +117,7 @@ pub struct Service {
     /// The tailers of the tasks this process streams.
     hub: streams::Hub,
     limiter: Option<crate::limits::RateLimiter>,
+    task_limiter: Option<crate::limits::RateLimiter>,
 }
 
 /// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
@@ -127,6 +131,14 @@ impl Service {
     /// Every binding's first step after authentication: the caller's request rate.
     pub fn admit(&self, who: &Principal) -> Result<(), AppError> {
         match &self.limiter {
+            Some(l) => l.admit(who),
+            None => Ok(()),
+        }
+    }
+
+    /// Before a client's new task: the tasks it may create a minute.
+    pub(crate) fn admit_task(&self, who: &Principal) -> Result<(), AppError> {
+        match &self.task_limiter {
             Some(l) => l.admit(who),
             None => Ok(()),
         }
@@ -150,7 +162,7 @@ impl Service {
             Dispatch::Feed => (None, None),
         };
         let hub = streams::Hub::new(store.clone(), settings.stream_poll);
-        let settings_limit = settings.rate_limit;
+        let (settings_limit, task_limit) = (settings.rate_limit, settings.task_limit);
         let svc = Arc::new(Self {
             hub,
             store,
@@ -163,6 +175,7 @@ impl Service {
             pushes: Arc::default(),
             turns,
             limiter: settings_limit.map(crate::limits::RateLimiter::new),
+            task_limiter: task_limit.map(crate::limits::RateLimiter::new),
         });
         if let Some(queue) = queue {
             dispatch::start(&svc, queue);

@@ -143,6 +143,7 @@ impl Service {
                 }
                 // A proposal asks nothing of the agent: nothing to wait for.
                 let wake = handoff.is_none();
+                self.admit_task(who)?;
                 let (task_id, state) = self
                     .create_task(who, message.clone(), idempotency, push, handoff)
                     .await?;

@@ -1,0 +1,130 @@
+//! Abuse limits on the local server: each principal's request rate and the tasks it may create
+//! a minute; over either, 429 with `Retry-After` and the binding's error shape, others unaffected.
+
+use reqwest::StatusCode;
+use serde_json::{json, Value};
+use taskledger_tests::{test_config, Server};
+
+/// Status, body and challenge of ListTasks over JSON-RPC as `token`.
+async fn list(s: &Server, token: &str) -> (StatusCode, Value, Option<String>) {
+    let r = s
+        .client
+        .post(format!("{}/a2a", s.base))
+        .header("A2A-Version", "1.0")
+        .header("Authorization", format!("Bearer {token}"))
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .expect("sent");
+    let retry = r
+        .headers()
+        .get("retry-after")
+        .map(|v| v.to_str().unwrap().to_string());
+    (r.status(), r.json().await.unwrap_or(Value::Null), retry)
+}
+
+fn two_principals() -> taskledger_local::Config {
+    let mut config = test_config();
+    config.tokens = std::collections::HashMap::from([
+        (
+            "a".to_string(),
+            taskledger_domain::ids::Principal::new("acme", "alice").unwrap(),
+        ),
+        (
+            "b".to_string(),
+            taskledger_domain::ids::Principal::new("acme", "bob").unwrap(),
+        ),
+    ]);
+    config
+}
+
+#[tokio::test]
+async fn a_principal_over_its_rate_is_told_to_come_back_and_others_are_not() {
+    let mut config = test_config();
+    config.tokens = std::collections::HashMap::from([
+        (
+            "a".to_string(),
+            taskledger_domain::ids::Principal::new("acme", "alice").unwrap(),
+        ),
+        (
+            "b".to_string(),
+            taskledger_domain::ids::Principal::new("acme", "bob").unwrap(),
+        ),
+    ]);
+    // 5 a second, bursts of 10: the burst passes, the next one is refused.
+    config.rate_limit = taskledger_app::limits::RateLimit::per_second(5);
+    let s = Server::start_with(config).await;
+    for i in 0..10 {
+        let (status, body, _) = list(&s, "a").await;
+        assert_eq!(status, StatusCode::OK, "request {i}: {body}");
+    }
+    let r = s
+        .client
+        .post(format!("{}/a2a", s.base))
+        .header("A2A-Version", "1.0")
+        .header("Authorization", "Bearer a")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    assert_eq!(r.headers()["retry-after"], "1");
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["code"], -32029);
+    assert_eq!(v["error"]["data"][0]["reason"], "RATE_LIMITED");
+    // HTTP+JSON: 429 in its error shape.
+    let r = s
+        .client
+        .get(format!("{}/a2a/rest/tasks", s.base))
+        .header("A2A-Version", "1.0")
+        .header("Authorization", "Bearer a")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::TOO_MANY_REQUESTS);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"]["status"], "RESOURCE_EXHAUSTED", "{v}");
+    // Bob has his own bucket.
+    let (status, _, _) = list(&s, "b").await;
+    assert_eq!(status, StatusCode::OK);
+    // A second later Alice may again.
+    tokio::time::sleep(std::time::Duration::from_millis(1100)).await;
+    let (status, _, _) = list(&s, "a").await;
+    assert_eq!(status, StatusCode::OK);
+}
+
+#[tokio::test]
+async fn a_principal_over_its_tasks_a_minute_is_refused_new_tasks_but_may_go_on_with_its_own() {
+    let mut config = two_principals();
+    config.task_limit = taskledger_app::limits::RateLimit::tasks_per_minute(2);
+    let s = Server::start_with(config).await;
+    let alice = s.as_user("a");
+    let first = alice.send_task("tck-input-required-l1", "one").await;
+    alice.send_task("tck-complete-task-l2", "two").await;
+    // The third new task in the minute is refused, and creates nothing.
+    let v = alice
+        .send("tck-complete-task-l3", "three", json!({}), json!({}))
+        .await;
+    assert_eq!(v["error"]["data"][0]["reason"], "RATE_LIMITED", "{v}");
+    assert!(v["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("2 new tasks a minute"));
+    assert_eq!(alice.total_tasks().await, 2);
+    // A message to a task she has is not a new task.
+    let id = first["id"].as_str().unwrap();
+    alice.wait_state(id, "TASK_STATE_INPUT_REQUIRED").await;
+    let v = alice
+        .send(
+            "tck-complete-task-l4",
+            "go on",
+            json!({"taskId": id}),
+            json!({}),
+        )
+        .await;
+    assert!(v.get("error").is_none(), "{v}");
+    // Bob has his own allowance.
+    s.as_user("b")
+        .send_task("tck-complete-task-b1", "bob's")
+        .await;
+}
