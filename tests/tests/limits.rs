@@ -128,3 +128,63 @@ async fn a_principal_over_its_tasks_a_minute_is_refused_new_tasks_but_may_go_on_
         .send_task("tck-complete-task-b1", "bob's")
         .await;
 }
+
+#[tokio::test]
+async fn a_principal_holds_at_most_its_streams_and_a_closed_one_frees_its_place() {
+    let mut config = two_principals();
+    config.max_streams = Some(2);
+    let s = Server::start_with(config).await;
+    let alice = s.as_user("a");
+    let task = alice.send_task("tck-input-required-st", "wait").await;
+    let id = task["id"].as_str().unwrap();
+    alice.wait_state(id, "TASK_STATE_INPUT_REQUIRED").await;
+    // Two streams open (each reads its first event, the task).
+    let mut one = alice.subscribe(id).await;
+    let mut two = alice.subscribe(id).await;
+    assert!(one.next().await.is_some());
+    assert!(two.next().await.is_some());
+    // A third is refused, and a refused SendStreamingMessage takes no message in.
+    let taskledger_tests::stream::Opened::Refused(e) =
+        alice.stream("SubscribeToTask", json!({"id": id})).await
+    else {
+        panic!("a third stream opened")
+    };
+    assert_eq!(e["error"]["data"][0]["reason"], "RATE_LIMITED", "{e}");
+    let before = alice.ok("GetTask", json!({"id": id})).await["history"]
+        .as_array()
+        .map(Vec::len);
+    let msg = json!({"message": {"messageId": "m-refused", "role": "ROLE_USER", "taskId": id,
+                                 "parts": [{"text": "not taken"}]}});
+    assert!(matches!(
+        alice.stream("SendStreamingMessage", msg).await,
+        taskledger_tests::stream::Opened::Refused(_)
+    ));
+    let after = alice.ok("GetTask", json!({"id": id})).await["history"]
+        .as_array()
+        .map(Vec::len);
+    assert_eq!(before, after, "nothing entered history");
+    // Bob has his own places.
+    let mut bobs = s
+        .as_user("b")
+        .send_task("tck-input-required-bob", "bob")
+        .await;
+    let bob_id = bobs["id"].take();
+    s.as_user("b")
+        .wait_state(bob_id.as_str().unwrap(), "TASK_STATE_INPUT_REQUIRED")
+        .await;
+    let mut bob_stream = s.as_user("b").subscribe(bob_id.as_str().unwrap()).await;
+    assert!(bob_stream.next().await.is_some());
+    // Closing one of Alice's frees its place (the server sees the client go).
+    drop(one);
+    let mut reopened = None;
+    for _ in 0..100 {
+        if let taskledger_tests::stream::Opened::Stream(st) =
+            alice.stream("SubscribeToTask", json!({"id": id})).await
+        {
+            reopened = Some(st);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(reopened.is_some(), "a closed stream's place comes back");
+}

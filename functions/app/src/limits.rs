@@ -97,6 +97,72 @@ impl RateLimiter {
     }
 }
 
+/// The streams each principal holds open, at most `max` (SendStreamingMessage and
+/// SubscribeToTask); a stream counts until it ends or its client goes away.
+pub struct StreamLimit {
+    max: usize,
+    open: Mutex<HashMap<Principal, usize>>,
+}
+
+/// One open stream of a principal; dropping it (the stream ended) frees its place.
+pub struct StreamSlot {
+    limit: std::sync::Arc<StreamLimit>,
+    who: Principal,
+}
+
+impl StreamLimit {
+    pub fn new(max: usize) -> std::sync::Arc<Self> {
+        std::sync::Arc::new(Self {
+            max,
+            open: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// A place for one more stream of `who`, or the refusal.
+    pub fn acquire(self: &std::sync::Arc<Self>, who: &Principal) -> Result<StreamSlot, AppError> {
+        let mut open = self
+            .open
+            .lock()
+            .map_err(|_| AppError::protocol(ErrorKind::Internal, "stream limit lock poisoned"))?;
+        let n = open.entry(who.clone()).or_insert(0);
+        if *n >= self.max {
+            return Err(AppError::protocol(
+                ErrorKind::RateLimited,
+                format!(
+                    "{who} has {} streams open, the most a principal may; close one first",
+                    self.max
+                ),
+            ));
+        }
+        *n += 1;
+        Ok(StreamSlot {
+            limit: self.clone(),
+            who: who.clone(),
+        })
+    }
+
+    /// Streams `who` holds open now.
+    pub fn open_for(&self, who: &Principal) -> usize {
+        self.open
+            .lock()
+            .map(|o| o.get(who).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+}
+
+impl Drop for StreamSlot {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.limit.open.lock() {
+            if let Some(n) = open.get_mut(&self.who) {
+                *n = n.saturating_sub(1);
+                if *n == 0 {
+                    open.remove(&self.who);
+                }
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -144,6 +210,19 @@ mod tests {
         assert!(limiter
             .admit_at(&alice, t0 + Duration::from_secs(40))
             .is_ok());
+    }
+
+    #[test]
+    fn streams_up_to_the_limit_open_one_more_is_refused_and_a_closed_one_frees_its_place() {
+        let limit = StreamLimit::new(2);
+        let alice = Principal::new("acme", "alice").unwrap();
+        let a = limit.acquire(&alice).unwrap();
+        let _b = limit.acquire(&alice).unwrap();
+        let e = limit.acquire(&alice).err().expect("refused");
+        assert_eq!(e.kind(), ErrorKind::RateLimited);
+        drop(a);
+        assert_eq!(limit.open_for(&alice), 1);
+        assert!(limit.acquire(&alice).is_ok());
     }
 
     #[test]

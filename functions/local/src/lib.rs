@@ -71,6 +71,8 @@ pub struct Config {
     pub rate_limit: Option<taskledger_app::limits::RateLimit>,
     /// Tasks each principal may create a minute (none: unlimited).
     pub task_limit: Option<taskledger_app::limits::RateLimit>,
+    /// Streams each principal may hold open (none: unlimited).
+    pub max_streams: Option<usize>,
     pub blocking_timeout: Duration,
     pub timings: ScenarioTimings,
     /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
@@ -143,6 +145,7 @@ impl Config {
             jwt: None,
             rate_limit: None,
             task_limit: None,
+            max_streams: None,
             blocking_timeout: Duration::from_secs(
                 taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
             ),
@@ -364,6 +367,7 @@ async fn build_bindings(
             stream_poll: config.stream_poll,
             rate_limit: config.rate_limit,
             task_limit: config.task_limit,
+            max_streams: config.max_streams,
             ..Default::default()
         },
     );

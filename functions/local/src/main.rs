@@ -67,6 +67,9 @@ struct Args {
     /// Tasks a minute each principal may create; 0: no limit.
     #[arg(long, env = "TASKLEDGER_TASKS_PER_MINUTE", default_value_t = 0)]
     tasks_per_minute: u32,
+    /// Streams each principal may hold open at once; 0: no limit.
+    #[arg(long, env = "TASKLEDGER_MAX_STREAMS", default_value_t = 0)]
+    max_streams: usize,
     /// Verify JWT bearer tokens from this issuer (`iss`); needs --jwt-audience and --jwt-jwks.
     #[arg(long, env = "TASKLEDGER_JWT_ISSUER")]
     jwt_issuer: Option<String>,
@@ -381,6 +384,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         jwt,
         rate_limit: taskledger_app::limits::RateLimit::per_second(args.rate_limit),
         task_limit: taskledger_app::limits::RateLimit::tasks_per_minute(args.tasks_per_minute),
+        max_streams: (args.max_streams > 0).then_some(args.max_streams),
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
         cursor_key: None,

@@ -59,6 +59,8 @@ pub struct ServiceSettings {
     pub rate_limit: Option<crate::limits::RateLimit>,
     /// Tasks each principal may create a minute (none: no limit).
     pub task_limit: Option<crate::limits::RateLimit>,
+    /// Streams each principal may hold open (none: no limit).
+    pub max_streams: Option<usize>,
 }
 
 /// `ServiceSettings::long_poll_max` unless configured (below API Gateway's 29 s on Lambda).
@@ -90,6 +92,7 @@ impl Default for ServiceSettings {
             long_poll_max: DEFAULT_LONG_POLL_MAX,
             rate_limit: None,
             task_limit: None,
+            max_streams: None,
         }
     }
 }
@@ -118,6 +121,7 @@ pub struct Service {
     hub: streams::Hub,
     limiter: Option<crate::limits::RateLimiter>,
     task_limiter: Option<crate::limits::RateLimiter>,
+    stream_limit: Option<Arc<crate::limits::StreamLimit>>,
 }
 
 /// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
@@ -134,6 +138,17 @@ impl Service {
             Some(l) => l.admit(who),
             None => Ok(()),
         }
+    }
+
+    /// Before a stream opens: a place among the streams `who` may hold open (`None`: no limit).
+    pub(crate) fn stream_slot(
+        &self,
+        who: &Principal,
+    ) -> Result<Option<crate::limits::StreamSlot>, AppError> {
+        self.stream_limit
+            .as_ref()
+            .map(|l| l.acquire(who))
+            .transpose()
     }
 
     /// Before a client's new task: the tasks it may create a minute.
@@ -163,6 +178,7 @@ impl Service {
         };
         let hub = streams::Hub::new(store.clone(), settings.stream_poll);
         let (settings_limit, task_limit) = (settings.rate_limit, settings.task_limit);
+        let max_streams = settings.max_streams;
         let svc = Arc::new(Self {
             hub,
             store,
@@ -176,6 +192,7 @@ impl Service {
             turns,
             limiter: settings_limit.map(crate::limits::RateLimiter::new),
             task_limiter: task_limit.map(crate::limits::RateLimiter::new),
+            stream_limit: max_streams.map(crate::limits::StreamLimit::new),
         });
         if let Some(queue) = queue {
             dispatch::start(&svc, queue);

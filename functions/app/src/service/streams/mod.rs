@@ -104,6 +104,8 @@ impl Service {
         req: SendMessageRequest,
         idempotency: Option<(IdempotencyKey, String)>,
     ) -> Result<TaskStream, AppError> {
+        // A place first: a refused stream takes no message in.
+        let slot = self.stream_slot(who)?;
         let sub = match self.submit(who, req, idempotency).await? {
             Submission::Direct(reply) => {
                 let event = event_of(&StreamResponse::Message(reply), None, None)?;
@@ -119,7 +121,7 @@ impl Service {
         if matches!(sub.since, Some((_, true))) && start.state.is_interrupted() {
             start.state = TaskState::Working;
         }
-        Ok(self.open(start, Until::Settled))
+        Ok(self.open(start, Until::Settled, slot))
     }
 
     /// SubscribeToTask: the task now, then its updates until it is terminal; with
@@ -131,6 +133,7 @@ impl Service {
         last_event_id: Option<&str>,
     ) -> Result<TaskStream, AppError> {
         let task_id = task_id_of(&req.id)?;
+        let slot = self.stream_slot(who)?;
         let start = match last_event_id {
             None => {
                 let history = HistoryLength::parse(req.history_length)
@@ -173,18 +176,25 @@ impl Service {
                 }
             }
         };
-        Ok(self.open(start, Until::Terminal))
+        Ok(self.open(start, Until::Terminal, slot))
     }
 
-    fn open(self: &Arc<Self>, start: Start, until: Until) -> TaskStream {
+    /// The stream from `start`; it holds the principal's `slot` until it ends or is dropped.
+    fn open(
+        self: &Arc<Self>,
+        start: Start,
+        until: Until,
+        slot: Option<crate::limits::StreamSlot>,
+    ) -> TaskStream {
         let deadline = self
             .settings
             .stream_max
             .map(|d| tokio::time::Instant::now() + d);
         let reader = Reader::open(&self.hub, self.store.clone(), start, until, deadline);
-        Box::pin(futures_util::stream::unfold(reader, |mut r| async move {
-            r.next().await.map(|event| (event, r))
-        }))
+        Box::pin(futures_util::stream::unfold(
+            (reader, slot),
+            |(mut r, slot)| async move { r.next().await.map(|event| (event, (r, slot))) },
+        ))
     }
 
     /// The task as of event `upto` (the latest when `None`), replayed from its events, if
