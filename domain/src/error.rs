@@ -35,6 +35,8 @@ pub enum ErrorKind {
     TaskGenerationMismatch,
     /// Over the principal's request rate (an implementation-defined JSON-RPC server error).
     RateLimited,
+    /// The request body did not arrive in time (a slow or stalled client).
+    RequestTimeout,
 }
 
 /// Which revision of the spec's mapping table the HTTP and gRPC codes follow: 1.0.1 (the
@@ -227,6 +229,13 @@ impl ErrorKind {
                 "RATE_LIMITED",
                 "Too many requests",
             ),
+            RequestTimeout => w(
+                -32600,
+                408,
+                "DEADLINE_EXCEEDED",
+                "REQUEST_TIMEOUT",
+                "The request body did not arrive in time",
+            ),
         }
     }
 }
@@ -401,6 +410,7 @@ mod tests {
             MethodNotAllowed,
             Unavailable,
             RateLimited,
+            RequestTimeout,
         ];
         let differing: Vec<_> = all
             .iter()

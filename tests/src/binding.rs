@@ -80,7 +80,7 @@ pub fn binding() -> Binding {
 
 /// Every kind of the domain's error table. `listed` below does not compile when a kind is
 /// added to `ErrorKind` without being added here.
-pub const ERROR_KINDS: [ErrorKind; 21] = [
+pub const ERROR_KINDS: [ErrorKind; 22] = [
     ErrorKind::JsonParse,
     ErrorKind::InvalidRequest,
     ErrorKind::MethodNotFound,
@@ -102,6 +102,7 @@ pub const ERROR_KINDS: [ErrorKind; 21] = [
     ErrorKind::Unavailable,
     ErrorKind::TaskGenerationMismatch,
     ErrorKind::RateLimited,
+    ErrorKind::RequestTimeout,
 ];
 
 /// Its position in `ERROR_KINDS` (an exhaustive match: a new kind must be listed).
@@ -129,6 +130,7 @@ const fn listed(kind: ErrorKind) -> usize {
         Unavailable => 18,
         TaskGenerationMismatch => 19,
         RateLimited => 20,
+        RequestTimeout => 21,
     }
 }
 

@@ -188,3 +188,58 @@ async fn a_principal_holds_at_most_its_streams_and_a_closed_one_frees_its_place(
     }
     assert!(reopened.is_some(), "a closed stream's place comes back");
 }
+
+/// Sends `head` and the first `sent` bytes of `body` at once, the rest after `pause` (never,
+/// with `None`); the status line of the answer.
+async fn slow_post(
+    base: &str,
+    body: &str,
+    sent: usize,
+    pause: Option<std::time::Duration>,
+) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "POST /a2a HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nA2A-Version: 1.0\r\n\
+         Authorization: Bearer a\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+        body.len()
+    );
+    tcp.write_all(head.as_bytes()).await.unwrap();
+    tcp.write_all(&body.as_bytes()[..sent]).await.unwrap();
+    if let Some(p) = pause {
+        tokio::time::sleep(p).await;
+        tcp.write_all(&body.as_bytes()[sent..]).await.unwrap();
+    }
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tcp.read_to_end(&mut answer),
+    )
+    .await;
+    String::from_utf8_lossy(&answer)
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_body_that_stalls_is_answered_408_and_one_in_time_is_served() {
+    let mut config = two_principals();
+    config.body_read_timeout = std::time::Duration::from_millis(400);
+    let s = Server::start_with(config).await;
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}).to_string();
+    // Within the bound: served.
+    let status = slow_post(
+        &s.base,
+        &body,
+        10,
+        Some(std::time::Duration::from_millis(100)),
+    )
+    .await;
+    assert!(status.contains(" 200"), "{status}");
+    // Stalled past it: 408, and the connection is let go.
+    let status = slow_post(&s.base, &body, 10, None).await;
+    assert!(status.contains(" 408"), "{status}");
+}

@@ -283,6 +283,8 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
         // A REST API stage or a custom domain's base path in front of the routes.
         path_prefix: var("TASKLEDGER_PATH_PREFIX"),
         stream_keep_alive: DEFAULT_KEEP_ALIVE,
+        // Lambda receives the whole body from the gateway: this bound never bites there.
+        body_read_timeout: crate::http::BODY_READ_TIMEOUT,
     };
     let bounds = StreamBounds {
         deadline_margin: LAMBDA_STREAM_DEADLINE_MARGIN,

@@ -73,6 +73,8 @@ pub struct Config {
     pub task_limit: Option<taskledger_app::limits::RateLimit>,
     /// Streams each principal may hold open (none: unlimited).
     pub max_streams: Option<usize>,
+    /// How long a request body may take to arrive.
+    pub body_read_timeout: Duration,
     pub blocking_timeout: Duration,
     pub timings: ScenarioTimings,
     /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
@@ -146,6 +148,7 @@ impl Config {
             rate_limit: None,
             task_limit: None,
             max_streams: None,
+            body_read_timeout: taskledger_app::http::BODY_READ_TIMEOUT,
             blocking_timeout: Duration::from_secs(
                 taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
             ),
@@ -431,6 +434,7 @@ async fn build_bindings(
             error_table: config.error_table,
             path_prefix: None,
             stream_keep_alive: config.stream_keep_alive,
+            body_read_timeout: config.body_read_timeout,
         },
     );
     Ok((router(state), grpc))

@@ -70,6 +70,9 @@ struct Args {
     /// Streams each principal may hold open at once; 0: no limit.
     #[arg(long, env = "TASKLEDGER_MAX_STREAMS", default_value_t = 0)]
     max_streams: usize,
+    /// Seconds a request body may take to arrive before the request is answered 408.
+    #[arg(long, env = "TASKLEDGER_BODY_READ_TIMEOUT_SECS", default_value_t = 30)]
+    body_read_timeout_secs: u64,
     /// Verify JWT bearer tokens from this issuer (`iss`); needs --jwt-audience and --jwt-jwks.
     #[arg(long, env = "TASKLEDGER_JWT_ISSUER")]
     jwt_issuer: Option<String>,
@@ -385,6 +388,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         rate_limit: taskledger_app::limits::RateLimit::per_second(args.rate_limit),
         task_limit: taskledger_app::limits::RateLimit::tasks_per_minute(args.tasks_per_minute),
         max_streams: (args.max_streams > 0).then_some(args.max_streams),
+        body_read_timeout: Duration::from_secs(args.body_read_timeout_secs.max(1)),
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
         cursor_key: None,

@@ -17,7 +17,29 @@ use crate::request::{self, EXTENSIONS_HEADER};
 
 /// The body, refused as PayloadTooLarge past `MAX_BODY_BYTES` (by its declared length before
 /// anything is read).
-pub async fn read_body(body: Body, headers: &HeaderMap) -> Result<Bytes, AppError> {
+/// How long a request body may take to arrive by default (`HttpSettings::body_read_timeout`).
+pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// The body, bounded in size (`MAX_BODY_BYTES`) and in time (`within`: a stalled client is
+/// answered 408 instead of holding the connection).
+pub async fn read_body(
+    body: Body,
+    headers: &HeaderMap,
+    within: std::time::Duration,
+) -> Result<Bytes, AppError> {
+    match tokio::time::timeout(within, read_bounded(body, headers)).await {
+        Ok(r) => r,
+        Err(_) => Err(AppError::protocol(
+            ErrorKind::RequestTimeout,
+            format!(
+                "the request body did not arrive within {} ms",
+                within.as_millis()
+            ),
+        )),
+    }
+}
+
+async fn read_bounded(body: Body, headers: &HeaderMap) -> Result<Bytes, AppError> {
     let too_large = || {
         AppError::protocol(
             ErrorKind::PayloadTooLarge,

@@ -119,7 +119,7 @@ async fn handle(
             format!("Content-Type {essence:?} is not supported; send application/json"),
         ));
     }
-    let bytes = common::read_body(body, &parts.headers)
+    let bytes = common::read_body(body, &parts.headers, state.settings.body_read_timeout)
         .await
         .map_err(RpcFailure::transport)?;
     let principal = state.auth.authenticate(&parts).await.map_err(|e| {

@@ -6,6 +6,7 @@
 
 mod card;
 mod common;
+pub use common::BODY_READ_TIMEOUT;
 mod jsonrpc;
 mod rest;
 mod sse;
@@ -54,6 +55,8 @@ pub struct HttpSettings {
     pub path_prefix: Option<String>,
     /// How often an idle stream sends an SSE comment.
     pub stream_keep_alive: std::time::Duration,
+    /// How long a request body may take to arrive (`common::BODY_READ_TIMEOUT`).
+    pub body_read_timeout: std::time::Duration,
 }
 
 /// The `host:port` the card gives for the gRPC binding (A2A: no scheme).
@@ -194,6 +197,7 @@ mod tests {
                 error_table: Default::default(),
                 path_prefix: prefix.map(str::to_string),
                 stream_keep_alive: DEFAULT_KEEP_ALIVE,
+                body_read_timeout: common::BODY_READ_TIMEOUT,
             },
         ))
     }

@@ -110,7 +110,9 @@ async fn handle(
                 format!("Content-Type {essence:?} is not supported; send application/json"),
             ));
         }
-        body_object(&common::read_body(body, &parts.headers).await?)?
+        body_object(
+            &common::read_body(body, &parts.headers, state.settings.body_read_timeout).await?,
+        )?
     };
     let principal = state
         .auth
