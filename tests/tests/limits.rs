@@ -40,17 +40,7 @@ fn two_principals() -> taskledger_local::Config {
 
 #[tokio::test]
 async fn a_principal_over_its_rate_is_told_to_come_back_and_others_are_not() {
-    let mut config = test_config();
-    config.tokens = std::collections::HashMap::from([
-        (
-            "a".to_string(),
-            taskledger_domain::ids::Principal::new("acme", "alice").unwrap(),
-        ),
-        (
-            "b".to_string(),
-            taskledger_domain::ids::Principal::new("acme", "bob").unwrap(),
-        ),
-    ]);
+    let mut config = two_principals();
     // 5 a second, bursts of 10: the burst passes, the next one is refused.
     config.rate_limit = taskledger_app::limits::RateLimit::per_second(5);
     let s = Server::start_with(config).await;
