@@ -48,6 +48,9 @@ fn metadata_text<'a>(metadata: &'a MetadataMap, key: &str) -> Option<&'a str> {
 
 impl A2aGrpc {
     pub fn new(service: Arc<Service>, auth: Arc<dyn Authenticator>) -> Self {
+        // The descriptor tables are built from the compiled-in proto here, at start-up, so
+        // their invariant checks never run first inside a request.
+        super::routes::rpcs();
         Self {
             service,
             auth,
@@ -71,12 +74,7 @@ impl A2aGrpc {
     async fn begin(&self, metadata: MetadataMap) -> Result<(Context, MetadataMap), AppError> {
         let (mut parts, ()) = axum::http::Request::new(()).into_parts();
         parts.headers = metadata.into_headers();
-        let who = self
-            .auth
-            .authenticate(&parts)
-            .await
-            .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
-        self.service.admit(&who)?;
+        let who = crate::identity::caller(self.auth.as_ref(), &self.service, &parts).await?;
         let owned = MetadataMap::from_headers(parts.headers);
         let metadata = &owned;
         let version = metadata_text(metadata, &VERSION_HEADER.to_ascii_lowercase())

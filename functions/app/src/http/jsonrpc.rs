@@ -122,15 +122,8 @@ async fn handle(
     let bytes = common::read_body(body, &parts.headers, state.settings.body_read_timeout)
         .await
         .map_err(RpcFailure::transport)?;
-    let principal = state.auth.authenticate(&parts).await.map_err(|e| {
-        RpcFailure::transport(AppError::protocol(
-            ErrorKind::Unauthenticated,
-            e.to_string(),
-        ))
-    })?;
-    state
-        .service
-        .admit(&principal)
+    let principal = crate::identity::caller(state.auth.as_ref(), &state.service, &parts)
+        .await
         .map_err(RpcFailure::transport)?;
     let envelope: Value = serde_json::from_slice(&bytes).map_err(|e| {
         fail(

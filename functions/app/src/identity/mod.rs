@@ -74,6 +74,23 @@ impl TokenAuthenticator {
     }
 }
 
+/// Every binding's first step: who is calling (or Unauthenticated), then whether that caller
+/// may make another request now (the service's rate limit).
+pub async fn caller(
+    auth: &dyn Authenticator,
+    service: &crate::service::Service,
+    request: &Parts,
+) -> Result<Principal, crate::error::AppError> {
+    let who = auth.authenticate(request).await.map_err(|e| {
+        crate::error::AppError::protocol(
+            taskledger_domain::error::ErrorKind::Unauthenticated,
+            e.to_string(),
+        )
+    })?;
+    service.admit(&who)?;
+    Ok(who)
+}
+
 /// The token of an `Authorization: Bearer <token>` header.
 pub fn bearer(request: &Parts) -> Result<&str, AuthError> {
     let header = request

@@ -114,12 +114,7 @@ async fn handle(
             &common::read_body(body, &parts.headers, state.settings.body_read_timeout).await?,
         )?
     };
-    let principal = state
-        .auth
-        .authenticate(&parts)
-        .await
-        .map_err(|e| AppError::protocol(ErrorKind::Unauthenticated, e.to_string()))?;
-    state.service.admit(&principal)?;
+    let principal = crate::identity::caller(state.auth.as_ref(), &state.service, &parts).await?;
     let version = common::check_version(&parts.headers, parts.uri.query())?;
     let key = common::idempotency_key(&parts.headers)?;
     // What the path names wins over the body.
