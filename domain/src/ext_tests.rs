@@ -77,6 +77,7 @@ fn user(id: &str, text: &str, sender: Option<&str>) -> TaskCommand {
     TaskCommand::AppendUserMessage(AppendUserMessage {
         message: msg(id, text, sender, None),
         at: at(5),
+        caller: None,
     })
 }
 
@@ -84,6 +85,7 @@ fn with_envelope(sender: &str, env: Value) -> TaskCommand {
     TaskCommand::AppendUserMessage(AppendUserMessage {
         message: msg("m-env", "update", Some(sender), Some(env)),
         at: at(5),
+        caller: None,
     })
 }
 
@@ -192,7 +194,11 @@ fn an_envelope_only_update_is_not_work_for_the_agent() {
     };
     let r = result(
         created(),
-        TaskCommand::AppendUserMessage(AppendUserMessage { message, at: at(5) }),
+        TaskCommand::AppendUserMessage(AppendUserMessage {
+            message,
+            at: at(5),
+            caller: None,
+        }),
     )
     .unwrap();
     assert!(
@@ -236,13 +242,19 @@ fn model_and_effort_change_only_through_their_commands() {
 }
 
 #[test]
-fn any_participant_may_change_name_description_and_criteria() {
+fn any_participant_who_sends_may_change_name_description_and_criteria() {
     let mut env = envelope();
     env["description"] = json!("now with notes");
     env["acceptance_criteria"] = json!([{"text": "tests pass"}]);
-    let r = result(created(), with_envelope("eve", env)).unwrap();
+    let r = result(created(), with_envelope("bob", env.clone())).unwrap();
     assert!(matches!(&r[0], TaskEvent::ExtensionUpdated { data, .. }
         if data.description == "now with notes" && data.acceptance_criteria.len() == 1));
+    // a watcher reads: its update is refused, and nothing else happens
+    let r = result(created(), with_envelope("eve", env)).unwrap();
+    assert!(
+        matches!(&r[..], [TaskEvent::MessageRefused { reason, .. }] if reason.contains("eve is a watcher")),
+        "{r:?}"
+    );
 }
 
 #[test]
@@ -586,7 +598,7 @@ fn a_help_request_asks_with_a_channel_part_and_waits() {
 
 #[test]
 fn only_the_asked_participant_resumes_the_task() {
-    let r = result(asked(), user("m-2", "try eu", Some("eve"))).unwrap();
+    let r = result(asked(), user("m-2", "try eu", Some("ann"))).unwrap();
     assert!(
         matches!(&r[..], [TaskEvent::MessageAppended { .. }]),
         "recorded, still waiting"

@@ -48,6 +48,36 @@ pub struct Commit {
     pub idempotency: Option<IdempotencyRecord>,
     /// Updates the events push to webhook subscribers (empty when nobody subscribed).
     pub pushes: Vec<crate::push::PushUpdate>,
+    /// Whom the task is shared with: the list index keeps an entry per principal.
+    pub sharing: Sharing,
+}
+
+/// The principals a task is shared with after a commit (its participants' principals, the
+/// owner left out), and those it no longer is: each has an entry in the list index, so
+/// ListTasks finds shared tasks without a scan (ADR 021).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Sharing {
+    pub members: Vec<Principal>,
+    pub removed: Vec<Principal>,
+    /// Whether the commit changed the set (a store keeping no per-entry list data writes then).
+    pub changed: bool,
+}
+
+impl Sharing {
+    /// The change from sharing with `was` to whom `after` is shared with.
+    pub fn between(was: Vec<Principal>, after: Option<&TaskHead>) -> Self {
+        let members = after.map(TaskHead::shared_with).unwrap_or_default();
+        let removed: Vec<Principal> = was
+            .iter()
+            .filter(|p| !members.contains(p))
+            .cloned()
+            .collect();
+        Self {
+            changed: was != members,
+            members,
+            removed,
+        }
+    }
 }
 
 impl Commit {
@@ -328,9 +358,42 @@ pub struct Cursor {
     pub task_id: String,
 }
 
+/// Which of the caller's tasks a list holds: those it owns, those shared with it (it is a
+/// participant), or both (the default).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ListScope {
+    #[default]
+    All,
+    Owned,
+    Shared,
+}
+
+impl ListScope {
+    /// `owned`, `shared`, or nothing (both).
+    pub fn parse(v: Option<&str>) -> Result<Self, String> {
+        match v {
+            None | Some("") => Ok(Self::All),
+            Some("owned") => Ok(Self::Owned),
+            Some("shared") => Ok(Self::Shared),
+            Some(other) => Err(format!(
+                "is owned, shared, or unset for both (got {other:?})"
+            )),
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::All => "",
+            Self::Owned => "owned",
+            Self::Shared => "shared",
+        }
+    }
+}
+
 /// ListTasks filters, already validated.
 #[derive(Debug, Clone)]
 pub struct ListQuery {
+    pub scope: ListScope,
     pub context_id: Option<ContextId>,
     pub state: Option<TaskState>,
     pub status_after: Option<Timestamp>,
@@ -348,17 +411,18 @@ pub struct ListPage {
     pub next: Option<Cursor>,
 }
 
-/// The task read model: GetTask and ListTasks, scoped to the caller.
+/// The task read model: GetTask and ListTasks, scoped to the caller: the tasks it owns and
+/// those shared with it (`TaskHead::visible_to`).
 #[async_trait]
 pub trait TaskReadModel: Send + Sync {
-    /// The caller's task, or `None` if it does not exist or belongs to someone else.
+    /// The task, or `None` if it does not exist or the caller may not see it.
     async fn get(
         &self,
-        owner: &Principal,
+        who: &Principal,
         task_id: &TaskId,
         view: ViewOptions,
     ) -> Result<Option<TaskView>, StoreError>;
-    async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError>;
+    async fn list(&self, who: &Principal, query: &ListQuery) -> Result<ListPage, StoreError>;
     /// The view of a head the caller already holds (a command's committed state): only the
     /// history rows and chunks it needs are read.
     async fn complete(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError>;
@@ -412,10 +476,17 @@ pub struct CommitBuilder {
     updates: Vec<Option<crate::events::EventUpdate>>,
     writes: Vec<ReadWrite>,
     pushes: Vec<crate::push::PushUpdate>,
+    /// Whom the task was shared with before.
+    shared_before: Vec<Principal>,
 }
 
 impl CommitBuilder {
     pub fn new(task_id: TaskId, before: TaskAggregate) -> Self {
+        let shared_before = before
+            .head
+            .as_ref()
+            .map(TaskHead::shared_with)
+            .unwrap_or_default();
         Self {
             task_id,
             before_version: before.version,
@@ -424,6 +495,7 @@ impl CommitBuilder {
             updates: Vec::new(),
             writes: Vec::new(),
             pushes: Vec::new(),
+            shared_before,
         }
     }
 
@@ -469,6 +541,7 @@ impl CommitBuilder {
                 s
             })
             .collect();
+        let sharing = Sharing::between(self.shared_before, self.state.head.as_ref());
         let commit = Commit {
             task_id: self.task_id,
             expected_version: self.before_version,
@@ -478,6 +551,7 @@ impl CommitBuilder {
             message_key: None,
             idempotency: None,
             pushes: self.pushes,
+            sharing,
         };
         (commit, self.events)
     }

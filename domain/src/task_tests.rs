@@ -63,6 +63,7 @@ fn created() -> Vec<TaskEvent> {
         TaskEvent::MessageAppended {
             message: kept(user("m-1", "hi"), at(0)),
             at: at(0),
+            acted_by: None,
         },
         TaskEvent::AgentWorkRequested {
             reason: "task created".into(),
@@ -139,6 +140,7 @@ fn a_message_to_an_unknown_task_is_task_not_found() {
         .when(TaskCommand::AppendUserMessage(AppendUserMessage {
             message: user("m-2", "x"),
             at: at(1),
+            caller: None,
         }))
         .inspect_result();
     assert!(matches!(r, Err(DomainError::TaskNotFound { .. })));
@@ -152,11 +154,13 @@ fn a_follow_up_message_is_appended_with_a_later_timeline_stamp() {
         .when(TaskCommand::AppendUserMessage(AppendUserMessage {
             message: user("m-2", "more"),
             at: at(2),
+            caller: None,
         }))
         .then_expect_events(vec![
             TaskEvent::MessageAppended {
                 message: kept(user("m-2", "more"), at(2)),
                 at: at(2),
+                acted_by: None,
             },
             work(at(2)),
         ]);
@@ -170,11 +174,13 @@ fn timeline_stamps_stay_strictly_increasing_when_the_clock_does_not() {
         .when(TaskCommand::AppendUserMessage(AppendUserMessage {
             message: user("m-2", "same instant"),
             at: at(0),
+            caller: None,
         }))
         .then_expect_events(vec![
             TaskEvent::MessageAppended {
                 message: kept(user("m-2", "same instant"), later),
                 at: later,
+                acted_by: None,
             },
             work(later),
         ]);
@@ -189,6 +195,7 @@ fn a_message_whose_context_does_not_match_the_task_is_invalid_params() {
         .when(TaskCommand::AppendUserMessage(AppendUserMessage {
             message: m,
             at: at(1),
+            caller: None,
         }))
         .inspect_result();
     assert!(
@@ -205,6 +212,7 @@ fn terminal_states_are_final_for_messages() {
             .when(TaskCommand::AppendUserMessage(AppendUserMessage {
                 message: user("m-2", "x"),
                 at: at(2),
+                caller: None,
             }))
             .then_expect_error(DomainError::TaskTerminal {
                 task_id: "t-1".into(),
@@ -250,7 +258,10 @@ fn canceling_a_working_task_cancels_it() {
     Given::with(())
         .given(created())
         .and(vec![status(TaskState::Working, 1)])
-        .when(TaskCommand::CancelTask { at: at(2) })
+        .when(TaskCommand::CancelTask {
+            at: at(2),
+            by: None,
+        })
         .then_expect_events(vec![TaskEvent::TaskCanceled { at: at(2) }]);
 }
 
@@ -259,7 +270,10 @@ fn canceling_a_canceled_task_again_changes_nothing() {
     Given::with(())
         .given(created())
         .and(vec![TaskEvent::TaskCanceled { at: at(1) }])
-        .when(TaskCommand::CancelTask { at: at(2) })
+        .when(TaskCommand::CancelTask {
+            at: at(2),
+            by: None,
+        })
         .then_expect_events(vec![]);
 }
 
@@ -268,7 +282,10 @@ fn other_terminal_tasks_are_not_cancelable() {
     Given::with(())
         .given(created())
         .and(vec![status(TaskState::Completed, 1)])
-        .when(TaskCommand::CancelTask { at: at(2) })
+        .when(TaskCommand::CancelTask {
+            at: at(2),
+            by: None,
+        })
         .then_expect_error(DomainError::TaskNotCancelable {
             task_id: "t-1".into(),
             state: TaskState::Completed,
@@ -457,6 +474,7 @@ fn history_length_unset_all_zero_none_n_last_n() {
         events.push(TaskEvent::MessageAppended {
             message: kept(user(&format!("m-{i}"), &format!("msg {i}")), at(i)),
             at: at(i),
+            acted_by: None,
         });
     }
     assert_eq!(
@@ -573,6 +591,7 @@ fn history_alone_does_not_move_the_generation() {
     e.push(TaskEvent::MessageAppended {
         message: kept(user("m-2", "more"), at(1)),
         at: at(1),
+        acted_by: None,
     });
     Given::with(())
         .given(e)

@@ -186,6 +186,7 @@ mod tests {
                 TaskCommand::AppendUserMessage(AppendUserMessage {
                     message: Message::user_text("m-2", "more"),
                     at: Timestamp::now(),
+                    caller: None,
                 }),
             );
             assert_eq!(s.head().unwrap().execution_steps, 0);
@@ -200,6 +201,7 @@ mod tests {
                 TaskCommand::AppendUserMessage(AppendUserMessage {
                     message: Message::user_text("m-2", "more"),
                     at: Timestamp::now(),
+                    caller: None,
                 }),
             );
             assert_eq!(s.decide(continue_after(first, 1)).unwrap(), vec![]);

@@ -122,7 +122,13 @@ fn failed_input_required_and_canceled_updates_carry_usage_too() {
     }
     let s = run(
         &created(),
-        vec![usage("m", 1, 1), TaskCommand::CancelTask { at: at(3) }],
+        vec![
+            usage("m", 1, 1),
+            TaskCommand::CancelTask {
+                at: at(3),
+                by: None,
+            },
+        ],
     );
     assert_eq!(update_usage(&s).unwrap()["totalTokens"], 2, "canceled");
 }

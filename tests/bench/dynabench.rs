@@ -56,6 +56,7 @@ async fn seed_task(store: &DynamoStore, owner: &Principal, id: &str, events: u64
                     .decide(TaskCommand::AppendUserMessage(AppendUserMessage {
                         message: user_message(&format!("m-{}", scratch.version), "seed message"),
                         at: Timestamp::now(),
+                        caller: None,
                     }))
                     .expect("append"),
             );

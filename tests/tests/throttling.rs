@@ -109,6 +109,7 @@ async fn append_one(
         .decide(TaskCommand::AppendUserMessage(AppendUserMessage {
             message: user_message("m-t", "through the proxy"),
             at: Timestamp::now(),
+            caller: None,
         }))
         .unwrap();
     store

@@ -25,6 +25,7 @@ fn created() -> Vec<TaskEvent> {
         TaskEvent::MessageAppended {
             message: Message::user_text("m-1", "hi"),
             at: at(0),
+            acted_by: None,
         },
         TaskEvent::AgentWorkRequested {
             reason: "task created".into(),

@@ -8,7 +8,7 @@
 
 use crate::error::DomainError;
 use crate::hitl::{self, Approval, Nested, PendingTool, HITL_URI};
-use crate::ids::ParticipantId;
+use crate::ids::{ParticipantId, Principal};
 use crate::time::Timestamp;
 use crate::wire::{Message, Metadata, TaskState};
 
@@ -45,6 +45,8 @@ pub struct AnswerToolApproval {
     pub by: Option<ParticipantId>,
     pub message: Message,
     pub at: Timestamp,
+    /// The authenticated principal answering (none: the task's owner).
+    pub caller: Option<Principal>,
 }
 
 fn approvals_field() -> String {
@@ -154,15 +156,7 @@ pub(super) fn answer(
             format!("task {} waits for no tool approval", head.id),
         ));
     };
-    if !gates::may_decide(head, c.by.as_ref()) {
-        return Err(DomainError::NotPermitted {
-            field: approvals_field(),
-            reason: format!(
-                "only the task's owner or an admin participant decides gate {}",
-                gate.id
-            ),
-        });
-    }
+    let speaker = gates::decider(head, c.caller.as_ref(), c.by, approvals_field(), &gate.id)?;
     let pending = gate.asked();
     for (i, a) in c.approvals.iter().enumerate() {
         if !pending.iter().any(|t| t.id == a.id) {
@@ -190,11 +184,12 @@ pub(super) fn answer(
         TaskEvent::MessageAppended {
             message: head.own_message(c.message, at),
             at,
+            acted_by: speaker.acted_by,
         },
         TaskEvent::GateAnswered {
             gate_id: gate.id.clone(),
             choice: DECIDED.into(),
-            by: c.by,
+            by: speaker.sender,
             approvals: c.approvals,
             at,
         },

@@ -75,6 +75,7 @@ fn decide(decisions: &[(&str, bool)], by: Option<&str>) -> TaskCommand {
         by: by.map(|p| ParticipantId::parse(p).unwrap()),
         message: hitl_message("m-2", ""),
         at: at(3),
+        caller: None,
     }))
 }
 
@@ -212,6 +213,7 @@ fn while_calls_wait_a_plain_message_or_a_gate_answer_is_refused_with_how_to_answ
         TaskCommand::AppendUserMessage(AppendUserMessage {
             message: Message::user_text("m-3", "hurry"),
             at: at(4),
+            caller: None,
         }),
     )
     .unwrap_err();
@@ -225,6 +227,7 @@ fn while_calls_wait_a_plain_message_or_a_gate_answer_is_refused_with_how_to_answ
             by: None,
             message: Message::user_text("m-4", "ok"),
             at: at(4),
+            caller: None,
         })),
     )
     .unwrap_err();
@@ -285,6 +288,7 @@ fn a_help_question_on_a_hitl_task_is_an_ask_user_request_answered_by_its_id() {
         TaskCommand::AppendUserMessage(AppendUserMessage {
             message: m,
             at: at(5),
+            caller: None,
         })
     };
     let e = when(&mut s, reply("nope", json!([{"answer": ["blue"]}]))).unwrap_err();

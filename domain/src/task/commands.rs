@@ -25,6 +25,9 @@ pub struct CreateTask {
 pub struct AppendUserMessage {
     pub message: Message,
     pub at: Timestamp,
+    /// The authenticated principal sending it (none: the task's owner). It speaks as its own
+    /// participant whatever `metadata.participant_id` says, unless it is an admin (ADR 021).
+    pub caller: Option<Principal>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -63,9 +66,11 @@ pub enum TaskCommand {
         last_chunk: bool,
         at: Timestamp,
     },
-    /// A client cancels the task.
+    /// A client cancels the task: its owner or an admin participant (`by`; none: the owner
+    /// or the service).
     CancelTask {
         at: Timestamp,
+        by: Option<Principal>,
     },
     /// `set_participant_role`: only an admin, and never removing the last admin.
     SetParticipantRole {

@@ -57,6 +57,7 @@ pub(super) fn create_task(
     events.push(TaskEvent::MessageAppended {
         message: message.clone(),
         at: c.at,
+        acted_by: None,
     });
     if c.awaiting_assignee.is_none() {
         events.push(TaskEvent::AgentWorkRequested {

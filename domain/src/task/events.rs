@@ -29,6 +29,9 @@ pub enum TaskEvent {
         message: Message,
         #[serde(with = "nanos")]
         at: Timestamp,
+        /// An admin who sent it for the participant it names (ADR 021).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        acted_by: Option<Principal>,
     },
     StatusChanged {
         state: TaskState,

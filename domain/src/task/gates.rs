@@ -9,12 +9,13 @@ use crate::dmp::{GateStateV1, OpenGate};
 use crate::error::DomainError;
 use crate::ext::Role;
 use crate::hitl::{Approval, Nested, PendingTool};
-use crate::ids::{stored, ParticipantId};
+use crate::ids::{stored, ParticipantId, Principal};
 use crate::time::{nanos, Timestamp};
 use crate::wire::Message;
 
 use super::events::TaskEvent;
 use super::head::TaskHead;
+use super::sharing::{self, Speaker};
 
 /// DMP envelope/v1 on `Message.metadata`: of it, an `answer` (`replyTo` a gate, `choice`)
 /// is read, which answers a gate.
@@ -130,6 +131,8 @@ pub struct AnswerGate {
     pub by: Option<ParticipantId>,
     pub message: Message,
     pub at: Timestamp,
+    /// The authenticated principal answering (none: the task's owner).
+    pub caller: Option<Principal>,
 }
 
 /// The id a gate raised as event `seq` of the task gets.
@@ -149,6 +152,31 @@ pub(super) fn raise(kind: GateKind, seq: u64, at: Timestamp) -> TaskEvent {
             nested: None,
         },
     }
+}
+
+/// Who decides a gate in an answer from `caller` naming `named`: the answer's speaker
+/// (`sharing::speaker`), who must be the owner or speak as an admin participant.
+pub(super) fn decider(
+    head: &TaskHead,
+    caller: Option<&Principal>,
+    named: Option<ParticipantId>,
+    field: String,
+    gate_id: &str,
+) -> Result<Speaker, DomainError> {
+    let speaker =
+        sharing::speaker(head, caller.unwrap_or(&head.owner), named).map_err(|reason| {
+            DomainError::NotPermitted {
+                field: field.clone(),
+                reason,
+            }
+        })?;
+    if !may_decide(head, speaker.sender.as_ref()) {
+        return Err(DomainError::NotPermitted {
+            field,
+            reason: format!("only the task's owner or an admin participant decides gate {gate_id}"),
+        });
+    }
+    Ok(speaker)
 }
 
 /// Whether `by` may decide a gate of the task: the owner (no participant named) or an admin.
@@ -182,15 +210,7 @@ pub(super) fn answer(head: &TaskHead, c: AnswerGate) -> Result<Vec<TaskEvent>, D
             choice: done.choice.clone(),
         });
     }
-    if !may_decide(head, c.by.as_ref()) {
-        return Err(DomainError::NotPermitted {
-            field: "replyTo".into(),
-            reason: format!(
-                "only the task's owner or an admin participant decides gate {}",
-                gate.id
-            ),
-        });
-    }
+    let speaker = decider(head, c.caller.as_ref(), c.by, "replyTo".into(), &gate.id)?;
     if gate.kind == GateKind::ToolApproval {
         return Err(DomainError::invalid(
             "replyTo",
@@ -220,11 +240,12 @@ pub(super) fn answer(head: &TaskHead, c: AnswerGate) -> Result<Vec<TaskEvent>, D
     let mut events = vec![TaskEvent::MessageAppended {
         message: head.own_message(c.message, at),
         at,
+        acted_by: speaker.acted_by,
     }];
     events.push(TaskEvent::GateAnswered {
         gate_id: gate.id.clone(),
         choice: choice.clone(),
-        by: c.by,
+        by: speaker.sender,
         approvals: vec![],
         at: c.at,
     });

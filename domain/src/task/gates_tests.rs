@@ -50,6 +50,7 @@ fn answer(choice: Option<&str>, by: Option<&str>, id: &str) -> TaskCommand {
         by: by.map(|p| ParticipantId::parse(p).unwrap()),
         message: Message::user_text("m-2", "ok"),
         at: at(1),
+        caller: None,
     }))
 }
 
@@ -199,6 +200,7 @@ fn a_plain_message_to_a_task_waiting_on_a_gate_is_refused() {
     let r = state_after(&proposed()).decide(TaskCommand::AppendUserMessage(AppendUserMessage {
         message: Message::user_text("m-3", "hurry up"),
         at: at(2),
+        caller: None,
     }));
     assert!(matches!(r, Err(DomainError::UnsupportedOperation(ref m)) if m.contains("gate")));
 }

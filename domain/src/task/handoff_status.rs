@@ -182,6 +182,7 @@ mod tests {
                 by: None,
                 message: Message::user_text("m-2", "ok"),
                 at: Timestamp::now(),
+                caller: None,
             })))
             .unwrap();
         for e in &events {

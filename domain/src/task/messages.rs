@@ -6,7 +6,7 @@ use serde_json::Value;
 use crate::error::DomainError;
 use crate::ext::{self, Effort, TaskExtensionData};
 use crate::hitl::{self, HITL_URI};
-use crate::ids::ParticipantId;
+use crate::ids::{ParticipantId, Principal};
 use crate::intake;
 use crate::time::Timestamp;
 use crate::wire::{Message, Part, Role};
@@ -15,7 +15,7 @@ use super::commands::AppendUserMessage;
 use super::events::TaskEvent;
 use super::head::TaskHead;
 use super::status::refuse_if_terminal;
-use super::{help, participants, plan, subtasks};
+use super::{help, participants, plan, sharing, subtasks};
 
 /// `AppendUserMessage`: a client's message to an existing, unfinished task of its context.
 /// Messages a task's history may hold before a client's message is refused (the task's work
@@ -65,7 +65,7 @@ pub(super) fn append_user_message(
             ));
         }
     }
-    user_message(head, c.message, c.at)
+    user_message(head, c.message, c.caller.as_ref(), c.at)
 }
 
 /// `AppendAgentMessage`: the agent says something (kept in history).
@@ -80,18 +80,41 @@ pub(super) fn append_agent_message(
     Ok(vec![TaskEvent::MessageAppended {
         message: head.own_message(message, at),
         at,
+        acted_by: None,
     }])
 }
 
-/// A user message: membership, `/model` and `/effort`, envelopes, help answers and
-/// participant tasks, then the message itself.
+/// A user message: who speaks (the caller, ADR 021), membership and roles, `/model` and
+/// `/effort`, envelopes, help answers and participant tasks, then the message itself.
 fn user_message(
     head: &TaskHead,
-    message: Message,
+    mut message: Message,
+    caller: Option<&Principal>,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
-    let sender = ext::sender_of(&message, "message")?;
+    let named = ext::sender_of(&message, "message")?;
     let at = head.next_stamp(at);
+    let refused = |participant_id: Option<ParticipantId>, reason: String| {
+        Ok(vec![TaskEvent::MessageRefused {
+            participant_id,
+            reason,
+            at,
+        }])
+    };
+    let speaker = match sharing::speaker(head, caller.unwrap_or(&head.owner), named.clone()) {
+        Ok(s) => s,
+        Err(reason) => return refused(named, format!("message not accepted: {reason}")),
+    };
+    let sender = speaker.sender;
+    if named.is_none() {
+        // The history says who spoke, also when the caller did not write it.
+        if let Some(s) = &sender {
+            message
+                .metadata
+                .get_or_insert_with(Default::default)
+                .insert(ext::PARTICIPANT_ID_KEY.into(), s.as_str().into());
+        }
+    }
     if let Some(data) = &head.ext {
         if !data.participants.is_empty() {
             let member = sender
@@ -106,11 +129,22 @@ fn user_message(
                     None => "message not accepted: name the sender in metadata.participant_id"
                         .to_string(),
                 };
-                return Ok(vec![TaskEvent::MessageRefused {
-                    participant_id: sender,
-                    reason,
-                    at,
-                }]);
+                return refused(sender, reason);
+            }
+            if let Some(reason) = sharing::may_not_send(head, sender.as_ref()) {
+                return refused(sender, reason);
+            }
+            if let Some(help) = &head.pending_help {
+                let answers = hitl::response_of(&message).is_some();
+                if answers && sender.as_ref() != Some(&help.participant_id) {
+                    return refused(
+                        sender,
+                        format!(
+                            "message not accepted: question {} is {}'s to answer",
+                            help.id, help.participant_id
+                        ),
+                    );
+                }
             }
         }
         match ext::slash_command(&message) {
@@ -195,7 +229,11 @@ fn user_message(
     } else {
         None
     };
-    events.push(TaskEvent::MessageAppended { message, at });
+    events.push(TaskEvent::MessageAppended {
+        message,
+        at,
+        acted_by: speaker.acted_by,
+    });
     events.extend(follow_up);
     if wake {
         events.push(TaskEvent::AgentWorkRequested {
@@ -397,6 +435,7 @@ mod tests {
         state.decide(TaskCommand::AppendUserMessage(AppendUserMessage {
             message: Message::user_text("m-next", "more"),
             at: Timestamp::from_unix_nanos(2),
+            caller: None,
         }))
     }
 

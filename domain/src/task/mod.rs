@@ -17,6 +17,7 @@ mod messages;
 mod participants;
 mod plan;
 mod recent;
+mod sharing;
 mod status;
 mod subscriptions;
 mod subtasks;
@@ -42,6 +43,7 @@ pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
 pub use messages::MAX_HISTORY_MESSAGES;
 pub use recent::{RecentHistory, RECENT_BYTES, RECENT_MESSAGES};
+pub use sharing::principal_of;
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
 pub use work::{AdvanceWork, DROPPED_SENTENCE};
 
@@ -77,7 +79,7 @@ impl TaskAggregate {
             TaskCommand::ChangeStatus { state, message, at } => {
                 status::change_status(head, state, message, at)
             }
-            TaskCommand::CancelTask { at } => status::cancel(head, at),
+            TaskCommand::CancelTask { at, by } => status::cancel(head, by.as_ref(), at),
             // artifacts
             TaskCommand::AddArtifact {
                 artifact,
@@ -158,7 +160,7 @@ impl TaskAggregate {
         match event {
             TaskEvent::TaskCreated { .. } => {}
             // messages
-            TaskEvent::MessageAppended { message, at } => {
+            TaskEvent::MessageAppended { message, at, .. } => {
                 messages::apply_message_appended(head, message, *at)
             }
             TaskEvent::MessageRefused { reason, at, .. } => {

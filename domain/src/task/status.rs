@@ -2,6 +2,7 @@
 //! commands are refused on a finished task; a blocking send waits for a settled one).
 
 use crate::error::DomainError;
+use crate::ids::Principal;
 use crate::intake;
 use crate::time::Timestamp;
 use crate::wire::{Message, TaskState, TaskStatus};
@@ -66,7 +67,20 @@ pub(super) fn change_status(
 }
 
 /// `CancelTask`: a client cancels the task.
-pub(super) fn cancel(head: &TaskHead, at: Timestamp) -> Result<Vec<TaskEvent>, DomainError> {
+pub(super) fn cancel(
+    head: &TaskHead,
+    by: Option<&Principal>,
+    at: Timestamp,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    if let Some(who) = by.filter(|w| !head.administered_by(w)) {
+        return Err(DomainError::NotPermitted {
+            field: "id".into(),
+            reason: format!(
+                "only the task's owner or an admin participant cancels task {} ({who} is not one)",
+                head.id
+            ),
+        });
+    }
     match head.status.state {
         // A repeated cancel is answered with the canceled task, nothing new happens.
         TaskState::Canceled => Ok(vec![]),

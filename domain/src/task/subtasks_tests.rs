@@ -93,6 +93,7 @@ fn said_by_ann(id: &str, text: &str) -> TaskCommand {
     TaskCommand::AppendUserMessage(AppendUserMessage {
         message: from(id, text, "ann", None),
         at: at(1),
+        caller: None,
     })
 }
 
@@ -524,6 +525,7 @@ fn the_child_created_from_it_is_delegated_and_a_task_for_a_participant_completes
         TaskCommand::AppendUserMessage(AppendUserMessage {
             message: from("m-1", "the facts", "bob", None),
             at: at(4),
+            caller: None,
         }),
     );
     // then

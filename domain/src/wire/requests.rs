@@ -126,6 +126,9 @@ pub struct ListTasksRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub include_artifacts: Option<bool>,
+    /// taskledger's sharing filter, not A2A's (ADR 021): `owned`, `shared`, or unset for both.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
 }
 
 /// `lf.a2a.v1.ListTasksResponse`: every member is required and always present.

@@ -43,6 +43,7 @@ pub async fn list_orders_pages_and_filters<S: Store>(store: Arc<S>) {
     .expect("complete");
 
     let query = |page: i32| ListQuery {
+        scope: Default::default(),
         context_id: None,
         state: None,
         status_after: None,
@@ -169,6 +170,7 @@ pub async fn list_filters_in_every_combination<S: Store>(store: Arc<S>) {
                 expected.sort_by(|a, b| b.cmp(a));
                 let expected: Vec<&str> = expected.into_iter().map(|(_, id)| id).collect();
                 let mut q = ListQuery {
+                    scope: Default::default(),
                     context_id: ctx.map(|c| ContextId::parse(c).expect("ctx")),
                     state,
                     status_after: after.map(|ms| base.plus_millis(ms)),

@@ -92,14 +92,20 @@ fn append_cmd(id: &str, text: &str) -> TaskCommand {
     TaskCommand::AppendUserMessage(AppendUserMessage {
         message: user_message(id, text),
         at: Timestamp::now(),
+        caller: None,
     })
 }
 
 mod first;
 mod list;
+mod sharing;
 mod stream;
 pub use first::a_first_commit_reads_back_as_its_events_show;
 pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters};
+pub use sharing::{
+    a_task_is_found_by_whom_it_is_shared_with,
+    a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
+};
 pub use stream::events_read_back_with_what_streams_show;
 
 // ------------------------------------------------------------------ cases
@@ -416,7 +422,9 @@ macro_rules! contract_tests {
             list_orders_pages_and_filters,
             list_filters_in_every_combination,
             events_read_back_with_what_streams_show,
-            a_first_commit_reads_back_as_its_events_show
+            a_first_commit_reads_back_as_its_events_show,
+            a_task_is_found_by_whom_it_is_shared_with,
+            a_task_is_no_longer_found_by_whom_it_stops_being_shared_with
         );
     };
     (@case $make:expr; $($case:ident),+) => {

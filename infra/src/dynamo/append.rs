@@ -5,6 +5,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem};
+use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::{Commit, StoreError, SNAPSHOT_SCHEMA};
 use taskledger_domain::projection::ReadWrite;
 
@@ -57,7 +58,9 @@ impl DynamoStore {
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
-    pub(super) fn head_item(&self, c: &Commit) -> Result<Item, StoreError> {
+    /// The list-index attributes of a task for `who` (its owner, or a principal it is shared
+    /// with): the keys of the three list indexes and the artifact chunk counts.
+    fn index_item(&self, c: &Commit, who: &Principal, sk: String) -> Result<Item, StoreError> {
         let head = c
             .head()
             .ok_or_else(|| StoreError::Other("a commit must leave a created task".into()))?;
@@ -71,27 +74,44 @@ impl DynamoStore {
         let index_key = |base: String| s(schema::index_key(&base, shard, self.index_shards));
         let mut item = HashMap::from([
             ("pk".into(), s(schema::task_pk(id))),
-            ("sk".into(), s(schema::HEAD_SK)),
-            ("v".into(), n(c.snapshot.version)),
-            ("schema".into(), n(SNAPSHOT_SCHEMA)),
-            ("snap".into(), s(json(&c.snapshot)?)),
-            ("state".into(), s(head.status.state.as_str())),
-            ("g1pk".into(), index_key(schema::owner_key(&head.owner))),
+            ("sk".into(), s(sk)),
+            ("g1pk".into(), index_key(schema::owner_key(who))),
             ("g1sk".into(), s(schema::list_sort_key(status_nanos, id))),
             (
                 "g2pk".into(),
-                index_key(schema::context_key(&head.owner, &head.context_id)),
+                index_key(schema::context_key(who, &head.context_id)),
             ),
             (
                 "g3pk".into(),
-                index_key(schema::state_key(&head.owner, head.status.state)),
+                index_key(schema::state_key(who, head.status.state)),
             ),
-            ("shard".into(), s(schema::shard_key(schema::shard_of(id)))),
         ]);
         if let Some(counts) = schema::chunk_counts(head.artifacts.iter().map(|a| a.chunks)) {
             item.insert(schema::CHUNK_COUNTS_ATTR.into(), s(counts));
         }
         Ok(item)
+    }
+
+    pub(super) fn head_item(&self, c: &Commit) -> Result<Item, StoreError> {
+        let head = c
+            .head()
+            .ok_or_else(|| StoreError::Other("a commit must leave a created task".into()))?;
+        let id = c.task_id.as_str();
+        let mut item = self.index_item(c, &head.owner, schema::HEAD_SK.into())?;
+        item.extend([
+            ("v".into(), n(c.snapshot.version)),
+            ("schema".into(), n(SNAPSHOT_SCHEMA)),
+            ("snap".into(), s(json(&c.snapshot)?)),
+            ("state".into(), s(head.status.state.as_str())),
+            ("shard".into(), s(schema::shard_key(schema::shard_of(id)))),
+        ]);
+        Ok(item)
+    }
+
+    /// The task's list-index entry for a principal it is shared with: the head's index keys
+    /// under that principal; a list reads the head through `pk` (ADR 021).
+    pub(super) fn member_item(&self, c: &Commit, member: &Principal) -> Result<Item, StoreError> {
+        self.index_item(c, member, schema::member_sk(member))
     }
 
     fn transaction(&self, c: &Commit) -> Result<(Vec<TransactWriteItem>, Vec<Slot>), StoreError> {
@@ -123,6 +143,17 @@ impl DynamoStore {
             ));
         }
         items.push((self.head_item(c)?, Slot::Head));
+        // Each principal the task is shared with has its own entry in the list indexes, kept
+        // in step with the head's keys; an entry for one it no longer is goes.
+        for m in &c.sharing.members {
+            items.push((self.member_item(c, m)?, Slot::ReadModel));
+        }
+        for m in &c.sharing.removed {
+            deletes.push(HashMap::from([
+                ("pk".into(), s(&pk)),
+                ("sk".into(), s(schema::member_sk(m))),
+            ]));
+        }
         for e in &c.events {
             let mut item = HashMap::from([
                 ("pk".into(), s(&pk)),
@@ -327,6 +358,7 @@ mod tests {
                 taskledger_domain::task::AppendUserMessage {
                     message: big,
                     at: Timestamp::now(),
+                    caller: None,
                 },
             ))
             .unwrap();

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use taskledger_domain::ids::Principal;
-use taskledger_domain::ports::{Cursor, ListQuery, StoreError};
+use taskledger_domain::ports::{Cursor, ListQuery, ListScope, StoreError};
 use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::TaskAggregate;
 
@@ -120,9 +120,24 @@ impl DynamoStore {
             if let Some(lo) = &lower {
                 b = b.expression_attribute_values(":lo", s(lo));
             }
+            // The caller's entries are its own tasks' heads and the member entries of tasks
+            // shared with it (ADR 021); a scope keeps one kind.
+            let mut filters = Vec::new();
+            match q.scope {
+                ListScope::All => {}
+                ListScope::Owned => filters.push("sk = :head"),
+                ListScope::Shared => filters.push("begins_with(sk, :member)"),
+            }
+            match q.scope {
+                ListScope::All => {}
+                ListScope::Owned => b = b.expression_attribute_values(":head", s(schema::HEAD_SK)),
+                ListScope::Shared => {
+                    b = b.expression_attribute_values(":member", s(schema::MEMBER_SK_PREFIX))
+                }
+            }
             if let Some(st) = filter_state {
+                filters.push("#st = :st");
                 b = b
-                    .filter_expression("#st = :st")
                     .expression_attribute_names("#st", "g3pk")
                     .expression_attribute_values(
                         ":st",
@@ -132,6 +147,9 @@ impl DynamoStore {
                             self.index_shards,
                         )),
                     );
+            }
+            if !filters.is_empty() {
+                b = b.filter_expression(filters.join(" AND "));
             }
             let out = b.send().await.map_err(|e| sdk_err("Query", e))?;
             for item in out.items.unwrap_or_default() {

@@ -182,7 +182,7 @@ impl TaskReadModel for DynamoStore {
             return Ok(None);
         };
         match snapshot_of(&item)?.head {
-            Some(head) if &head.owner == owner => Ok(Some(self.view_of(head, view).await?)),
+            Some(head) if head.visible_to(owner) => Ok(Some(self.view_of(head, view).await?)),
             _ => Ok(None),
         }
     }

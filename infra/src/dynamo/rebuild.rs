@@ -62,6 +62,7 @@ impl DynamoStore {
             .collect::<Result<Vec<_>, _>>()?;
         let mut state = TaskAggregate::default();
         let writes = taskledger_domain::projection::project(&mut state, &decoded);
+        let sharing = taskledger_domain::ports::Sharing::between(vec![], state.head.as_ref());
         let commit = Commit {
             task_id: task_id.clone(),
             expected_version: 0,
@@ -71,8 +72,12 @@ impl DynamoStore {
             message_key: None,
             idempotency: None,
             pushes: vec![],
+            sharing,
         };
         let mut items = vec![self.head_item(&commit)?];
+        for m in &commit.sharing.members {
+            items.push(self.member_item(&commit, m)?);
+        }
         for w in &commit.writes {
             match w {
                 ReadWrite::History(h) => items.push(HashMap::from([

@@ -184,6 +184,14 @@ pub fn idempotency_pk(owner: &Principal, key: &IdempotencyKey) -> String {
 }
 
 /// Partition key of the `by-owner` index (`g1pk`): tenant and subject.
+/// Sort key of a task's list-index entry for a principal it is shared with (ADR 021).
+pub fn member_sk(member: &Principal) -> String {
+    format!("{MEMBER_SK_PREFIX}{}", owner_key(member))
+}
+
+/// What every member entry's sort key starts with (a list filters owned or shared by it).
+pub const MEMBER_SK_PREFIX: &str = "M#";
+
 pub fn owner_key(owner: &Principal) -> String {
     format!("{}{SEP}{}", owner.tenant, owner.subject)
 }

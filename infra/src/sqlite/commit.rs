@@ -144,6 +144,19 @@ pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError
         ])
     })
     .map_err(db_err)?;
+    // Whom the task is shared with: one row per principal, rewritten when the set changes.
+    if c.sharing.changed {
+        tx.prepare_cached("DELETE FROM members WHERE task_id = ?1")
+            .and_then(|mut s| s.execute(params![task_id]))
+            .map_err(db_err)?;
+        for m in &c.sharing.members {
+            tx.prepare_cached(
+                "INSERT OR IGNORE INTO members (tenant, subject, task_id) VALUES (?1, ?2, ?3)",
+            )
+            .and_then(|mut s| s.execute(params![m.tenant.as_str(), m.subject.as_str(), task_id]))
+            .map_err(db_err)?;
+        }
+    }
     for w in &c.writes {
         match w {
             ReadWrite::History(h) => tx

@@ -6,7 +6,8 @@ use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
 use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::ports::{
-    Cursor, HistoryRead, ListPage, ListQuery, StoreError, TaskReadModel, TaskView, ViewOptions,
+    Cursor, HistoryRead, ListPage, ListQuery, ListScope, StoreError, TaskReadModel, TaskView,
+    ViewOptions,
 };
 use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::{TaskAggregate, TaskHead};
@@ -102,7 +103,8 @@ impl TaskReadModel for SqliteStore {
         self.read_now(move |conn| {
             let snapshot: Option<String> = conn
                 .prepare_cached(
-                    "SELECT snapshot FROM heads WHERE task_id = ?1 AND tenant = ?2 AND owner = ?3",
+                    "SELECT snapshot FROM heads WHERE task_id = ?1 AND tenant = ?2 AND (owner = ?3 \
+                     OR EXISTS (SELECT 1 FROM members WHERE tenant = ?2 AND subject = ?3 AND task_id = ?1))",
                 )
                 .and_then(|mut s| {
                     s.query_row(
@@ -125,7 +127,17 @@ impl TaskReadModel for SqliteStore {
     async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError> {
         let (owner, q) = (owner.clone(), query.clone());
         self.read(move |conn| {
-            let mut filter = String::from("tenant = ? AND owner = ?");
+            // The tasks the caller owns, those shared with it (ADR 021), or both.
+            let mut filter = String::from(match q.scope {
+                ListScope::Owned => "tenant = ?1 AND owner = ?2",
+                ListScope::Shared => {
+                    "task_id IN (SELECT task_id FROM members WHERE tenant = ?1 AND subject = ?2)"
+                }
+                ListScope::All => {
+                    "tenant = ?1 AND (owner = ?2 OR task_id IN \
+                     (SELECT task_id FROM members WHERE tenant = ?1 AND subject = ?2))"
+                }
+            });
             let mut args: Vec<SqlValue> = vec![
                 SqlValue::Text(owner.tenant.to_string()),
                 SqlValue::Text(owner.subject.to_string()),

@@ -3,6 +3,7 @@
 //! that bring a file written by an older version up to date.
 
 use rusqlite::Connection;
+use taskledger_domain::task::TaskAggregate;
 
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS events (
@@ -16,6 +17,10 @@ CREATE TABLE IF NOT EXISTS heads (
     version INTEGER NOT NULL, snapshot_schema INTEGER NOT NULL, snapshot TEXT NOT NULL) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS heads_by_owner ON heads (tenant, owner, status_nanos DESC, task_id DESC);
 CREATE INDEX IF NOT EXISTS heads_by_context ON heads (tenant, owner, context_id, status_nanos DESC, task_id DESC);
+CREATE TABLE IF NOT EXISTS members (
+    tenant TEXT NOT NULL, subject TEXT NOT NULL, task_id TEXT NOT NULL,
+    PRIMARY KEY (tenant, subject, task_id)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS members_by_task ON members (task_id);
 CREATE TABLE IF NOT EXISTS history (
     task_id TEXT NOT NULL, pos INTEGER NOT NULL, message TEXT NOT NULL,
     PRIMARY KEY (task_id, pos)) WITHOUT ROWID;
@@ -61,8 +66,35 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
              ALTER TABLE events ADD COLUMN status_update TEXT;",
         )?;
     }
+    // Before tasks were shared with their participants' principals (ADR 021), nobody but the
+    // owner saw a task: a file from then gets the members of its tasks once.
+    let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if version < SHARING_VERSION {
+        let heads: Vec<String> = conn
+            .prepare("SELECT snapshot FROM heads")?
+            .query_map([], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for snap in heads {
+            let Some(head) = serde_json::from_str::<TaskAggregate>(&snap)
+                .ok()
+                .and_then(|s| s.head)
+            else {
+                continue;
+            };
+            for m in head.shared_with() {
+                conn.execute(
+                    "INSERT OR IGNORE INTO members (tenant, subject, task_id) VALUES (?1, ?2, ?3)",
+                    [m.tenant.as_str(), m.subject.as_str(), head.id.as_str()],
+                )?;
+            }
+        }
+        conn.execute_batch(&format!("PRAGMA user_version = {SHARING_VERSION}"))?;
+    }
     Ok(())
 }
+
+/// The file's `user_version` once its tasks' members are indexed.
+const SHARING_VERSION: i64 = 1;
 
 fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
     let mut stmt = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;

@@ -427,6 +427,7 @@ mod emulator_tests {
             .decide(TaskCommand::AppendUserMessage(AppendUserMessage {
                 message: user_message("m-stale", "late"),
                 at: Timestamp::now(),
+                caller: None,
             }))
             .expect("decide");
         let err = store

@@ -31,6 +31,9 @@ pub const EXTENSIONS_METADATA: &str = "a2a-extensions";
 /// gRPC metadata key a SubscribeToTask call resumes after (the `Last-Event-ID` header).
 pub const LAST_EVENT_ID_METADATA: &str = "last-event-id";
 
+/// gRPC metadata key carrying ListTasks' sharing filter (`owned`, `shared`; ADR 021): the
+/// proto's request has no field for it.
+pub const SCOPE_METADATA: &str = "taskledger-scope";
 /// gRPC metadata key making task creation safe to retry (the `Idempotency-Key` header).
 pub const IDEMPOTENCY_METADATA: &str = "idempotency-key";
 
@@ -118,7 +121,15 @@ impl A2aGrpc {
             task_id = tracing::field::Empty
         );
         async {
-            let value = value?;
+            let mut value = value?;
+            if method == Method::ListTasks {
+                if let (Some(scope), Some(obj)) = (
+                    metadata_text(&metadata, SCOPE_METADATA),
+                    value.as_object_mut(),
+                ) {
+                    obj.insert("scope".into(), scope.into());
+                }
+            }
             let key = Self::idempotency_key(&metadata)?;
             let ctx = ctx.with_idempotency(key, &value);
             let op = Operation::decode(method, value, convert::REQUEST_ROOT)?;

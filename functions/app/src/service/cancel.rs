@@ -21,6 +21,7 @@ impl Service {
             .execute(Actor::Client(who), &task_id, None, |_| {
                 vec![TaskCommand::CancelTask {
                     at: Timestamp::now(),
+                    by: Some(who.clone()),
                 }]
             })
             .await?;

@@ -107,6 +107,7 @@ impl Service {
                 }
                 vec![TaskCommand::CancelTask {
                     at: Timestamp::now(),
+                    by: None,
                 }]
             })
             .await;

@@ -252,7 +252,8 @@ impl Service {
         }
     }
 
-    /// The task if `actor` may see it: the agent sees every task, a client only its own.
+    /// The task if `actor` may see it: the agent sees every task, a client those it owns or
+    /// that are shared with it (ADR 021).
     async fn load_visible(
         &self,
         actor: Actor<'_>,
@@ -268,7 +269,7 @@ impl Service {
 fn visible_to(state: &TaskAggregate, actor: Actor<'_>) -> bool {
     match actor {
         Actor::Agent => state.head.is_some(),
-        Actor::Client(p) => state.head.as_ref().is_some_and(|h| &h.owner == p),
+        Actor::Client(p) => state.head.as_ref().is_some_and(|h| h.visible_to(p)),
     }
 }
 

@@ -97,6 +97,7 @@ impl Service {
                             by: None,
                             message: message.clone(),
                             at: Timestamp::now(),
+                            caller: None,
                         },
                     ))]
                 })

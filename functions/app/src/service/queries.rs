@@ -2,7 +2,7 @@
 //! of the page-token codec (ListTasks and the push config list page with it).
 
 use taskledger_domain::ids::{ContextId, HistoryLength, PageSize, Principal, TaskId};
-use taskledger_domain::ports::{Cursor, HistoryRead, ListQuery, ViewOptions};
+use taskledger_domain::ports::{Cursor, HistoryRead, ListQuery, ListScope, ViewOptions};
 use taskledger_domain::projection::assemble;
 use taskledger_domain::task::{TaskAggregate, TaskHead};
 use taskledger_domain::time::Timestamp;
@@ -61,7 +61,7 @@ impl Service {
                 return Ok(assemble(head, h, None));
             }
         }
-        if &head.owner != who {
+        if !head.visible_to(who) {
             return Err(AppError::task_not_found(head.id.as_str()));
         }
         let v = self.reads.complete(head.clone(), options).await?;
@@ -102,10 +102,13 @@ impl Service {
             .map_err(|e| AppError::invalid_params("contextId", e))?;
         let state = req.status.filter(|s| *s != TaskState::Unspecified);
         let include_artifacts = req.include_artifacts.unwrap_or(false);
+        let shared = ListScope::parse(req.scope.as_deref())
+            .map_err(|e| AppError::invalid_params("scope", e))?;
         // A token is only good for the caller and filters it was issued for.
         let scope = format!(
-            "{}|{}|{}|{}",
+            "{}|{}|{}|{}|{}",
             who,
+            shared.as_str(),
             context_id.as_ref().map(ContextId::as_str).unwrap_or(""),
             state.map(TaskState::as_str).unwrap_or(""),
             req.status_timestamp_after
@@ -121,6 +124,7 @@ impl Service {
             .list(
                 who,
                 &ListQuery {
+                    scope: shared,
                     context_id,
                     state,
                     status_after: req.status_timestamp_after,

@@ -186,6 +186,7 @@ impl Service {
                 by: taskledger_domain::ext::sender_of(&message, "message")?,
                 message: message.clone(),
                 at: Timestamp::now(),
+                caller: Some(who.clone()),
             }),
             None => None,
         };
@@ -196,6 +197,7 @@ impl Service {
                 by: taskledger_domain::ext::sender_of(&message, "message")?,
                 message: message.clone(),
                 at: Timestamp::now(),
+                caller: Some(who.clone()),
             }),
             _ => None,
         };
@@ -214,6 +216,7 @@ impl Service {
                     (None, None) => TaskCommand::AppendUserMessage(AppendUserMessage {
                         message: message.clone(),
                         at: Timestamp::now(),
+                        caller: Some(who.clone()),
                     }),
                 });
                 cmds

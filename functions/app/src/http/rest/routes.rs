@@ -160,6 +160,8 @@ fn parameters(method: Method) -> &'static [(&'static str, &'static str, Kind)] {
             ("historyLength", "history_length", Kind::Int),
             ("statusTimestampAfter", "status_timestamp_after", Kind::Text),
             ("includeArtifacts", "include_artifacts", Kind::Bool),
+            // taskledger's sharing filter (ADR 021)
+            ("scope", "scope", Kind::Text),
         ],
         // An int64 (draft A2A 1.1) stays text: the request type reads ProtoJSON's decimal string.
         Method::GetTask => &[
