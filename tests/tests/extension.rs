@@ -382,8 +382,8 @@ async fn a_help_request_waits_for_the_asked_participant() {
         .starts_with("Which option should I take?"));
     assert_eq!(q["parts"][1]["data"]["kind"], "help_request");
     let id = t["id"].as_str().unwrap().to_string();
-    // the wrong person answers: recorded, still waiting
-    let v = send(&s, message("m-w", "take b", "eve", None, Some(&id)), true).await;
+    // someone else speaks (an admin, not the asked one): recorded, still waiting
+    let v = send(&s, message("m-w", "take b", "ann", None, Some(&id)), true).await;
     assert_eq!(
         v["result"]["task"]["status"]["state"],
         "TASK_STATE_INPUT_REQUIRED"

@@ -69,7 +69,7 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
     // Before tasks were shared with their participants' principals (ADR 021), nobody but the
     // owner saw a task: a file from then gets the members of its tasks once.
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
-    if version < SHARING_VERSION {
+    if version < SHARING_VERSION && has_table(conn, "heads")? {
         let heads: Vec<String> = conn
             .prepare("SELECT snapshot FROM heads")?
             .query_map([], |r| r.get(0))?
@@ -95,6 +95,12 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
 
 /// The file's `user_version` once its tasks' members are indexed.
 const SHARING_VERSION: i64 = 1;
+
+fn has_table(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
+    let mut stmt =
+        conn.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?1")?;
+    stmt.exists([table])
+}
 
 fn has_column(conn: &Connection, table: &str, column: &str) -> rusqlite::Result<bool> {
     let mut stmt = conn.prepare("SELECT 1 FROM pragma_table_info(?1) WHERE name = ?2")?;
@@ -145,5 +151,53 @@ mod tests {
             .query_row("SELECT generation FROM events", [], |r| r.get(0))
             .unwrap();
         assert_eq!(generation, None);
+    }
+
+    #[test]
+    fn a_file_from_before_sharing_gets_its_tasks_members_once() {
+        use taskledger_domain::ids::{ContextId, Principal, TaskId};
+        use taskledger_domain::task::{CreateTask, TaskCommand};
+        use taskledger_domain::time::Timestamp;
+        use taskledger_domain::wire::Message;
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(SCHEMA).unwrap();
+        let mut state = TaskAggregate::default();
+        let data = serde_json::from_value(serde_json::json!({
+            "name": "n", "goal": "g",
+            "participants": [
+                {"id": "alice", "kind": "human", "role": "admin"},
+                {"id": "bob", "kind": "human", "role": "watcher"}
+            ]
+        }))
+        .unwrap();
+        let events = state
+            .decide(TaskCommand::CreateTask(CreateTask {
+                task_id: TaskId::parse("t-old").unwrap(),
+                context_id: ContextId::parse("c").unwrap(),
+                owner: Principal::new("acme", "alice").unwrap(),
+                message: Message::user_text("m", "hi"),
+                at: Timestamp::from_unix_nanos(1),
+                extension: Some(Box::new(data)),
+                awaiting_assignee: None,
+            }))
+            .unwrap();
+        for e in &events {
+            state.apply_event(e);
+        }
+        conn.execute(
+            "INSERT INTO heads VALUES ('t-old', 'acme', 'alice', 'c', 'TASK_STATE_WORKING', 1, 1, 1, ?1)",
+            [serde_json::to_string(&state).unwrap()],
+        )
+        .unwrap();
+        migrate(&conn).unwrap();
+        migrate(&conn).unwrap();
+        let members: Vec<(String, String, String)> = conn
+            .prepare("SELECT tenant, subject, task_id FROM members")
+            .unwrap()
+            .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(members, [("acme".into(), "bob".into(), "t-old".into())]);
     }
 }
