@@ -62,12 +62,12 @@ cargo test --workspace --all-targets
 for binding in rest grpc; do
   echo "==> black-box API tests again over ${binding} (TASKLEDGER_TEST_BINDING=${binding}, on SQLite)"
   TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push \
-    --test generations --test handoff --test hitl --test jwt --test limits --test streaming --test streaming_resume
+    --test generations --test handoff --test hitl --test jwt --test limits --test sharing --test streaming --test streaming_resume
 done
 
 echo "==> black-box API and streaming tests with the server on DynamoDB"
 TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent \
-  --test generations --test handoff --test hitl --test streaming --test streaming_resume
+  --test generations --test handoff --test hitl --test sharing --test streaming --test streaming_resume
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
 cargo test --workspace --test soak -- --ignored --nocapture

@@ -73,6 +73,7 @@ fn set(id: &str) -> TaskCommand {
     TaskCommand::SetPushConfig {
         config: spec(id),
         at: Timestamp::now(),
+        by: None,
     }
 }
 
@@ -232,6 +233,7 @@ fn deleting_is_idempotent() {
         TaskCommand::DeletePushConfig {
             id: "cfg-1".into(),
             at: Timestamp::now(),
+            by: None,
         },
     );
     assert_eq!(events.len(), 1);
@@ -241,6 +243,7 @@ fn deleting_is_idempotent() {
         TaskCommand::DeletePushConfig {
             id: "cfg-1".into(),
             at: Timestamp::now(),
+            by: None,
         },
     );
     assert!(again.is_empty(), "a second delete changes nothing");

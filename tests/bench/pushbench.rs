@@ -65,6 +65,7 @@ async fn throughput() {
                 config: PushConfigSpec::parse(&wire, "", &AddressPolicy::allow_loopback(), "")
                     .unwrap(),
                 at: Timestamp::now(),
+                by: None,
             });
         }
         for e in 0..EVENTS {

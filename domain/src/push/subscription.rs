@@ -39,6 +39,20 @@ pub struct Subscription {
     pub credentials: Option<String>,
     /// Sequence of the `PushConfigSet` event; updates of events after it are delivered.
     pub from_seq: u64,
+    /// The principal it belongs to, when not the task's owner (a participant's; ADR 021).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<crate::ids::Principal>,
+}
+
+impl Subscription {
+    /// Whether the subscription is `who`'s: each principal sees and manages its own.
+    pub fn belongs_to(
+        &self,
+        who: &crate::ids::Principal,
+        task_owner: &crate::ids::Principal,
+    ) -> bool {
+        self.owner.as_ref().unwrap_or(task_owner) == who
+    }
 }
 
 impl Subscription {
@@ -78,6 +92,9 @@ pub struct PushConfigSpec {
     pub scheme: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub credentials: Option<String>,
+    /// Whose it is, when not the task's owner's (set when it is registered).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<crate::ids::Principal>,
 }
 
 impl PushConfigSpec {
@@ -146,6 +163,7 @@ impl PushConfigSpec {
             token,
             scheme,
             credentials,
+            owner: None,
         })
     }
 
@@ -157,6 +175,7 @@ impl PushConfigSpec {
             scheme: self.scheme,
             credentials: self.credentials,
             from_seq,
+            owner: self.owner,
         }
     }
 }

@@ -133,14 +133,18 @@ pub enum TaskCommand {
         at: Timestamp,
     },
     /// Registers (or replaces, same id) a webhook subscription; allowed in any state.
+    /// `by`: the principal registering it (none: the task's owner); it becomes theirs.
     SetPushConfig {
         config: crate::push::PushConfigSpec,
         at: Timestamp,
+        by: Option<Principal>,
     },
-    /// Removes a subscription; removing one that does not exist changes nothing.
+    /// Removes a subscription of `by`'s (none: the owner's); removing one that does not exist,
+    /// or someone else's, changes nothing.
     DeletePushConfig {
         id: String,
         at: Timestamp,
+        by: Option<Principal>,
     },
     /// The worker ran out of time before the agent's loop finished: the same execution goes on
     /// in a new turn (a new work request, so a new, de-duplicable queue message), after

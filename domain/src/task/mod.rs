@@ -135,8 +135,12 @@ impl TaskAggregate {
             TaskCommand::LoadSkill { name, at } => agent_work::load_skill(head, name, at),
             TaskCommand::UnloadSkill { name, at } => agent_work::unload_skill(head, name, at),
             // subscriptions
-            TaskCommand::SetPushConfig { config, at } => subscriptions::set(head, config, at),
-            TaskCommand::DeletePushConfig { id, at } => subscriptions::delete(head, id, at),
+            TaskCommand::SetPushConfig { config, at, by } => {
+                subscriptions::set(head, config, by, at)
+            }
+            TaskCommand::DeletePushConfig { id, at, by } => {
+                subscriptions::delete(head, id, by.as_ref(), at)
+            }
         }
     }
 

@@ -286,4 +286,91 @@ mod tests {
         }
         assert_eq!(may_not_send(&head, None), None);
     }
+
+    fn say(text: &str, named: Option<&str>, caller: &str) -> TaskCommand {
+        let mut message = Message::user_text("m-x", text);
+        if let Some(n) = named {
+            let mut meta = crate::wire::Metadata::new();
+            meta.insert(crate::ext::PARTICIPANT_ID_KEY.into(), n.into());
+            message.metadata = Some(meta);
+        }
+        TaskCommand::AppendUserMessage(crate::task::AppendUserMessage {
+            message,
+            at: Timestamp::from_unix_nanos(5_000),
+            caller: Some(who(caller)),
+        })
+    }
+
+    fn state_of(head: TaskHead) -> TaskAggregate {
+        TaskAggregate {
+            head: Some(head),
+            ..TaskAggregate::default()
+        }
+    }
+
+    #[test]
+    fn given_a_shared_task_when_an_admin_speaks_for_bob_then_the_message_is_bobs_and_records_the_admin(
+    ) {
+        let events = state_of(shared_task())
+            .decide(say("ship it", Some("bob"), "dan"))
+            .unwrap();
+        let crate::task::TaskEvent::MessageAppended {
+            message, acted_by, ..
+        } = &events[0]
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!(acted_by.as_ref(), Some(&who("dan")));
+        assert_eq!(
+            message.metadata.as_ref().unwrap()[crate::ext::PARTICIPANT_ID_KEY],
+            "bob"
+        );
+    }
+
+    #[test]
+    fn given_a_shared_task_when_bob_speaks_unnamed_then_history_names_him() {
+        let events = state_of(shared_task())
+            .decide(say("on it", None, "bob"))
+            .unwrap();
+        let crate::task::TaskEvent::MessageAppended {
+            message, acted_by, ..
+        } = &events[0]
+        else {
+            panic!("{events:?}")
+        };
+        assert_eq!(*acted_by, None);
+        assert_eq!(
+            message.metadata.as_ref().unwrap()[crate::ext::PARTICIPANT_ID_KEY],
+            "bob"
+        );
+    }
+
+    #[test]
+    fn given_a_shared_task_when_bob_speaks_as_carol_then_it_is_refused_and_nothing_enters_history()
+    {
+        let events = state_of(shared_task())
+            .decide(say("hi", Some("carol"), "bob"))
+            .unwrap();
+        assert!(
+            matches!(&events[..], [crate::task::TaskEvent::MessageRefused { reason, .. }]
+                if reason.contains("only an admin may speak for carol")),
+            "{events:?}"
+        );
+    }
+
+    #[test]
+    fn given_a_shared_task_when_a_non_admin_cancels_then_it_is_refused() {
+        let state = state_of(shared_task());
+        let cancel = |by: &str| TaskCommand::CancelTask {
+            at: Timestamp::from_unix_nanos(5_000),
+            by: Some(who(by)),
+        };
+        let e = state.decide(cancel("bob")).unwrap_err();
+        assert!(
+            e.to_string().contains("only the task's owner or an admin"),
+            "{e}"
+        );
+        assert!(state.decide(cancel("dan")).is_ok());
+        assert!(state.decide(cancel("alice")).is_ok());
+    }
 }

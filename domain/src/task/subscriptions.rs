@@ -2,20 +2,36 @@
 //! notification configs, allowed in any state, and the subscriptions the head keeps.
 
 use crate::error::DomainError;
+use crate::ids::Principal;
 use crate::push::{PushConfigSpec, MAX_PUSH_CONFIGS_PER_TASK};
 use crate::time::Timestamp;
 
 use super::events::TaskEvent;
 use super::head::TaskHead;
 
-/// `SetPushConfig`: registers a config, or replaces the one with its id; at most
-/// `MAX_PUSH_CONFIGS_PER_TASK`.
+/// `SetPushConfig`: registers a config of `by`'s (none: the owner's), or replaces that
+/// principal's config with its id; at most `MAX_PUSH_CONFIGS_PER_TASK`. Each principal on a
+/// task has its own configs (ADR 021).
 pub(super) fn set(
     head: &TaskHead,
-    config: PushConfigSpec,
+    mut config: PushConfigSpec,
+    by: Option<Principal>,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
-    let replaces = head.push.iter().any(|p| p.id == config.id);
+    let by = by.unwrap_or_else(|| head.owner.clone());
+    let existing = head.push.iter().find(|p| p.id == config.id);
+    if existing.is_some_and(|p| !p.belongs_to(&by, &head.owner)) {
+        return Err(DomainError::invalid(
+            "id",
+            format!(
+                "push notification config id {:?} is taken on task {}; choose another (or leave \
+                 it out to have one generated)",
+                config.id, head.id
+            ),
+        ));
+    }
+    config.owner = (by != head.owner).then_some(by);
+    let replaces = existing.is_some();
     if !replaces && head.push.len() >= MAX_PUSH_CONFIGS_PER_TASK {
         return Err(DomainError::invalid(
             "id",
@@ -36,9 +52,15 @@ pub(super) fn set(
 pub(super) fn delete(
     head: &TaskHead,
     id: String,
+    by: Option<&Principal>,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
-    if !head.push.iter().any(|p| p.id == id) {
+    let by = by.unwrap_or(&head.owner);
+    if !head
+        .push
+        .iter()
+        .any(|p| p.id == id && p.belongs_to(by, &head.owner))
+    {
         return Ok(vec![]);
     }
     Ok(vec![TaskEvent::PushConfigDeleted {

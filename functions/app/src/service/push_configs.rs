@@ -1,5 +1,6 @@
 //! Push notification config operations: configs are events on the task (`PushConfigSet`,
-//! `PushConfigDeleted`), scoped to the task's owner, available where a push worker runs.
+//! `PushConfigDeleted`), on any task the caller sees, each principal's its own (ADR 021),
+//! available where a push worker runs.
 
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::Principal;
@@ -68,6 +69,7 @@ impl Service {
                 vec![TaskCommand::SetPushConfig {
                     config: spec.clone(),
                     at: Timestamp::now(),
+                    by: Some(who.clone()),
                 }]
             })
             .await?;
@@ -87,7 +89,11 @@ impl Service {
         let state = self.own_task(who, &req.task_id).await?;
         state
             .head()
-            .and_then(|h| h.push.iter().find(|p| p.id == req.id))
+            .and_then(|h| {
+                h.push
+                    .iter()
+                    .find(|p| p.id == req.id && p.belongs_to(who, &h.owner))
+            })
             .map(|p| p.to_wire(&req.task_id))
             .ok_or_else(|| {
                 AppError::protocol(
@@ -125,7 +131,16 @@ impl Service {
             None | Some("") => 0,
             Some(t) => self.page_cursor(t, &scope)?.status_nanos.max(0) as usize,
         };
-        let all = state.head().map(|h| h.push.as_slice()).unwrap_or_default();
+        // Each principal on a task lists its own configs (ADR 021).
+        let all: Vec<_> = state
+            .head()
+            .map(|h| {
+                h.push
+                    .iter()
+                    .filter(|p| p.belongs_to(who, &h.owner))
+                    .collect()
+            })
+            .unwrap_or_default();
         let page: Vec<_> = all
             .iter()
             .skip(start)
@@ -160,6 +175,7 @@ impl Service {
             vec![TaskCommand::DeletePushConfig {
                 id: req.id.clone(),
                 at: Timestamp::now(),
+                by: Some(who.clone()),
             }]
         })
         .await?;

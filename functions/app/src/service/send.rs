@@ -209,6 +209,7 @@ impl Service {
                 cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
                     config: config.clone(),
                     at: Timestamp::now(),
+                    by: Some(who.clone()),
                 }));
                 cmds.push(match (&answer, &approval) {
                     (Some(a), _) => TaskCommand::AnswerGate(Box::new(a.clone())),
@@ -287,6 +288,7 @@ impl Service {
                 cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
                     config: config.clone(),
                     at: Timestamp::now(),
+                    by: Some(who.clone()),
                 }));
                 cmds
             })
