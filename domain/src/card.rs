@@ -31,6 +31,9 @@ pub struct CardSettings {
     pub push_notifications: bool,
     /// `host:port` of the gRPC binding, when it is served (listed as a `GRPC` interface).
     pub grpc_url: Option<String>,
+    /// Whether authenticated callers get an extended card (`capabilities.extendedAgentCard`):
+    /// whenever callers authenticate.
+    pub extended_card: bool,
 }
 
 /// How callers authenticate, as the card states it.
@@ -171,7 +174,7 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
             streaming: Some(true),
             push_notifications: Some(s.push_notifications),
             extensions: extensions(),
-            extended_agent_card: Some(false),
+            extended_agent_card: Some(s.extended_card),
         },
         security_schemes,
         security_requirements,
@@ -237,6 +240,7 @@ mod tests {
             auth: CardAuth::Bearer,
             push_notifications: false,
             grpc_url: None,
+            extended_card: false,
         });
         let v = serde_json::to_value(&card).unwrap();
         for k in [
@@ -290,6 +294,7 @@ mod tests {
             auth: CardAuth::None,
             push_notifications: false,
             grpc_url: None,
+            extended_card: false,
         };
         let bindings = |s: &CardSettings| {
             agent_card(s)
@@ -344,6 +349,7 @@ mod tests {
                 auth,
                 push_notifications: false,
                 grpc_url: None,
+                extended_card: false,
             }))
             .unwrap()
         };

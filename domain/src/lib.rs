@@ -3,6 +3,7 @@
 
 pub mod a2ui;
 pub mod card;
+pub mod card_extended;
 pub mod cursor;
 pub mod dmp;
 pub mod error;

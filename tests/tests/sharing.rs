@@ -353,3 +353,52 @@ async fn a_list_scope_picks_owned_or_shared_tasks_on_every_binding() {
         .unwrap();
     assert_eq!(r.status(), reqwest::StatusCode::BAD_REQUEST);
 }
+
+/// With callers who authenticate, the card declares an extended card; each binding serves it
+/// to an authenticated caller, naming that caller and its limits; nobody else gets it.
+#[tokio::test]
+async fn an_authenticated_caller_gets_its_extended_card_on_every_binding() {
+    let mut config = people();
+    config.grpc = Some(taskledger_local::GrpcSettings::loopback());
+    config.max_streams = Some(3);
+    let s = Server::start_with(config).await;
+    let public = s.card().await;
+    assert_eq!(public["capabilities"]["extendedAgentCard"], true);
+    for binding in [
+        taskledger_tests::Binding::JsonRpc,
+        taskledger_tests::Binding::Rest,
+        taskledger_tests::Binding::Grpc,
+    ] {
+        let card = s
+            .as_user("b")
+            .over(binding)
+            .ok("GetExtendedAgentCard", json!({}))
+            .await;
+        assert_eq!(card["name"], public["name"], "{binding:?}");
+        let skills: Vec<&str> = card["skills"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["id"].as_str().unwrap())
+            .collect();
+        assert!(skills.contains(&"shared-tasks"), "{binding:?}: {skills:?}");
+        let limits = card["capabilities"]["extensions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["uri"] == "urn:taskledger:ext:caller-limits:v1")
+            .expect("the caller's limits")
+            .clone();
+        assert_eq!(limits["params"]["principal"], "acme/bob", "{binding:?}");
+        assert_eq!(limits["params"]["openStreams"], 3, "{binding:?}");
+    }
+    // without a token: 401, no card
+    let r = s
+        .client
+        .get(format!("{}/a2a/rest/extendedAgentCard", s.base))
+        .header("A2A-Version", "1.0")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), reqwest::StatusCode::UNAUTHORIZED);
+}

@@ -334,7 +334,7 @@ fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
 
 /// Builds the router with its store, service and agent.
 pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
-    Ok(build_bindings(config, None).await?.0)
+    Ok(build_bindings(config, None, None).await?.0)
 }
 
 /// The HTTP router and the gRPC binding on one service; `grpc_port` is where gRPC listens
@@ -342,6 +342,7 @@ pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
 async fn build_bindings(
     config: &Config,
     grpc_port: Option<u16>,
+    http_addr: Option<std::net::SocketAddr>,
 ) -> Result<(axum::Router, A2aGrpc), LocalError> {
     let stores = open_store(&config.storage).await?;
     let dispatch = if stores.embedded.is_some() || stores.serverless.is_some() {
@@ -416,27 +417,34 @@ async fn build_bindings(
         ),
         None => Arc::new(TokenAuthenticator::new(config.tokens.clone())),
     };
-    let grpc = A2aGrpc::new(service.clone(), auth.clone()).with_error_table(config.error_table);
     let grpc_address = config.grpc.as_ref().and_then(|g| match &g.public_addr {
         Some(addr) => Some(GrpcAddress::Fixed(addr.clone())),
         None => grpc_port.map(GrpcAddress::Port),
     });
-    let state = AppState::new(
-        service,
-        auth,
-        HttpSettings {
-            public_url: config.public_url.clone(),
-            name: "taskledger".into(),
-            description: "An event-sourced A2A task backend (local server).".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            jwks: signer.as_ref().map(|s| s.jwks()),
-            grpc: grpc_address,
-            error_table: config.error_table,
-            path_prefix: None,
-            stream_keep_alive: config.stream_keep_alive,
-            body_read_timeout: config.body_read_timeout,
-        },
-    );
+    let http = HttpSettings {
+        public_url: config.public_url.clone(),
+        name: "taskledger".into(),
+        description: "An event-sourced A2A task backend (local server).".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        jwks: signer.as_ref().map(|s| s.jwks()),
+        grpc: grpc_address,
+        error_table: config.error_table,
+        path_prefix: None,
+        stream_keep_alive: config.stream_keep_alive,
+        body_read_timeout: config.body_read_timeout,
+    };
+    // gRPC has no Host header: its card's URLs are the public URL's, or the HTTP listener's.
+    let card_base = match (&config.public_url, http_addr) {
+        (Some(u), _) => u.trim_end_matches('/').to_string(),
+        (None, Some(addr)) => format!("http://{addr}"),
+        (None, None) => "http://127.0.0.1".into(),
+    };
+    let grpc_card =
+        taskledger_app::http::card_at(&http, auth.card_auth(), service.push_enabled(), card_base);
+    let grpc = A2aGrpc::new(service.clone(), auth.clone())
+        .with_error_table(config.error_table)
+        .with_card(grpc_card);
+    let state = AppState::new(service, auth, http);
     Ok((router(state), grpc))
 }
 
@@ -479,7 +487,8 @@ async fn prepare(config: &Config, listeners: Listeners) -> Result<Servers, Local
         Some(l) => Some(l.local_addr()?.port()),
         None => None,
     };
-    let (app, binding) = build_bindings(config, grpc_port).await?;
+    let (app, binding) =
+        build_bindings(config, grpc_port, listeners.http.local_addr().ok()).await?;
     let grpc = match (listeners.grpc, &config.grpc) {
         (Some(listener), Some(settings)) => {
             Some((listener, GrpcServer::new(binding, settings.tls.as_ref())?))

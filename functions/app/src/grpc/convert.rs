@@ -338,6 +338,7 @@ mod tests {
                 auth: taskledger_domain::card::CardAuth::Bearer,
                 push_notifications: true,
                 grpc_url: Some("a.example:443".into()),
+                extended_card: true,
             },
         ))
         .unwrap();

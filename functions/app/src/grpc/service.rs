@@ -11,6 +11,7 @@ use prost::bytes::Bytes;
 use futures_util::StreamExt;
 use taskledger_domain::error::{ErrorKind, ErrorTable};
 use taskledger_domain::ids::IdempotencyKey;
+use taskledger_domain::wire::AgentCard;
 use tonic::codegen::tokio_stream::Stream;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
@@ -43,6 +44,8 @@ pub struct A2aGrpc {
     service: Arc<Service>,
     auth: Arc<dyn Authenticator>,
     table: ErrorTable,
+    /// The public card (GetExtendedAgentCard extends it for the caller).
+    card: Option<Arc<AgentCard>>,
 }
 
 fn metadata_text<'a>(metadata: &'a MetadataMap, key: &str) -> Option<&'a str> {
@@ -58,7 +61,14 @@ impl A2aGrpc {
             service,
             auth,
             table: ErrorTable::default(),
+            card: None,
         }
+    }
+
+    /// The public card this server publishes (none: GetExtendedAgentCard is unsupported).
+    pub fn with_card(mut self, card: AgentCard) -> Self {
+        self.card = Some(Arc::new(card));
+        self
     }
 
     /// Answers with the codes of table revision `table` (1.0.1 unless set).
@@ -92,6 +102,7 @@ impl A2aGrpc {
         ctx.requested_extensions = request::requested_extensions(&listed);
         ctx.last_event_id = metadata_text(metadata, LAST_EVENT_ID_METADATA).map(str::to_string);
         ctx.version = version;
+        ctx.card = self.card.clone();
         Ok((ctx, owned))
     }
 

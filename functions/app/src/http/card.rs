@@ -9,9 +9,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use taskledger_domain::card::{agent_card, CardSettings};
+use taskledger_domain::card::{agent_card, CardAuth, CardSettings};
+use taskledger_domain::wire::AgentCard;
 
-use super::{AppState, GrpcAddress, CARD_MAX_AGE_SECS};
+use super::{AppState, GrpcAddress, HttpSettings, CARD_MAX_AGE_SECS};
 
 /// The public keys push deliveries are signed with (JWK Set, RFC 7517).
 pub(super) async fn jwks(State(state): State<Arc<AppState>>) -> Response {
@@ -73,17 +74,33 @@ fn grpc_url(grpc: Option<&GrpcAddress>, base: &str) -> Option<String> {
     }
 }
 
-pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let base = base_url(&state, &headers);
-    let card = agent_card(&CardSettings {
-        grpc_url: grpc_url(state.settings.grpc.as_ref(), &base),
+/// The public card as a request with `headers` reaches it (its URLs from `--public-url`, else
+/// the request's host). Callers who authenticate also get an extended card.
+pub(super) fn public_card(state: &AppState, headers: &HeaderMap) -> AgentCard {
+    card_at(
+        &state.settings,
+        state.auth.card_auth(),
+        state.service.push_enabled(),
+        base_url(state, headers),
+    )
+}
+
+/// The public card of a server with `settings` reached at `base`.
+pub fn card_at(settings: &HttpSettings, auth: CardAuth, push: bool, base: String) -> AgentCard {
+    agent_card(&CardSettings {
+        grpc_url: grpc_url(settings.grpc.as_ref(), &base),
         public_url: base,
-        name: state.settings.name.clone(),
-        description: state.settings.description.clone(),
-        version: state.settings.version.clone(),
-        auth: state.auth.card_auth(),
-        push_notifications: state.service.push_enabled(),
-    });
+        name: settings.name.clone(),
+        description: settings.description.clone(),
+        version: settings.version.clone(),
+        auth,
+        push_notifications: push,
+        extended_card: auth != CardAuth::None,
+    })
+}
+
+pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
+    let card = public_card(&state, &headers);
     let body = serde_json::to_vec(&card).unwrap_or_default();
     let digest = Sha256::digest(&body);
     let etag = format!(

@@ -180,6 +180,9 @@ async fn handle(
         ctx.requested_extensions = common::requested_extensions(&parts.headers);
         ctx.last_event_id = sse::last_event_id(&parts.headers);
         ctx.version = version;
+        if method == Method::GetExtendedAgentCard.name() {
+            ctx.card = Some(Arc::new(super::card::public_card(state, &parts.headers)));
+        }
         let op = Operation::decode(Method::named(method)?, request, "params")?;
         let reply = operations::execute(&state.service, ctx, op).await?;
         let answer = match reply.outcome {

@@ -5,6 +5,7 @@
 //! the server.
 
 mod card;
+pub use card::card_at;
 mod common;
 pub use common::BODY_READ_TIMEOUT;
 mod jsonrpc;

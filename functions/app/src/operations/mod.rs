@@ -10,11 +10,12 @@ mod generations;
 use std::sync::Arc;
 
 use serde_json::Value;
+use taskledger_domain::card_extended::extended_card;
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::{IdempotencyKey, Principal};
 use taskledger_domain::intake::json_fingerprint;
 use taskledger_domain::wire::{
-    CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
+    AgentCard, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse,
     SendMessageRequest, SendMessageResponse, Task, TaskPushNotificationConfig,
     TaskPushNotificationConfigRef,
@@ -114,10 +115,6 @@ impl Operation {
     /// Types the request object of `method`; a field that does not fit is InvalidParams
     /// naming it under `root` (`params` on JSON-RPC, `request` on HTTP+JSON and gRPC, whose body, path and query are one request object).
     pub fn decode(method: Method, value: Value, root: &str) -> Result<Self, AppError> {
-        // A capability the card does not declare is refused before its request is read.
-        if method == Method::GetExtendedAgentCard {
-            return Err(request::extended_card_unsupported());
-        }
         Ok(match method {
             Method::SendMessage => Self::SendMessage(request::decode(value, root)?),
             Method::SendStreamingMessage => {
@@ -213,6 +210,8 @@ pub struct Context {
     pub last_event_id: Option<String>,
     /// The `1.x` the client speaks (`A2A-Version`).
     pub version: ProtocolVersion,
+    /// The public agent card as this binding serves it (set for GetExtendedAgentCard).
+    pub card: Option<Arc<AgentCard>>,
 }
 
 impl Context {
@@ -223,6 +222,7 @@ impl Context {
             idempotency: None,
             last_event_id: None,
             version: ProtocolVersion::default(),
+            card: None,
         }
     }
 
@@ -244,6 +244,8 @@ pub enum Outcome {
     Empty,
     /// SendStreamingMessage, SubscribeToTask: `StreamResponse` events.
     Stream(TaskStream),
+    /// GetExtendedAgentCard.
+    Card(Box<AgentCard>),
 }
 
 impl std::fmt::Debug for Outcome {
@@ -268,6 +270,7 @@ impl Outcome {
             Self::PushConfig(c) => serde_json::to_value(c),
             Self::PushConfigs(r) => serde_json::to_value(r),
             Self::Empty => Ok(Value::Object(Default::default())),
+            Self::Card(c) => serde_json::to_value(c),
             Self::Stream(_) => {
                 return Err(AppError::protocol(
                     ErrorKind::Internal,
@@ -322,7 +325,19 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
             svc.subscribe(who, req, ctx.last_event_id.as_deref())
                 .await?,
         ),
-        Operation::GetExtendedAgentCard => return Err(request::extended_card_unsupported()),
+        // Only where the card declares it (callers authenticate), for the caller asking.
+        Operation::GetExtendedAgentCard => match ctx
+            .card
+            .as_deref()
+            .filter(|c| c.capabilities.extended_agent_card == Some(true))
+        {
+            Some(card) => Outcome::Card(Box::new(extended_card(
+                card.clone(),
+                who,
+                &svc.caller_limits(),
+            ))),
+            None => return Err(request::extended_card_unsupported()),
+        },
     };
     Ok(Reply {
         outcome: generations::outcome_for(ctx.version, outcome),

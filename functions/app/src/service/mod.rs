@@ -210,6 +210,15 @@ impl Service {
         self.settings.push_enabled
     }
 
+    /// The limits every caller works within here (stated in the extended agent card).
+    pub fn caller_limits(&self) -> taskledger_domain::card_extended::CallerLimits {
+        taskledger_domain::card_extended::CallerLimits {
+            requests_per_second: self.settings.rate_limit.map(|r| (r.per_second, r.burst)),
+            tasks_per_minute: self.settings.task_limit.map(|r| r.shown),
+            open_streams: self.settings.max_streams,
+        }
+    }
+
     /// Subscribes to committed changes (blocking sends; later, streams).
     pub fn changes(&self) -> broadcast::Receiver<TaskChanged> {
         self.changes.subscribe()
