@@ -62,7 +62,7 @@ cargo test --workspace --all-targets
 for binding in rest grpc; do
   echo "==> black-box API tests again over ${binding} (TASKLEDGER_TEST_BINDING=${binding}, on SQLite)"
   TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push \
-    --test generations --test handoff --test hitl --test jwt --test limits --test sharing --test streaming --test streaming_resume
+    --test generations --test handoff --test hitl --test jwt --test limits --test secrets --test sharing --test streaming --test streaming_resume
 done
 
 echo "==> black-box API and streaming tests with the server on DynamoDB"

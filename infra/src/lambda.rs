@@ -35,6 +35,9 @@ pub struct PushEnv {
     pub signer: Option<Arc<crate::webhook::PushSigner>>,
     /// `TASKLEDGER_PUSH_RETRY_HORIZON_SECS`: how long a delivery is retried.
     pub retry: taskledger_domain::push::RetryPolicy,
+    /// `TASKLEDGER_SECRETS_KEYS`: the keys sealing config secrets (`secrets::SecretBox` text;
+    /// the template resolves it from Secrets Manager, ADR 022). Unset: stored as given.
+    pub secrets: Option<Arc<crate::secrets::SecretBox>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -45,6 +48,8 @@ pub enum PushEnvError {
     Key(#[from] crate::webhook::WebhookError),
     #[error("TASKLEDGER_PUSH_RETRY_HORIZON_SECS must be a number of seconds")]
     Horizon,
+    #[error("TASKLEDGER_SECRETS_KEYS: {0}")]
+    Secrets(#[from] crate::secrets::SecretsError),
 }
 
 pub fn push_from_env() -> Result<PushEnv, PushEnvError> {
@@ -64,10 +69,15 @@ pub fn push_from_env() -> Result<PushEnv, PushEnvError> {
         retry.horizon =
             std::time::Duration::from_secs(h.parse().map_err(|_| PushEnvError::Horizon)?);
     }
+    let secrets = match var("TASKLEDGER_SECRETS_KEYS") {
+        Some(text) => Some(Arc::new(crate::secrets::SecretBox::from_text(&text)?)),
+        None => None,
+    };
     Ok(PushEnv {
         enabled,
         policy,
         signer,
         retry,
+        secrets,
     })
 }

@@ -8,6 +8,7 @@ pub mod jwks;
 pub mod lambda;
 pub mod llm;
 pub mod relay;
+pub mod secrets;
 pub mod skills;
 pub mod sqlite;
 pub mod sqs;

@@ -148,6 +148,8 @@ pub struct WebhookSender {
     client: reqwest::Client,
     policy: Arc<AddressPolicy>,
     signer: Option<Arc<PushSigner>>,
+    /// Opens the sealed token and credentials of a config, right before they are sent.
+    secrets: Option<Arc<crate::secrets::SecretBox>>,
 }
 
 impl WebhookSender {
@@ -171,7 +173,14 @@ impl WebhookSender {
             client,
             policy,
             signer,
+            secrets: None,
         })
+    }
+
+    /// Opens sealed config secrets with `secrets` (ADR 022).
+    pub fn with_secrets(mut self, secrets: Option<Arc<crate::secrets::SecretBox>>) -> Self {
+        self.secrets = secrets;
+        self
     }
 
     pub fn signer(&self) -> Option<&Arc<PushSigner>> {
@@ -206,6 +215,21 @@ impl WebhookSender {
                 };
             }
         }
+        // The config's secrets, opened only here, for this request.
+        let mut config = d.config.clone();
+        let secrets = self.secrets.as_deref();
+        for value in [&mut config.token, &mut config.credentials] {
+            if let Some(v) = value.as_mut() {
+                match crate::secrets::open_with(secrets, v) {
+                    Ok(plain) => *v = plain,
+                    Err(e) => {
+                        return AttemptResult::Permanent {
+                            reason: format!("the config's secrets do not open: {e}"),
+                        }
+                    }
+                }
+            }
+        }
         let body = d.body.clone().into_bytes();
         let mut req = self
             .client
@@ -213,10 +237,10 @@ impl WebhookSender {
             .header(reqwest::header::CONTENT_TYPE, push::CONTENT_TYPE)
             .header(push::SEQUENCE_HEADER, d.seq.to_string())
             .header(push::DELIVERY_ID_HEADER, d.delivery_id());
-        if let Some(auth) = d.config.authorization() {
+        if let Some(auth) = config.authorization() {
             req = req.header(reqwest::header::AUTHORIZATION, auth);
         }
-        if let Some(token) = &d.config.token {
+        if let Some(token) = &config.token {
             req = req.header(push::TOKEN_HEADER, token);
         }
         if let Some(signer) = &self.signer {

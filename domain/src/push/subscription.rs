@@ -56,7 +56,9 @@ impl Subscription {
 }
 
 impl Subscription {
-    /// The config as the API returns it.
+    /// The config as the API returns it: `authentication.credentials` never leaves the server
+    /// (redacted on read, as a2aproject/A2A#1750 proposes; ADR 022). The token is the stored
+    /// one — sealed where the server seals secrets, so the caller opens it before answering.
     pub fn to_wire(&self, task_id: &str) -> TaskPushNotificationConfig {
         TaskPushNotificationConfig {
             tenant: None,
@@ -66,7 +68,7 @@ impl Subscription {
             token: self.token.clone(),
             authentication: self.scheme.as_ref().map(|scheme| AuthenticationInfo {
                 scheme: scheme.clone(),
-                credentials: self.credentials.clone(),
+                credentials: None,
             }),
         }
     }

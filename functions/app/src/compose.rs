@@ -254,6 +254,7 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
         dispatch: Dispatch::Feed,
         push_enabled: push.enabled,
         push_policy: push.policy,
+        secrets: push.secrets.clone(),
         stream_max,
         // A long-polling GetTask (A2A 1.1) answers below the HTTP API's 29 s timeout.
         long_poll_max: Duration::from_secs(LAMBDA_LONG_POLL_SECS),

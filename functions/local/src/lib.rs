@@ -26,6 +26,7 @@ use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::{EventStore, TaskReadModel};
 use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::dynamo::{self, DynamoStore};
+use taskledger_infra::secrets::SecretBox;
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::{PushSigner, WebhookSender};
 
@@ -75,6 +76,9 @@ pub struct Config {
     pub max_streams: Option<usize>,
     /// How long a request body may take to arrive.
     pub body_read_timeout: Duration,
+    /// Keys sealing push-config secrets (ADR 022); default: `secrets.keys` in the data
+    /// directory (created at first start), a fresh key in memory, none on DynamoDB.
+    pub secrets_key_file: Option<PathBuf>,
     pub blocking_timeout: Duration,
     pub timings: ScenarioTimings,
     /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
@@ -149,6 +153,7 @@ impl Config {
             task_limit: None,
             max_streams: None,
             body_read_timeout: taskledger_app::http::BODY_READ_TIMEOUT,
+            secrets_key_file: None,
             blocking_timeout: Duration::from_secs(
                 taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
             ),
@@ -181,6 +186,8 @@ pub enum LocalError {
     Agent(String),
     #[error("cannot verify JWTs: {0}")]
     Jwt(String),
+    #[error(transparent)]
+    Secrets(#[from] taskledger_infra::secrets::SecretsError),
     #[error(transparent)]
     Push(#[from] taskledger_infra::webhook::WebhookError),
     #[error("SQS or the table's stream: {0}")]
@@ -298,6 +305,26 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
     })
 }
 
+/// File in the data directory holding the keys that seal push-config secrets.
+pub const SECRETS_KEY_FILE: &str = "secrets.keys";
+
+/// The keys push-config secrets are sealed with (`Config::secrets_key_file`).
+fn secrets(config: &Config) -> Result<Option<Arc<SecretBox>>, LocalError> {
+    let path = match (&config.secrets_key_file, &config.storage) {
+        (Some(p), _) => p.clone(),
+        (None, Storage::Dir(dir)) => dir.join(SECRETS_KEY_FILE),
+        (None, Storage::Memory) => return Ok(Some(Arc::new(SecretBox::ephemeral()))),
+        (None, Storage::Dynamo { .. }) => {
+            tracing::warn!(
+                "push-config tokens and credentials are stored as given: \
+                 pass --secrets-key-file to seal them (ADR 022)"
+            );
+            return Ok(None);
+        }
+    };
+    Ok(Some(Arc::new(SecretBox::load_or_create(&path)?)))
+}
+
 fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
     if let Some(k) = &config.cursor_key {
         return Ok(k.clone());
@@ -350,6 +377,7 @@ async fn build_bindings(
     } else {
         Dispatch::InProcess
     };
+    let secrets = secrets(config)?;
     let signer = match &config.push.signing_key_pem {
         Some(pem) => Some(Arc::new(PushSigner::from_pem(pem)?)),
         None => None,
@@ -372,13 +400,15 @@ async fn build_bindings(
             rate_limit: config.rate_limit,
             task_limit: config.task_limit,
             max_streams: config.max_streams,
+            secrets: secrets.clone(),
             ..Default::default()
         },
     );
     if let Some(db) = stores.embedded {
         // The embedded path: the feed drives the relay, turns run here, deliveries wait in
         // the outbox for the push worker.
-        let sender = WebhookSender::new(config.push.policy.clone(), signer.clone())?;
+        let sender = WebhookSender::new(config.push.policy.clone(), signer.clone())?
+            .with_secrets(secrets.clone());
         tokio::spawn(run_outbox_worker(
             service.pushes_queued(),
             db.clone(),
@@ -405,7 +435,8 @@ async fn build_bindings(
         ));
         tokio::spawn(pollers::run_push_poller(
             sl.push,
-            WebhookSender::new(config.push.policy.clone(), signer.clone())?,
+            WebhookSender::new(config.push.policy.clone(), signer.clone())?
+                .with_secrets(secrets.clone()),
             config.push.retry,
         ));
     }

@@ -46,7 +46,7 @@ async fn main() -> Result<(), Error> {
     }
     let worker = (
         queue,
-        WebhookSender::new(env.policy, env.signer)?,
+        WebhookSender::new(env.policy, env.signer)?.with_secrets(env.secrets),
         env.retry,
     );
     run(service_fn(|event| handle(&worker, event))).await

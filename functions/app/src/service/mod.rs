@@ -61,6 +61,9 @@ pub struct ServiceSettings {
     pub task_limit: Option<crate::limits::RateLimit>,
     /// Streams each principal may hold open (none: no limit).
     pub max_streams: Option<usize>,
+    /// The keys push-config tokens and credentials are sealed with before they are stored
+    /// (none: stored as given; ADR 022).
+    pub secrets: Option<Arc<taskledger_infra::secrets::SecretBox>>,
 }
 
 /// `ServiceSettings::long_poll_max` unless configured (below API Gateway's 29 s on Lambda).
@@ -93,6 +96,7 @@ impl Default for ServiceSettings {
             rate_limit: None,
             task_limit: None,
             max_streams: None,
+            secrets: None,
         }
     }
 }

@@ -5,7 +5,7 @@
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::Cursor;
-use taskledger_domain::push::{self, PushConfigSpec};
+use taskledger_domain::push::{self, PushConfigSpec, Subscription};
 use taskledger_domain::task::{TaskAggregate, TaskCommand};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{
@@ -39,12 +39,28 @@ impl Service {
         field: &str,
     ) -> Result<PushConfigSpec, AppError> {
         self.require_push()?;
-        Ok(PushConfigSpec::parse(
+        let mut spec = PushConfigSpec::parse(
             wire,
             &uuid::Uuid::new_v4().to_string(),
             &self.settings.push_policy,
             field,
-        )?)
+        )?;
+        // Checked as given, stored sealed: only the webhook sender opens them (ADR 022).
+        if let Some(secrets) = &self.settings.secrets {
+            spec.token = spec.token.map(|t| secrets.seal(&t));
+            spec.credentials = spec.credentials.map(|c| secrets.seal(&c));
+        }
+        Ok(spec)
+    }
+
+    /// A stored config as the API shows it: credentials redacted (`Subscription::to_wire`),
+    /// the token opened (omitted if it no longer opens: its key was retired).
+    fn shown(&self, sub: &Subscription, task_id: &str) -> TaskPushNotificationConfig {
+        let mut wire = sub.to_wire(task_id);
+        wire.token = wire.token.and_then(|t| {
+            taskledger_infra::secrets::open_with(self.settings.secrets.as_deref(), &t).ok()
+        });
+        wire
     }
 
     /// The caller's task, or TaskNotFound.
@@ -76,7 +92,7 @@ impl Service {
         state
             .head()
             .and_then(|h| h.push.iter().find(|p| p.id == spec.id))
-            .map(|p| p.to_wire(task_id.as_str()))
+            .map(|p| self.shown(p, task_id.as_str()))
             .ok_or_else(|| AppError::protocol(ErrorKind::Internal, "the config was not stored"))
     }
 
@@ -94,7 +110,7 @@ impl Service {
                     .iter()
                     .find(|p| p.id == req.id && p.belongs_to(who, &h.owner))
             })
-            .map(|p| p.to_wire(&req.task_id))
+            .map(|p| self.shown(p, &req.task_id))
             .ok_or_else(|| {
                 AppError::protocol(
                     ErrorKind::TaskNotFound,
@@ -145,7 +161,7 @@ impl Service {
             .iter()
             .skip(start)
             .take(page_size)
-            .map(|p| p.to_wire(&req.task_id))
+            .map(|p| self.shown(p, &req.task_id))
             .collect();
         let end = start + page.len();
         let next_page_token = if end < all.len() {
