@@ -91,7 +91,7 @@ if command -v sam >/dev/null 2>&1; then SAM_CLI_TELEMETRY=0 sam validate --lint;
 
 echo "==> Python a2a-sdk interop"
 venv=tests/python/.venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a, grpc' 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a, grpc, jwt' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 fi
@@ -168,3 +168,21 @@ for transport in "${streams[@]}"; do
     exit 1
   fi
 done
+
+echo "==> signed agent card and bearer tokens: the official Python and JavaScript clients"
+key=$(mktemp)
+node -e "const c=require('crypto');const {privateKey}=c.generateKeyPairSync('ec',{namedCurve:'P-256'});require('fs').writeFileSync(process.argv[1],privateKey.export({type:'pkcs8',format:'pem'}))" "$key"
+port=$(free_port)
+log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
+  --tokens "tok-bob=acme/bob" --push-signing-key-file "$key" >"$log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
+if ! "$venv/bin/python" tests/python/card_signature.py "http://127.0.0.1:$port" tok-bob; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi
+if ! node "$js/card_signature.mjs" "http://127.0.0.1:$port" tok-bob; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi

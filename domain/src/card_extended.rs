@@ -26,6 +26,8 @@ pub fn extended_card(
     caller: &Principal,
     limits: &CallerLimits,
 ) -> AgentCard {
+    // The public card's signatures do not cover what is added here.
+    public.signatures.clear();
     public.skills.push(AgentSkill {
         id: "shared-tasks".into(),
         name: "Tasks shared with you".into(),

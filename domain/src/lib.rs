@@ -4,6 +4,7 @@
 pub mod a2ui;
 pub mod card;
 pub mod card_extended;
+pub mod card_signature;
 pub mod cursor;
 pub mod dmp;
 pub mod error;

@@ -91,6 +91,12 @@ pub struct PushSigner {
     jwk: Value,
 }
 
+impl std::fmt::Debug for PushSigner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "PushSigner {{ kid: {:?} }}", self.kid)
+    }
+}
+
 impl PushSigner {
     /// From a PEM private key (PKCS#8 `PRIVATE KEY` or SEC1 `EC PRIVATE KEY`) on P-256.
     pub fn from_pem(pem: &str) -> Result<Self, WebhookError> {
@@ -127,6 +133,19 @@ impl PushSigner {
 
     pub fn kid(&self) -> &str {
         &self.kid
+    }
+
+    /// A JWS with a detached `payload` (RFC 7515 appendix F) as `(protected, signature)`, its
+    /// protected header naming the key (`kid`) and, when given, where the key set is (`jku`).
+    pub fn sign_detached(&self, payload: &[u8], jku: Option<&str>) -> (String, String) {
+        let mut header = json!({"alg": "ES256", "kid": self.kid, "typ": "JOSE"});
+        if let Some(u) = jku {
+            header["jku"] = json!(u);
+        }
+        let protected = URL_SAFE_NO_PAD.encode(header.to_string());
+        let input = format!("{protected}.{}", URL_SAFE_NO_PAD.encode(payload));
+        let signature: Signature = self.key.sign(input.as_bytes());
+        (protected, URL_SAFE_NO_PAD.encode(signature.to_bytes()))
     }
 
     /// `<protected>..<signature>`: the payload (the body, base64url) is left out.

@@ -9,6 +9,7 @@
 //! adapters included.
 
 pub mod agent;
+pub mod card;
 pub mod compose;
 pub mod error;
 #[cfg(feature = "grpc")]

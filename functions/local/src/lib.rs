@@ -458,6 +458,7 @@ async fn build_bindings(
         description: "An event-sourced A2A task backend (local server).".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: signer.as_ref().map(|s| s.jwks()),
+        card_signer: signer.clone(),
         grpc: grpc_address,
         error_table: config.error_table,
         path_prefix: None,

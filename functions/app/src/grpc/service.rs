@@ -11,7 +11,6 @@ use prost::bytes::Bytes;
 use futures_util::StreamExt;
 use taskledger_domain::error::{ErrorKind, ErrorTable};
 use taskledger_domain::ids::IdempotencyKey;
-use taskledger_domain::wire::AgentCard;
 use tonic::codegen::tokio_stream::Stream;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
@@ -45,7 +44,7 @@ pub struct A2aGrpc {
     auth: Arc<dyn Authenticator>,
     table: ErrorTable,
     /// The public card (GetExtendedAgentCard extends it for the caller).
-    card: Option<Arc<AgentCard>>,
+    card: Option<Arc<crate::card::PublicCard>>,
 }
 
 fn metadata_text<'a>(metadata: &'a MetadataMap, key: &str) -> Option<&'a str> {
@@ -66,7 +65,7 @@ impl A2aGrpc {
     }
 
     /// The public card this server publishes (none: GetExtendedAgentCard is unsupported).
-    pub fn with_card(mut self, card: AgentCard) -> Self {
+    pub fn with_card(mut self, card: crate::card::PublicCard) -> Self {
         self.card = Some(Arc::new(card));
         self
     }

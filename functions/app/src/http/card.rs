@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use crate::card::PublicCard;
 use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, IF_NONE_MATCH, LAST_MODIFIED};
 use axum::http::{HeaderMap, HeaderValue, StatusCode};
@@ -10,7 +11,6 @@ use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use taskledger_domain::card::{agent_card, CardAuth, CardSettings};
-use taskledger_domain::wire::AgentCard;
 
 use super::{AppState, GrpcAddress, HttpSettings, CARD_MAX_AGE_SECS};
 
@@ -76,7 +76,7 @@ fn grpc_url(grpc: Option<&GrpcAddress>, base: &str) -> Option<String> {
 
 /// The public card as a request with `headers` reaches it (its URLs from `--public-url`, else
 /// the request's host). Callers who authenticate also get an extended card.
-pub(super) fn public_card(state: &AppState, headers: &HeaderMap) -> AgentCard {
+pub(super) fn public_card(state: &AppState, headers: &HeaderMap) -> PublicCard {
     card_at(
         &state.settings,
         state.auth.card_auth(),
@@ -85,22 +85,24 @@ pub(super) fn public_card(state: &AppState, headers: &HeaderMap) -> AgentCard {
     )
 }
 
-/// The public card of a server with `settings` reached at `base`.
-pub fn card_at(settings: &HttpSettings, auth: CardAuth, push: bool, base: String) -> AgentCard {
-    agent_card(&CardSettings {
+/// The public card of a server with `settings` reached at `base`, signed when a key is
+/// configured (`crate::card`).
+pub fn card_at(settings: &HttpSettings, auth: CardAuth, push: bool, base: String) -> PublicCard {
+    let card = agent_card(&CardSettings {
         grpc_url: grpc_url(settings.grpc.as_ref(), &base),
-        public_url: base,
+        public_url: base.clone(),
         name: settings.name.clone(),
         description: settings.description.clone(),
         version: settings.version.clone(),
         auth,
         push_notifications: push,
         extended_card: auth != CardAuth::None,
-    })
+    });
+    PublicCard::new(card, settings.card_signer.clone(), &base)
 }
 
 pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let card = public_card(&state, &headers);
+    let card = public_card(&state, &headers).card;
     let body = serde_json::to_vec(&card).unwrap_or_default();
     let digest = Sha256::digest(&body);
     let etag = format!(

@@ -47,6 +47,8 @@ pub struct HttpSettings {
     pub version: String,
     /// The push signing key set served at `/.well-known/jwks.json` (none: not served).
     pub jwks: Option<Value>,
+    /// The key that signs the public agent card (the push signing key; none: unsigned).
+    pub card_signer: Option<Arc<taskledger_infra::webhook::PushSigner>>,
     /// Where the gRPC binding is served, for the card's `GRPC` interface (none: not served).
     pub grpc: Option<GrpcAddress>,
     /// Which revision of the error table the HTTP statuses follow.
@@ -199,6 +201,7 @@ mod tests {
                 path_prefix: prefix.map(str::to_string),
                 stream_keep_alive: DEFAULT_KEEP_ALIVE,
                 body_read_timeout: common::BODY_READ_TIMEOUT,
+                card_signer: None,
             },
         ))
     }

@@ -211,7 +211,7 @@ pub struct Context {
     /// The `1.x` the client speaks (`A2A-Version`).
     pub version: ProtocolVersion,
     /// The public agent card as this binding serves it (set for GetExtendedAgentCard).
-    pub card: Option<Arc<AgentCard>>,
+    pub card: Option<Arc<crate::card::PublicCard>>,
 }
 
 impl Context {
@@ -329,13 +329,13 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
         Operation::GetExtendedAgentCard => match ctx
             .card
             .as_deref()
-            .filter(|c| c.capabilities.extended_agent_card == Some(true))
+            .filter(|c| c.card.capabilities.extended_agent_card == Some(true))
         {
-            Some(card) => Outcome::Card(Box::new(extended_card(
-                card.clone(),
+            Some(public) => Outcome::Card(Box::new(public.signed(extended_card(
+                public.card.clone(),
                 who,
                 &svc.caller_limits(),
-            ))),
+            )))),
             None => return Err(request::extended_card_unsupported()),
         },
     };
