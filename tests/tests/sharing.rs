@@ -129,10 +129,52 @@ async fn the_participants_see_the_task_and_nobody_else_does() {
             )
             .await;
         assert_eq!(error_code(&v), TASK_NOT_FOUND, "{v}");
+        let config = json!({"taskId": id, "id": "alices"});
+        for method in [
+            "GetTaskPushNotificationConfig",
+            "DeleteTaskPushNotificationConfig",
+        ] {
+            assert_eq!(
+                stranger.err(method, config.clone()).await,
+                TASK_NOT_FOUND,
+                "{method}"
+            );
+        }
+        assert_eq!(
+            stranger
+                .err("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+                .await,
+            TASK_NOT_FOUND
+        );
+    }
+    // nor can a stranger subscribe to it (JSON-RPC: the refusal is the stream's one event)
+    for token in ["m", "x"] {
+        let r = s
+            .client
+            .post(format!("{}/a2a", s.base))
+            .header("A2A-Version", "1.0")
+            .header("Authorization", format!("Bearer {token}"))
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "SubscribeToTask", "params": {"id": id}}))
+            .send()
+            .await
+            .unwrap();
+        let body = r.text().await.unwrap();
+        assert!(body.contains("-32001"), "{token}: {body}");
+        assert!(!body.contains("Deploy it"), "{token}: {body}");
     }
     let t = alice.ok("GetTask", json!({"id": id})).await;
     assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED");
     assert_eq!(texts(&t).iter().filter(|x| *x == "let me in").count(), 0);
+    // alice's config is untouched by the strangers' attempts
+    if pushes(&s).await {
+        let list = alice
+            .ok("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+            .await;
+        assert!(
+            list["configs"].as_array().is_none_or(|c| c.is_empty()),
+            "{list}"
+        );
+    }
 }
 
 #[tokio::test]
