@@ -94,6 +94,14 @@ async fn the_participants_see_the_task_and_nobody_else_does() {
     let s = Server::start_with(people()).await;
     let (alice, bob, carol) = (s.as_user("a"), s.as_user("b"), s.as_user("c"));
     let id = shared_task(&alice).await;
+    if pushes(&s).await {
+        alice
+            .ok(
+                "CreateTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "alices", "url": "http://127.0.0.1:9/hook"}),
+            )
+            .await;
+    }
     for who in [&alice, &bob, &carol] {
         let t = who.ok("GetTask", json!({"id": id})).await;
         assert_eq!(t["id"], id);
@@ -167,13 +175,13 @@ async fn the_participants_see_the_task_and_nobody_else_does() {
     assert_eq!(texts(&t).iter().filter(|x| *x == "let me in").count(), 0);
     // alice's config is untouched by the strangers' attempts
     if pushes(&s).await {
-        let list = alice
-            .ok("ListTaskPushNotificationConfigs", json!({"taskId": id}))
+        let kept = alice
+            .ok(
+                "GetTaskPushNotificationConfig",
+                json!({"taskId": id, "id": "alices"}),
+            )
             .await;
-        assert!(
-            list["configs"].as_array().is_none_or(|c| c.is_empty()),
-            "{list}"
-        );
+        assert_eq!(kept["id"], "alices");
     }
 }
 
