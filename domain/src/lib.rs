@@ -30,6 +30,8 @@ mod ext_tests;
 #[cfg(test)]
 mod ids_tests;
 #[cfg(test)]
+mod props_tests;
+#[cfg(test)]
 mod push_tests;
 #[cfg(test)]
 mod task_tests;

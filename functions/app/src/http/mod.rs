@@ -9,7 +9,7 @@ pub use card::card_at;
 mod common;
 pub use common::BODY_READ_TIMEOUT;
 mod jsonrpc;
-mod rest;
+pub(crate) mod rest;
 mod sse;
 
 use std::sync::Arc;

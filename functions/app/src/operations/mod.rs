@@ -4,6 +4,8 @@
 //! request object (ProtoJSON), let `Operation::decode` type it, `execute` it, and encode the
 //! `Outcome`; the one error table gives each binding its codes.
 
+#[cfg(test)]
+mod decode_props;
 mod extensions;
 mod generations;
 

@@ -5,7 +5,7 @@
 //! [ErrorInfo]}}`, the status from the error table. Requests may say `application/json` or
 //! `application/a2a+json` (any `+json` type); responses are `application/json`.
 
-mod routes;
+pub(crate) mod routes;
 
 use std::sync::Arc;
 
