@@ -233,3 +233,57 @@ async fn a_body_that_stalls_is_answered_408_and_one_in_time_is_served() {
     let status = slow_post(&s.base, &body, 10, None).await;
     assert!(status.contains(" 408"), "{status}");
 }
+
+/// Sends the first `sent` bytes of a request's headers, the rest after `pause` (never, with
+/// `None`); what came back, and how long the server took to answer or let go.
+async fn slow_headers(
+    base: &str,
+    sent: usize,
+    pause: Option<std::time::Duration>,
+) -> (String, std::time::Duration) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = base.trim_start_matches("http://");
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.expect("connect");
+    let head = format!(
+        "GET /.well-known/agent-card.json HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json\r\n\
+         Connection: close\r\n\r\n"
+    );
+    let started = std::time::Instant::now();
+    tcp.write_all(&head.as_bytes()[..sent]).await.unwrap();
+    if let Some(p) = pause {
+        tokio::time::sleep(p).await;
+        tcp.write_all(&head.as_bytes()[sent..]).await.unwrap();
+    }
+    let mut answer = Vec::new();
+    let _ = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        tcp.read_to_end(&mut answer),
+    )
+    .await;
+    (
+        String::from_utf8_lossy(&answer)
+            .lines()
+            .next()
+            .unwrap_or_default()
+            .to_string(),
+        started.elapsed(),
+    )
+}
+
+#[tokio::test]
+async fn headers_that_trickle_past_the_bound_lose_the_connection_and_ones_in_time_are_served() {
+    let mut config = two_principals();
+    config.header_read_timeout = std::time::Duration::from_millis(500);
+    let s = Server::start_with(config).await;
+    // Within the bound: served.
+    let (status, _) = slow_headers(&s.base, 20, Some(std::time::Duration::from_millis(150))).await;
+    assert!(status.contains(" 200"), "{status}");
+    // Stalled past it: the server lets the connection go at the bound, long before the
+    // client would give up.
+    let (status, took) = slow_headers(&s.base, 20, None).await;
+    assert!(!status.contains(" 200"), "{status}");
+    assert!(
+        took < std::time::Duration::from_secs(5),
+        "held for {took:?}"
+    );
+}

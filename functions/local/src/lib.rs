@@ -76,6 +76,8 @@ pub struct Config {
     pub max_streams: Option<usize>,
     /// How long a request body may take to arrive.
     pub body_read_timeout: Duration,
+    /// How long a request's headers may take to arrive (`HEADER_READ_TIMEOUT`).
+    pub header_read_timeout: Duration,
     /// Keys sealing push-config secrets (ADR 022); default: `secrets.keys` in the data
     /// directory (created at first start), a fresh key in memory, none on DynamoDB.
     pub secrets_key_file: Option<PathBuf>,
@@ -153,6 +155,7 @@ impl Config {
             task_limit: None,
             max_streams: None,
             body_read_timeout: taskledger_app::http::BODY_READ_TIMEOUT,
+            header_read_timeout: HEADER_READ_TIMEOUT,
             secrets_key_file: None,
             blocking_timeout: Duration::from_secs(
                 taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
@@ -304,6 +307,9 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
         }
     })
 }
+
+/// How long a request's headers may take to arrive before the connection is closed.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// File in the data directory holding the keys that seal push-config secrets.
 pub const SECRETS_KEY_FILE: &str = "secrets.keys";
@@ -570,9 +576,9 @@ pub async fn serve_listeners(
         let _ = rx.wait_for(|stop| *stop).await;
     };
     let (listener, app) = servers.http;
+    let header_read_timeout = config.header_read_timeout;
     let http = async {
-        axum::serve(no_delay(listener), app)
-            .with_graceful_shutdown(until(stopped.clone()))
+        serve_http(listener, app, header_read_timeout, until(stopped.clone()))
             .await
             .map_err(LocalError::from)
     };
@@ -586,16 +592,50 @@ pub async fn serve_listeners(
     Ok(())
 }
 
-/// The HTTP listener with `TCP_NODELAY` on each connection: a stream writes each event as it
-/// happens, and without it the kernel holds an event back until the client acknowledges the
-/// previous one (a delayed ACK: ~40 ms a burst on a kept-alive connection).
-fn no_delay(listener: TcpListener) -> impl axum::serve::Listener<Addr = SocketAddr> {
-    use axum::serve::ListenerExt;
-    listener.tap_io(|tcp| {
+/// Serves HTTP/1.1 on `listener` until `shutdown` resolves (then lets open requests finish).
+/// Each connection gets `TCP_NODELAY` — a stream writes each event as it happens, and without it
+/// the kernel holds an event back until the client acknowledges the previous one (a delayed
+/// ACK: ~40 ms a burst) — and must send a request's headers within `header_read_timeout`, so a
+/// client that trickles headers cannot hold a connection (hyper closes it).
+async fn serve_http(
+    listener: TcpListener,
+    app: axum::Router,
+    header_read_timeout: Duration,
+    shutdown: impl Future<Output = ()>,
+) -> std::io::Result<()> {
+    use hyper_util::rt::{TokioIo, TokioTimer};
+    use hyper_util::service::TowerToHyperService;
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new())
+        .header_read_timeout(header_read_timeout);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    tokio::pin!(shutdown);
+    loop {
+        let (tcp, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait, then accept again.
+                    tracing::debug!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            () = &mut shutdown => break,
+        };
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "cannot set TCP_NODELAY");
         }
-    })
+        let conn = http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone()));
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            if let Err(e) = conn.await {
+                tracing::debug!(error = %e, "connection ended");
+            }
+        });
+    }
+    graceful.shutdown().await;
+    Ok(())
 }
 
 /// Starts a server on 127.0.0.1 on a free port in the background; returns its address.
@@ -614,8 +654,9 @@ pub async fn start(config: Config) -> Result<Running, LocalError> {
     };
     let servers = prepare(&config, listeners).await?;
     let (listener, app) = servers.http;
+    let header_read_timeout = config.header_read_timeout;
     tokio::spawn(async move {
-        let _ = axum::serve(no_delay(listener), app).await;
+        let _ = serve_http(listener, app, header_read_timeout, std::future::pending()).await;
     });
     if let Some((listener, server)) = servers.grpc {
         tokio::spawn(async move {

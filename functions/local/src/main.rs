@@ -73,6 +73,9 @@ struct Args {
     /// Seconds a request body may take to arrive before the request is answered 408.
     #[arg(long, env = "TASKLEDGER_BODY_READ_TIMEOUT_SECS", default_value_t = 30)]
     body_read_timeout_secs: u64,
+    /// Seconds a request's headers may take to arrive before the connection is closed.
+    #[arg(long, env = "TASKLEDGER_HEADER_READ_TIMEOUT_SECS", default_value_t = taskledger_local::HEADER_READ_TIMEOUT.as_secs())]
+    header_read_timeout_secs: u64,
     /// Keys sealing push-config tokens and credentials at rest: one `<kid>:<base64 32 bytes>`
     /// per line, the first seals, all open (rotation). Default: `secrets.keys` in --data-dir,
     /// created at first start (ADR 022).
@@ -394,6 +397,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         task_limit: taskledger_app::limits::RateLimit::tasks_per_minute(args.tasks_per_minute),
         max_streams: (args.max_streams > 0).then_some(args.max_streams),
         body_read_timeout: Duration::from_secs(args.body_read_timeout_secs.max(1)),
+        header_read_timeout: Duration::from_secs(args.header_read_timeout_secs.max(1)),
         secrets_key_file: args.secrets_key_file.clone(),
         blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
         timings: ScenarioTimings::default(),
