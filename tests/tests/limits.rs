@@ -287,3 +287,25 @@ async fn headers_that_trickle_past_the_bound_lose_the_connection_and_ones_in_tim
         "held for {took:?}"
     );
 }
+
+/// The status line of a GET of the card with one extra header of `bytes` bytes.
+async fn with_header_of(base: &str, bytes: usize) -> String {
+    let r = reqwest::Client::new()
+        .get(format!("{base}/.well-known/agent-card.json"))
+        .header("X-Padding", "p".repeat(bytes))
+        .send()
+        .await;
+    match r {
+        Ok(r) => r.status().as_u16().to_string(),
+        Err(e) => format!("error: {e}"),
+    }
+}
+
+#[tokio::test]
+async fn headers_up_to_the_bound_are_read_and_larger_ones_are_refused_431() {
+    let s = Server::start_with(two_principals()).await;
+    let bound = taskledger_local::MAX_HEADER_BYTES;
+    // The request line and the other headers take a few hundred bytes of the bound.
+    assert_eq!(with_header_of(&s.base, bound - 1024).await, "200");
+    assert_eq!(with_header_of(&s.base, bound + 1).await, "431");
+}

@@ -308,6 +308,10 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
     })
 }
 
+/// The most a request's line and headers may take, in bytes: past it the answer is 431 (API
+/// Gateway allows 10 KiB; a JWT of `MAX_TOKEN_BYTES` fits well within).
+pub const MAX_HEADER_BYTES: usize = 32 * 1024;
+
 /// How long a request's headers may take to arrive before the connection is closed.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 
@@ -607,7 +611,8 @@ async fn serve_http(
     use hyper_util::service::TowerToHyperService;
     let mut http = hyper::server::conn::http1::Builder::new();
     http.timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout);
+        .header_read_timeout(header_read_timeout)
+        .max_header_size(MAX_HEADER_BYTES);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     tokio::pin!(shutdown);
     loop {
