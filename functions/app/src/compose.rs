@@ -277,6 +277,7 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: push.signer.as_ref().map(|s| s.jwks()),
         card_signer: push.signer.clone(),
+        board: false,
         // Neither API Gateway nor a Function URL carries gRPC (README "gRPC").
         grpc: None,
         error_table: taskledger_domain::error::ErrorTable::parse(

@@ -9,6 +9,7 @@
 //! adapters included.
 
 pub mod agent;
+pub mod board;
 pub mod card;
 pub mod compose;
 pub mod error;

@@ -469,6 +469,7 @@ async fn build_bindings(
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: signer.as_ref().map(|s| s.jwks()),
         card_signer: signer.clone(),
+        board: true,
         grpc: grpc_address,
         error_table: config.error_table,
         path_prefix: None,

@@ -47,6 +47,9 @@ pub struct HttpSettings {
     pub version: String,
     /// The push signing key set served at `/.well-known/jwks.json` (none: not served).
     pub jwks: Option<Value>,
+    /// Whether the task board's pages are served (`/`, `/board/…`; ADR 023): by the local server
+    /// and a container running it, not by Lambda.
+    pub board: bool,
     /// The key that signs the public agent card (the push signing key; none: unsigned).
     pub card_signer: Option<Arc<taskledger_infra::webhook::PushSigner>>,
     /// Where the gRPC binding is served, for the card's `GRPC` interface (none: not served).
@@ -160,15 +163,20 @@ async fn www_authenticate(
 
 fn routes(state: Arc<AppState>) -> Router {
     let jsonrpc_slash = format!("{JSONRPC_PATH}/");
-    Router::new()
+    let router = Router::new()
         .route("/.well-known/agent-card.json", get(card::card))
         .route("/.well-known/jwks.json", get(card::jwks))
         .route(JSONRPC_PATH, post(jsonrpc::jsonrpc))
         .route(&jsonrpc_slash, post(jsonrpc::jsonrpc))
         .route("/", post(jsonrpc::jsonrpc))
         .route(rest::REST_PATH, any(rest::rest))
-        .route(&format!("{}/{{*path}}", rest::REST_PATH), any(rest::rest))
-        .with_state(state)
+        .route(&format!("{}/{{*path}}", rest::REST_PATH), any(rest::rest));
+    let router = if state.settings.board {
+        router.merge(crate::board::routes())
+    } else {
+        router
+    };
+    router.with_state(state)
 }
 
 #[cfg(test)]
@@ -202,6 +210,7 @@ mod tests {
                 stream_keep_alive: DEFAULT_KEEP_ALIVE,
                 body_read_timeout: common::BODY_READ_TIMEOUT,
                 card_signer: None,
+                board: false,
             },
         ))
     }

@@ -1,0 +1,109 @@
+// The task board's script (ADR 023): keeps pages current and sends the actions a page offers
+// through the public JSON-RPC API, with the token entered at sign-in (kept for this tab's
+// session). Without it the pages still read; they just do not move or act.
+'use strict';
+
+const ENVELOPE_URI = 'https://dispatch.foo/a2a/ext/envelope/v1';
+const HITL_URI = 'https://kagent.dev/extensions/hitl/v1';
+const REFRESH_MS = 1500;
+
+function token() {
+  return sessionStorage.getItem('tl_token') || '';
+}
+
+async function rpc(method, params, extensions) {
+  const headers = { 'Content-Type': 'application/json', 'A2A-Version': '1.0' };
+  if (token()) headers.Authorization = `Bearer ${token()}`;
+  if (extensions) headers['A2A-Extensions'] = extensions.join(', ');
+  const r = await fetch('/a2a', {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ jsonrpc: '2.0', id: Date.now(), method, params }),
+  });
+  const body = await r.json();
+  if (body.error) throw new Error(body.error.message);
+  return body.result;
+}
+
+function message(taskId, text, metadata, extensions) {
+  const m = { messageId: crypto.randomUUID(), role: 'ROLE_USER', taskId, parts: [{ text }] };
+  if (metadata) m.metadata = metadata;
+  if (extensions) m.extensions = extensions;
+  return m;
+}
+
+// What each form of a task page sends.
+const ACTIONS = {
+  send: (taskId, form) => rpc('SendMessage', {
+    message: message(taskId, form.elements.text.value),
+    configuration: { returnImmediately: true },
+  }),
+  'answer-help': (taskId, form, submitter) => rpc('SendMessage', {
+    message: message(taskId, submitter?.value || form.elements.answer.value),
+    configuration: { returnImmediately: true },
+  }),
+  'answer-gate': (taskId, form, submitter) => rpc('SendMessage', {
+    message: message(taskId, submitter.value, {
+      [ENVELOPE_URI]: { kind: 'answer', replyTo: form.dataset.gate, choice: submitter.value },
+    }),
+    configuration: { returnImmediately: true },
+  }, [ENVELOPE_URI]),
+  'approve-tools': (taskId, form) => {
+    const approvals = [...form.querySelectorAll('input[type=radio]:checked')].map((r) => ({
+      id: r.name,
+      approved: r.value === 'approve',
+    }));
+    return rpc('SendMessage', {
+      message: message(taskId, '', { [HITL_URI]: { type: 'tool_approval_response', approvals } }, [HITL_URI]),
+      configuration: { returnImmediately: true },
+    }, [HITL_URI]);
+  },
+  cancel: (taskId) => rpc('CancelTask', { id: taskId }),
+};
+
+function wireActions(root) {
+  const task = root.querySelector('#task');
+  if (!task) return;
+  for (const form of task.querySelectorAll('form[data-rpc]')) {
+    form.addEventListener('submit', async (e) => {
+      e.preventDefault();
+      const status = task.querySelector('.result');
+      try {
+        await ACTIONS[form.dataset.rpc](task.dataset.taskId, form, e.submitter);
+        status.textContent = 'Sent.';
+        form.reset();
+        await refresh(true);
+      } catch (err) {
+        status.textContent = `Not done: ${err.message}`;
+      }
+    });
+  }
+}
+
+// Replaces the parts of the page the server renders anew, unless the person is typing.
+async function refresh(force) {
+  const active = document.activeElement;
+  if (!force && active && (active.tagName === 'TEXTAREA' || active.tagName === 'INPUT') && active.value) return;
+  const r = await fetch(location.href, { headers: { Accept: 'text/html' } });
+  if (!r.ok) return;
+  const next = new DOMParser().parseFromString(await r.text(), 'text/html');
+  for (const sel of ['#task', '#tasks tbody', 'nav.counts', 'p.more', 'p.empty']) {
+    const now = document.querySelector(sel);
+    const then = next.querySelector(sel);
+    if (now && then && now.innerHTML !== then.innerHTML) {
+      now.replaceWith(then);
+      if (sel === '#task') wireActions(document);
+    }
+  }
+}
+
+document.addEventListener('DOMContentLoaded', () => {
+  const login = document.querySelector('form#login');
+  if (login) {
+    login.addEventListener('submit', () => sessionStorage.setItem('tl_token', login.elements.token.value.trim()));
+  }
+  const logout = document.querySelector('[data-action=logout]');
+  if (logout) logout.addEventListener('click', () => sessionStorage.removeItem('tl_token'));
+  wireActions(document);
+  if (document.querySelector('#task, #tasks')) setInterval(() => refresh(false).catch(() => {}), REFRESH_MS);
+});

@@ -1,0 +1,74 @@
+//! The task board (ADR 023): server-rendered pages for the people on a task, served beside the
+//! API on the same origin and with the same authentication. Pages read through the service as
+//! the signed-in principal; every action a page offers goes through the public JSON-RPC API from
+//! its script, like any client. Readable without script; live with it.
+
+mod auth;
+mod board_page;
+mod layout;
+mod plan_svg;
+mod task_page;
+
+use std::sync::Arc;
+
+use axum::extract::{Path, Query, State};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
+use axum::http::HeaderMap;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+
+use crate::http::AppState;
+
+/// Where the board's pages live (the board itself is `/`).
+pub const BOARD_PATH: &str = "/board";
+
+const SCRIPT: &str = include_str!("assets/board.js");
+const STYLE: &str = include_str!("assets/board.css");
+
+/// The board's routes, merged into the HTTP router of servers that serve it.
+pub fn routes() -> Router<Arc<AppState>> {
+    Router::new()
+        .route("/", get(board))
+        .route("/board/tasks/{id}", get(task))
+        .route("/board/login", get(auth::login_form).post(auth::login))
+        .route("/board/logout", axum::routing::post(auth::logout))
+        .route(
+            "/board/assets/board.js",
+            get(|| asset("text/javascript", SCRIPT)),
+        )
+        .route("/board/assets/board.css", get(|| asset("text/css", STYLE)))
+}
+
+async fn asset(content_type: &'static str, body: &'static str) -> Response {
+    (
+        [
+            (CONTENT_TYPE, content_type),
+            (CACHE_CONTROL, "public, max-age=300"),
+        ],
+        body,
+    )
+        .into_response()
+}
+
+async fn board(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Query(filters): Query<board_page::Filters>,
+) -> Response {
+    match auth::principal(&state, &headers).await {
+        Ok(who) => board_page::render(&state, &who, filters).await,
+        Err(r) => r,
+    }
+}
+
+async fn task(
+    State(state): State<Arc<AppState>>,
+    headers: HeaderMap,
+    Path(id): Path<String>,
+) -> Response {
+    match auth::principal(&state, &headers).await {
+        Ok(who) => task_page::render(&state, &who, &id).await,
+        Err(r) => r,
+    }
+}

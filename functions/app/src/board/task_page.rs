@@ -1,0 +1,409 @@
+//! A task's page: what the caller may do now (only what its role allows is offered), the status
+//! timeline from the event log, history with parts by kind, artifacts, the plan as a drawn DAG,
+//! sub-tasks, participants and roles, token usage per model, and (to the owner) its webhooks.
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use maud::{html, Markup};
+use serde_json::Value;
+use taskledger_domain::ext::{Role, METADATA_KEY};
+use taskledger_domain::ids::{Principal, TaskId};
+use taskledger_domain::task::{GateKind, TaskHead};
+use taskledger_domain::wire::{
+    GetTaskRequest, ListTaskPushNotificationConfigsRequest, Message, Part, PartContent, Task,
+};
+
+use super::board_page::urlencode;
+use super::layout::{self, state_label};
+use super::plan_svg;
+use crate::http::AppState;
+
+/// The usage extension's key in task metadata (kagent).
+const USAGE_KEY: &str = "https://kagent.dev/extensions/usage/v1";
+/// Events the timeline shows, newest last.
+pub const MAX_TIMELINE_EVENTS: usize = 500;
+
+pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Response {
+    let not_found = || {
+        let body = html! { h1 { "No such task" } p { "There is no task " code { (raw_id) } " you can see." } p { a href="/" { "All tasks" } } };
+        (
+            StatusCode::NOT_FOUND,
+            layout::page("No such task", Some(who), body),
+        )
+            .into_response()
+    };
+    // GetTask as the caller decides what it may see; only then is the rest read.
+    let task = match app
+        .service
+        .get_task(
+            who,
+            GetTaskRequest {
+                tenant: None,
+                id: raw_id.to_string(),
+                history_length: None,
+                current_generation: None,
+            },
+        )
+        .await
+    {
+        Ok(t) => t,
+        Err(_) => return not_found(),
+    };
+    let Ok(id) = TaskId::parse(task.id.clone()) else {
+        return not_found();
+    };
+    let head = match app.service.load(&id).await {
+        Ok(Some(state)) => match state.head {
+            Some(h) => h,
+            None => return not_found(),
+        },
+        _ => return not_found(),
+    };
+    let events = app.service.events(&id, 0).await.unwrap_or_default();
+    let pushes = if head.owner == *who {
+        app.service
+            .list_push_configs(
+                who,
+                ListTaskPushNotificationConfigsRequest {
+                    tenant: None,
+                    task_id: task.id.clone(),
+                    page_size: None,
+                    page_token: None,
+                },
+            )
+            .await
+            .map(|r| r.configs)
+            .ok()
+    } else {
+        None
+    };
+    let ext = task
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(METADATA_KEY))
+        .cloned();
+    let title = ext
+        .as_ref()
+        .and_then(|e| e.get("name"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or(task.id.as_str())
+        .to_string();
+    let state = task.status.state.as_str();
+    let body = html! {
+        article #task data-task-id=(task.id) data-state=(state) data-generation=(events.len()) {
+            h1 { (title) }
+            @if let Some(g) = ext.as_ref().and_then(|e| e.get("goal")).and_then(Value::as_str) {
+                p.goal { (g) }
+            }
+            p.meta {
+                span class={ "badge " (state_label(state)) } #state { (state_label(state)) }
+                " task " code { (task.id) } " · context " code { (task.context_id) }
+            }
+            @if let Some(m) = &task.status.message { div.status-message { (message_body(m)) } }
+            (actions(&head, who, &task))
+            section { h2 { "Plan" } (plan_svg::render(ext.as_ref())) }
+            (participants(ext.as_ref()))
+            (sub_tasks(ext.as_ref()))
+            (history(&task))
+            (artifacts(&task))
+            (usage(&task))
+            (timeline(&events))
+            @if let Some(configs) = pushes {
+                section {
+                    h2 { "Push subscriptions" }
+                    @if configs.is_empty() { p { "None." } }
+                    ul { @for c in &configs { li { code { (c.id.clone().unwrap_or_default()) } " → " (c.url) } } }
+                }
+            }
+        }
+    };
+    layout::page(&title, Some(who), body).into_response()
+}
+
+/// The actions the caller may take now, and only those: answering a help request it was asked,
+/// deciding gates and tool calls (owner and admins), sending (not watchers), cancelling (owner and
+/// admins). Each form is sent by the script through the public API.
+fn actions(head: &TaskHead, who: &Principal, task: &Task) -> Markup {
+    let terminal = task.status.state.is_terminal();
+    let admin = head.administered_by(who);
+    let mine = head.participant_of(who);
+    let watcher = mine.is_some_and(|p| p.role == Role::Watcher);
+    let has_participants = head
+        .ext
+        .as_ref()
+        .is_some_and(|d| !d.participants.is_empty());
+    let asked = head
+        .pending_help
+        .as_ref()
+        .filter(|h| mine.is_some_and(|p| p.id == h.participant_id.as_str()));
+    let may_send = !terminal && !watcher && (!has_participants || mine.is_some());
+    html! {
+        section.actions aria-label="Actions" {
+            @if let Some(h) = asked {
+                form.help data-rpc="answer-help" {
+                    p { strong { "You were asked: " } (h.question) }
+                    @for o in &h.options {
+                        button type="submit" name="answer" value=(o) data-action="answer" { (o) }
+                    }
+                    @if h.options.is_empty() {
+                        input name="answer" aria-label="Your answer" required;
+                        button type="submit" data-action="answer" { "Answer" }
+                    }
+                }
+            }
+            @if admin {
+                @for g in head.open_gates() {
+                    @if g.kind == GateKind::ToolApproval {
+                        form.gate data-rpc="approve-tools" data-gate=(g.id) {
+                            p { strong { "Tool calls wait for approval" } }
+                            @for t in g.asked() {
+                                fieldset {
+                                    legend { code { (t.name) } }
+                                    details { summary { "arguments" } pre { (pretty(&t.args)) } }
+                                    label { input type="radio" name=(t.id) value="approve" checked; " approve" }
+                                    label { input type="radio" name=(t.id) value="reject"; " reject" }
+                                }
+                            }
+                            button type="submit" data-action="decide-tools" { "Send decision" }
+                        }
+                    } @else {
+                        form.gate data-rpc="answer-gate" data-gate=(g.id) {
+                            p { strong { (gate_title(g.kind)) } }
+                            @for choice in g.kind.choices() {
+                                button type="submit" name="choice" value=(choice) data-action={ "gate-" (choice) } { (choice) }
+                            }
+                        }
+                    }
+                }
+            }
+            @if may_send {
+                form.send data-rpc="send" {
+                    label for="text" { "Message" }
+                    textarea #text name="text" rows="2" required {}
+                    button type="submit" data-action="send" { "Send" }
+                }
+            }
+            @if admin && !terminal {
+                form.cancel data-rpc="cancel" {
+                    button type="submit" data-action="cancel" { "Cancel task" }
+                }
+            }
+            p.result role="status" aria-live="polite" {}
+        }
+    }
+}
+
+fn gate_title(kind: GateKind) -> &'static str {
+    match kind {
+        GateKind::ToolApproval => "Tool calls wait for approval",
+        _ => "A handoff waits for your decision",
+    }
+}
+
+fn pretty(v: &Value) -> String {
+    serde_json::to_string_pretty(v).unwrap_or_default()
+}
+
+fn participants(ext: Option<&Value>) -> Markup {
+    let ps = ext
+        .and_then(|e| e.get("participants"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    html! {
+        @if !ps.is_empty() {
+            section {
+                h2 { "Participants" }
+                table.participants {
+                    thead { tr { th { "Participant" } th { "Role" } th { "Kind" } } }
+                    tbody {
+                        @for p in &ps {
+                            tr {
+                                td { (p.get("id").and_then(Value::as_str).unwrap_or("")) }
+                                td { (p.get("role").and_then(Value::as_str).unwrap_or("")) }
+                                td { (p.get("kind").and_then(Value::as_str).unwrap_or("")) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn sub_tasks(ext: Option<&Value>) -> Markup {
+    let ids: Vec<String> = ["parent_tasks", "sub_tasks"]
+        .iter()
+        .flat_map(|k| {
+            ext.and_then(|e| e.get(*k))
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default()
+        })
+        .filter_map(|r| {
+            r.get("task_id")
+                .or_else(|| r.get("id"))
+                .and_then(Value::as_str)
+                .map(str::to_string)
+        })
+        .collect();
+    html! {
+        @if !ids.is_empty() {
+            section { h2 { "Related tasks" } ul { @for id in &ids { li { a href={ "/board/tasks/" (urlencode(id)) } { (id) } } } } }
+        }
+    }
+}
+
+fn history(task: &Task) -> Markup {
+    let messages = task.history.clone().unwrap_or_default();
+    html! {
+        section {
+            h2 { "History" }
+            ol.history {
+                @for m in &messages {
+                    li class={ "msg " (if m.role == taskledger_domain::wire::Role::User { "user" } else { "agent" }) } {
+                        span.sender {
+                            @if let Some(p) = m.metadata.as_ref().and_then(|md| md.get("participant_id")).and_then(Value::as_str) { (p) }
+                            @else if m.role == taskledger_domain::wire::Role::User { "user" } @else { "agent" }
+                        }
+                        (message_body(m))
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn message_body(m: &Message) -> Markup {
+    html! { @for p in &m.parts { (part(p)) } }
+}
+
+/// A part by kind: text as text, files as downloads, data folded as JSON (function calls and
+/// results too, labelled).
+fn part(p: &Part) -> Markup {
+    let kind = p
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get("kagent.dev/a2a/part-type"))
+        .and_then(Value::as_str);
+    html! {
+        @match &p.content {
+            PartContent::Text(t) => { p.text { (t) } }
+            PartContent::Url(u) => {
+                p.file { a href=(u) download=[p.filename.as_deref()] { "⬇ " (p.filename.as_deref().unwrap_or(u)) } }
+            }
+            PartContent::Raw(bytes) => {
+                p.file {
+                    a href={ "data:" (p.media_type.as_deref().unwrap_or("application/octet-stream")) ";base64," (base64_of(bytes)) }
+                        download=(p.filename.as_deref().unwrap_or("file")) {
+                        "⬇ " (p.filename.as_deref().unwrap_or("file")) " (" (bytes.len()) " bytes)"
+                    }
+                }
+            }
+            PartContent::Data(v) => {
+                details.data {
+                    summary { (match kind { Some("function_call") => "function call", Some("function_response") => "function result", _ => "data" }) (p.media_type.as_deref().map(|m| format!(" · {m}")).unwrap_or_default()) }
+                    pre { (pretty(v)) }
+                }
+            }
+        }
+    }
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn artifacts(task: &Task) -> Markup {
+    let arts = task.artifacts.clone().unwrap_or_default();
+    html! {
+        @if !arts.is_empty() {
+            section {
+                h2 { "Artifacts" }
+                @for a in &arts {
+                    article.artifact {
+                        h3 { (a.name.clone().unwrap_or_else(|| a.artifact_id.clone())) }
+                        @for p in &a.parts { (part(p)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Token usage per model, as bars (kagent's usage extension in task metadata).
+fn usage(task: &Task) -> Markup {
+    let models: Vec<(String, u64)> = task
+        .metadata
+        .as_ref()
+        .and_then(|m| m.get(USAGE_KEY))
+        .and_then(|u| u.get("models"))
+        .and_then(Value::as_array)
+        .map(|ms| {
+            ms.iter()
+                .map(|m| {
+                    (
+                        m.get("model")
+                            .and_then(Value::as_str)
+                            .unwrap_or("?")
+                            .to_string(),
+                        m.get("totalTokens").and_then(Value::as_u64).unwrap_or(0),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let max = models.iter().map(|(_, n)| *n).max().unwrap_or(1).max(1);
+    html! {
+        @if !models.is_empty() {
+            section {
+                h2 { "Token usage" }
+                svg.usage role="img" aria-label="Tokens per model" width="420" height=(models.len() * 26 + 6) {
+                    @for (i, (model, n)) in models.iter().enumerate() {
+                        text x="0" y=(i * 26 + 18) { (model) }
+                        rect x="140" y=(i * 26 + 4) height="18" width=(n * 220 / max + 1) {}
+                        text x=(n * 220 / max + 148) y=(i * 26 + 18) { (n) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Who did what, when: every event with its sequence, the generation a client saw after it,
+/// and the participant it names.
+fn timeline(events: &[taskledger_domain::events::StoredEvent]) -> Markup {
+    let shown = &events[events.len().saturating_sub(MAX_TIMELINE_EVENTS)..];
+    html! {
+        section {
+            h2 { "Timeline" }
+            ol.timeline {
+                @for e in shown {
+                    @let body = e.payload.get(&e.event_type);
+                    @let by = body.and_then(|b| b.get("acted_by").or_else(|| b.get("by")).or_else(|| b.get("participant_id")));
+                    li data-seq=(e.seq) {
+                        time datetime=(e.recorded_at.to_rfc3339_millis()) { (e.recorded_at.to_rfc3339_millis()) }
+                        " #" (e.seq)
+                        @if let Some(u) = &e.update { " · generation " (u.generation) }
+                        " · " strong { (e.event_type) }
+                        @if let Some(b) = by.filter(|b| !b.is_null()) {
+                            " by " (b.as_str().map(str::to_string).unwrap_or_else(|| principal_text(b)))
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn principal_text(v: &Value) -> String {
+    match (
+        v.get("tenant").and_then(Value::as_str),
+        v.get("subject").and_then(Value::as_str),
+    ) {
+        (Some(t), Some(s)) => format!("{t}/{s}"),
+        _ => v.to_string(),
+    }
+}

@@ -1,0 +1,209 @@
+//! The task board's pages over real HTTP (ADR 023): signing in, the board with its counts,
+//! filters and rows (shared tasks included), and a task page that offers each principal only
+//! what its role allows — the asked participant an answer, a watcher nothing to send, the owner
+//! a cancel — and shows nothing of a task to anyone else.
+
+use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
+use reqwest::redirect::Policy;
+use reqwest::StatusCode;
+use serde_json::json;
+use taskledger_domain::ids::Principal;
+use taskledger_tests::{test_config, Server};
+
+const MEDIA: &str = "application/vnd.tiny-harness.task+json";
+
+fn people() -> taskledger_local::Config {
+    let mut config = test_config();
+    config.tokens = [
+        ("a", "alice"),
+        ("b", "bob"),
+        ("c", "carol"),
+        ("m", "mallory"),
+    ]
+    .into_iter()
+    .map(|(t, s)| (t.to_string(), Principal::new("acme", s).unwrap()))
+    .collect();
+    config
+}
+
+fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(Policy::none())
+        .build()
+        .unwrap()
+}
+
+async fn page(s: &Server, path: &str, token: Option<&str>) -> (StatusCode, String) {
+    let mut r = browser().get(format!("{}{path}", s.base));
+    if let Some(t) = token {
+        r = r.header(COOKIE, format!("tl_token={t}"));
+    }
+    let r = r.send().await.unwrap();
+    (r.status(), r.text().await.unwrap())
+}
+
+/// alice's task with a plan, shared with bob (assignee) and carol (watcher), waiting for bob.
+async fn shared_task(s: &Server) -> String {
+    let env = json!({
+        "name": "Release 1.0", "goal": "Ship it",
+        "participants": [
+            {"id": "alice", "kind": "human", "role": "admin"},
+            {"id": "bob", "kind": "human", "role": "assignee"},
+            {"id": "carol", "kind": "human", "role": "watcher"}
+        ],
+        "plan": {"steps": [{"id": "", "name": "Build"}, {"id": "", "name": "Ship", "depends_on": ["Build"]}]}
+    });
+    let v = s
+        .as_user("a")
+        .call(
+            "SendMessage",
+            json!({"message": {"messageId": "th-ask-bob", "role": "ROLE_USER",
+                "parts": [{"text": "Deploy it"}, {"data": env, "mediaType": MEDIA}]},
+                "configuration": {"returnImmediately": false}}),
+        )
+        .await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{v}"
+    );
+    v["result"]["task"]["id"].as_str().unwrap().to_string()
+}
+
+#[tokio::test]
+async fn signing_in_checks_the_token_and_keeps_it_in_a_cookie() {
+    let s = Server::start_with(people()).await;
+    let (status, _) = page(&s, "/", None).await;
+    assert_eq!(status, StatusCode::SEE_OTHER);
+    let (status, form) = page(&s, "/board/login", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(form.contains(r#"name="token""#), "{form}");
+    let login = |t: &str| {
+        browser()
+            .post(format!("{}/board/login", s.base))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(format!("token={t}"))
+            .send()
+    };
+    let r = login("wrong").await.unwrap();
+    assert_eq!(r.status(), StatusCode::UNAUTHORIZED);
+    assert!(r.headers().get(SET_COOKIE).is_none());
+    let r = login("b").await.unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER);
+    assert_eq!(r.headers()[LOCATION], "/");
+    let cookie = r.headers()[SET_COOKIE].to_str().unwrap().to_string();
+    assert!(
+        cookie.starts_with("tl_token=b;")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let (status, board) = page(&s, "/", Some("b")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(board.contains("acme/bob"), "signed in as bob");
+}
+
+#[tokio::test]
+async fn the_board_lists_own_and_shared_tasks_with_counts_and_filters() {
+    let s = Server::start_with(people()).await;
+    let id = shared_task(&s).await;
+    s.as_user("b").send_task("m-own", "bob's own").await;
+    let (status, board) = page(&s, "/", Some("b")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        board.contains(&format!(r#"data-task-id="{id}""#)),
+        "the shared task"
+    );
+    assert!(
+        board.contains("Release 1.0") && board.contains("Ship it"),
+        "name and goal"
+    );
+    assert!(board.contains("carol (watcher)"), "participants");
+    assert_eq!(board.matches("<tr data-task-id=").count(), 2);
+    assert!(
+        board.contains(r#"data-count="TASK_STATE_INPUT_REQUIRED">1<"#),
+        "{board}"
+    );
+    assert!(board.contains(r#"data-count="TASK_STATE_COMPLETED">1<"#));
+    let (_, filtered) = page(&s, "/?state=TASK_STATE_INPUT_REQUIRED", Some("b")).await;
+    assert_eq!(filtered.matches("<tr data-task-id=").count(), 1);
+    assert!(filtered.contains(&id));
+    let (status, _) = page(&s, "/?state=TASK_STATE_BOGUS", Some("b")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    // mallory sees none of it
+    let (_, hers) = page(&s, "/", Some("m")).await;
+    assert_eq!(hers.matches("<tr data-task-id=").count(), 0);
+}
+
+#[tokio::test]
+async fn a_task_page_offers_each_principal_what_its_role_allows() {
+    let s = Server::start_with(people()).await;
+    let id = shared_task(&s).await;
+    let path = format!("/board/tasks/{id}");
+    // bob was asked: he may answer with the options, and send
+    let (status, bobs) = page(&s, &path, Some("b")).await;
+    assert_eq!(status, StatusCode::OK);
+    for want in [
+        r#"data-rpc="answer-help""#,
+        r#"value="a""#,
+        r#"data-rpc="send""#,
+        "Which option should I take?",
+    ] {
+        assert!(bobs.contains(want), "bob: {want}");
+    }
+    assert!(
+        !bobs.contains(r#"data-rpc="cancel""#),
+        "an assignee does not cancel"
+    );
+    // the plan is drawn, steps coloured by state, participants and the timeline listed
+    assert!(bobs.contains(r#"<svg class="plan""#) && bobs.contains(r#"data-step-state="pending""#));
+    assert!(bobs.contains("<line"), "Ship depends on Build");
+    assert!(
+        bobs.contains("TaskCreated") && bobs.contains("HelpRequested"),
+        "the timeline"
+    );
+    // carol watches: no answer, no send, no cancel
+    let (_, carols) = page(&s, &path, Some("c")).await;
+    for absent in [
+        r#"data-rpc="answer-help""#,
+        r#"data-rpc="send""#,
+        r#"data-rpc="cancel""#,
+    ] {
+        assert!(!carols.contains(absent), "carol: {absent}");
+    }
+    assert!(carols.contains("Release 1.0"));
+    // alice owns: she may cancel and send; she was not asked
+    let (_, alices) = page(&s, &path, Some("a")).await;
+    assert!(alices.contains(r#"data-rpc="cancel""#) && alices.contains(r#"data-rpc="send""#));
+    assert!(!alices.contains(r#"data-rpc="answer-help""#));
+    assert!(
+        alices.contains("Push subscriptions"),
+        "the owner sees its webhooks"
+    );
+    assert!(!bobs.contains("Push subscriptions"));
+    // mallory: no such task, nothing of it shown
+    let (status, hers) = page(&s, &path, Some("m")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    assert!(!hers.contains("Release 1.0"));
+}
+
+#[tokio::test]
+async fn the_pages_and_their_assets_come_from_the_server_itself() {
+    let s = Server::start_with(people()).await;
+    for (path, kind) in [
+        ("/board/assets/board.js", "javascript"),
+        ("/board/assets/board.css", "css"),
+    ] {
+        let r = browser()
+            .get(format!("{}{path}", s.base))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), StatusCode::OK);
+        assert!(r.headers()["content-type"].to_str().unwrap().contains(kind));
+    }
+    let (_, board) = page(&s, "/", Some("a")).await;
+    assert!(
+        !board.contains("http://") && !board.contains("https://"),
+        "no external assets"
+    );
+}
