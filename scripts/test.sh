@@ -4,8 +4,8 @@
 # 127.0.0.1, and runs:
 #   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
 #      tests on SQLite, round-trip budgets on DynamoDB; then the black-box API tests (api,
-#      extension, llm_agent, push, generations, handoff, hitl, jwt, limits, streaming, streaming_resume) a second
-#      and a third time over HTTP+JSON and over gRPC;
+#      extension, llm_agent, push, generations, handoff, hitl, jwt, limits, secrets, sharing,
+#      streaming, streaming_resume) a second and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
 #      the serverless path on the emulator (200 blocking sends over two minutes); then the API
 #      function's own binary as Lambda runs it, streamed and buffered, through cargo lambda's
@@ -17,7 +17,12 @@
 #   5. the official JavaScript client (@a2a-js/sdk 1.x, npm ci into tests/js/node_modules) against
 #      a freshly started local server, on the transport it picks from the card (and on each
 #      binding explicitly once the card also lists HTTP+JSON), then its streaming
-#      (sendMessageStream, resubscribeTask: streaming.mjs) on each binding.
+#      (sendMessageStream, resubscribeTask: streaming.mjs) on each binding;
+#   6. a signed agent card and bearer tokens: both official clients' signature verifiers and
+#      authenticated calls (card_signature.py, card_signature.mjs);
+#   7. the task board in Debian's Chromium (installed with apt-get when missing), driven by
+#      playwright-core (board.mjs): three people, live updates, answers, a handoff, a cancel;
+#      screenshots into target/screenshots.
 # Point it at LocalStack or real AWS instead by exporting AWS_ENDPOINT_URL (and credentials)
 # yourself: the emulator is then not started.
 set -euo pipefail
@@ -186,3 +191,23 @@ if ! node "$js/card_signature.mjs" "http://127.0.0.1:$port" tok-bob; then
   echo "--- server log"; cat "$log"
   exit 1
 fi
+
+echo "==> the task board in a real browser (Debian's Chromium, playwright-core)"
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "==> installing Chromium from the OS packages"
+  if [ "$(id -u)" -eq 0 ]; then apt_get=(apt-get); else apt_get=(sudo apt-get); fi
+  "${apt_get[@]}" update -q >/dev/null || true
+  DEBIAN_FRONTEND=noninteractive "${apt_get[@]}" install -y -q chromium >/dev/null
+fi
+port=$(free_port)
+log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
+  --tokens "tok-alice=acme/alice,tok-bob=acme/bob,tok-carol=acme/carol" >"$log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
+shots="${CARGO_TARGET_DIR:-target}/screenshots"
+if ! node "$js/board.mjs" "http://127.0.0.1:$port" "$shots"; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi
+echo "screenshots of the board and a task page: $shots"

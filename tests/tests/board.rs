@@ -132,6 +132,11 @@ async fn the_board_lists_own_and_shared_tasks_with_counts_and_filters() {
     // mallory sees none of it
     let (_, hers) = page(&s, "/", Some("m")).await;
     assert_eq!(hers.matches("<tr data-task-id=").count(), 0);
+    assert!(hers.contains(r#"<p class="empty">No tasks"#), "{hers}");
+    assert!(
+        board.contains(r#"<p class="empty" hidden>"#),
+        "hidden when there are tasks"
+    );
 }
 
 #[tokio::test]

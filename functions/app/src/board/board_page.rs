@@ -116,9 +116,10 @@ pub(super) async fn render(app: &AppState, who: &Principal, f: Filters) -> Respo
                 @for t in &page.tasks { (row(t)) }
             }
         }
-        @if page.tasks.is_empty() { p.empty { "No tasks here yet." } }
-        @if !page.next_page_token.is_empty() {
-            p.more {
+        // Both are always there (hidden when empty) so a live refresh can replace them.
+        p.empty hidden[!page.tasks.is_empty()] { "No tasks here yet." }
+        p.more {
+            @if !page.next_page_token.is_empty() {
                 a rel="next" href={ (filter_query(state)) (if state.is_some() || context.is_some() { "&" } else { "?" }) "page=" (urlencode(&page.next_page_token)) } { "Older tasks →" }
             }
         }
