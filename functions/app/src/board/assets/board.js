@@ -90,7 +90,7 @@ async function refresh(force) {
   for (const sel of ['#task', '#tasks tbody', 'nav.counts', 'p.more', 'p.empty']) {
     const now = document.querySelector(sel);
     const then = next.querySelector(sel);
-    if (now && then && now.innerHTML !== then.innerHTML) {
+    if (now && then && now.outerHTML !== then.outerHTML) {
       now.replaceWith(then);
       if (sel === '#task') wireActions(document);
     }
