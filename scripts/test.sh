@@ -204,10 +204,19 @@ log=$(mktemp)
 "${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
   --tokens "tok-alice=acme/alice,tok-bob=acme/bob,tok-carol=acme/carol" >"$log" 2>&1 &
 pids+=($!)
+# A second server runs the model agent against the mock Chat Completions endpoint board.mjs serves.
+agent_port=$(free_port)
+mock_port=$(free_port)
+agent_log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$agent_port" --in-memory \
+  --tokens "tok-alice=acme/alice" --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock-1 \
+  >"$agent_log" 2>&1 &
+pids+=($!)
 wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
+wait_for "http://127.0.0.1:$agent_port/.well-known/agent-card.json"
 shots="${CARGO_TARGET_DIR:-target}/screenshots"
-if ! node "$js/board.mjs" "http://127.0.0.1:$port" "$shots"; then
-  echo "--- server log"; cat "$log"
+if ! node "$js/board.mjs" "http://127.0.0.1:$port" "$shots" "http://127.0.0.1:$agent_port" "$mock_port"; then
+  echo "--- server logs"; cat "$log" "$agent_log"
   exit 1
 fi
 echo "screenshots of the board and a task page: $shots"

@@ -103,7 +103,7 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
             @if let Some(m) = &task.status.message { div.status-message { (message_body(m)) } }
             (actions(&head, who, &task))
             section { h2 { "Plan" } (plan_svg::render(ext.as_ref())) }
-            (participants(ext.as_ref()))
+            (participants(ext.as_ref(), head.administered_by(who) && !task.status.state.is_terminal()))
             (sub_tasks(ext.as_ref()))
             (history(&task))
             (artifacts(&task))
@@ -137,7 +137,9 @@ fn actions(head: &TaskHead, who: &Principal, task: &Task) -> Markup {
         .pending_help
         .as_ref()
         .filter(|h| mine.is_some_and(|p| p.id == h.participant_id.as_str()));
-    let may_send = !terminal && !watcher && (!has_participants || mine.is_some());
+    // While a gate is open a message is refused (it waits for the decision): none is offered.
+    let gated = head.open_gates().next().is_some();
+    let may_send = !terminal && !gated && !watcher && (!has_participants || mine.is_some());
     html! {
         section.actions aria-label="Actions" {
             @if let Some(h) = asked {
@@ -205,12 +207,25 @@ fn pretty(v: &Value) -> String {
     serde_json::to_string_pretty(v).unwrap_or_default()
 }
 
-fn participants(ext: Option<&Value>) -> Markup {
+/// The participants and their roles; an admin may change a role (sent as an envelope, the
+/// extension's way to update participants, through the public API).
+fn participants(ext: Option<&Value>, admin: bool) -> Markup {
     let ps = ext
         .and_then(|e| e.get("participants"))
         .and_then(Value::as_array)
         .cloned()
         .unwrap_or_default();
+    let envelope = ext
+        .map(|e| {
+            serde_json::json!({
+                "name": e.get("name").cloned().unwrap_or_default(),
+                "goal": e.get("goal").cloned().unwrap_or_default(),
+                "participants": e.get("participants").cloned().unwrap_or_default(),
+            })
+            .to_string()
+        })
+        .unwrap_or_default();
+    const ROLES: [&str; 4] = ["admin", "assignee", "reporter", "watcher"];
     html! {
         @if !ps.is_empty() {
             section {
@@ -219,9 +234,20 @@ fn participants(ext: Option<&Value>) -> Markup {
                     thead { tr { th { "Participant" } th { "Role" } th { "Kind" } } }
                     tbody {
                         @for p in &ps {
-                            tr {
-                                td { (p.get("id").and_then(Value::as_str).unwrap_or("")) }
-                                td { (p.get("role").and_then(Value::as_str).unwrap_or("")) }
+                            @let id = p.get("id").and_then(Value::as_str).unwrap_or("");
+                            @let role = p.get("role").and_then(Value::as_str).unwrap_or("");
+                            tr data-participant=(id) {
+                                td { (id) }
+                                td {
+                                    @if admin {
+                                        form.role data-rpc="set-role" data-participant=(id) data-envelope=(envelope) {
+                                            select name="role" aria-label={ "Role of " (id) } {
+                                                @for r in ROLES { option value=(r) selected[r == role] { (r) } }
+                                            }
+                                            button type="submit" data-action="set-role" { "Change" }
+                                        }
+                                    } @else { (role) }
+                                }
                                 td { (p.get("kind").and_then(Value::as_str).unwrap_or("")) }
                             }
                         }

@@ -5,6 +5,7 @@
 
 const ENVELOPE_URI = 'https://dispatch.foo/a2a/ext/envelope/v1';
 const HITL_URI = 'https://kagent.dev/extensions/hitl/v1';
+const TASK_MEDIA = 'application/vnd.tiny-harness.task+json';
 const REFRESH_MS = 1500;
 
 function token() {
@@ -59,6 +60,15 @@ const ACTIONS = {
     }, [HITL_URI]);
   },
   cancel: (taskId) => rpc('CancelTask', { id: taskId }),
+  'set-role': (taskId, form) => {
+    const envelope = JSON.parse(form.dataset.envelope);
+    for (const p of envelope.participants) {
+      if (p.id === form.dataset.participant) p.role = form.elements.role.value;
+    }
+    const m = message(taskId, '');
+    m.parts = [{ data: envelope, mediaType: TASK_MEDIA }];
+    return rpc('SendMessage', { message: m, configuration: { returnImmediately: true } });
+  },
 };
 
 function wireActions(root) {
