@@ -166,6 +166,20 @@ try {
   const bobLate = await signIn(browser, 'tok-bob');
   await bobLate.goto(`${base}/board/tasks/${other}`);
   check('a canceled task offers nothing more to do', (await bobLate.locator('section.actions form').count()) === 0);
+  // An A2UI surface the agent shows is drawn as components; its button acts through the API.
+  const ui = await rpc('tok-alice', 'SendMessage', {
+    message: { messageId: `th-ui-${randomUUID()}`, role: 'ROLE_USER', parts: [{ text: 'Pick one' }, { data: { name: 'UI', goal: 'show a surface' }, mediaType: TASK_MEDIA }] },
+    configuration: { returnImmediately: false },
+  });
+  await alice.goto(`${base}/board/tasks/${ui.task.id}`);
+  check('the A2UI surface is drawn as components', (await alice.locator('.a2ui-surface .a2ui-column p.a2ui-text').count()) >= 1);
+  await alice.screenshot({ path: `${shots}/a2ui.png`, fullPage: true });
+  await alice.click('form[data-rpc=a2ui-action] button');
+  await alice.waitForFunction(() => document.querySelector('ol.history')?.textContent.includes('[A2UI action] ok'), null, { timeout: 10_000 }).then(
+    () => check("clicking the surface's button sends its action to the agent", true),
+    async () => check("clicking the surface's button sends its action to the agent", false, (await alice.textContent('ol.history')).slice(-300)),
+  );
+
   if (agentBase) await agentScenario(browser);
 } finally {
   await browser.close();

@@ -3,6 +3,7 @@
 //! the signed-in principal; every action a page offers goes through the public JSON-RPC API from
 //! its script, like any client. Readable without script; live with it.
 
+mod a2ui;
 mod auth;
 mod board_page;
 mod layout;

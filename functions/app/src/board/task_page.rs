@@ -106,6 +106,7 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
             (participants(ext.as_ref(), head.administered_by(who) && !task.status.state.is_terminal()))
             (sub_tasks(ext.as_ref()))
             (history(&task))
+            (super::a2ui::render(task.artifacts.as_deref().unwrap_or_default()))
             (artifacts(&task))
             (usage(&task))
             (timeline(&events))

@@ -6,6 +6,7 @@
 const ENVELOPE_URI = 'https://dispatch.foo/a2a/ext/envelope/v1';
 const HITL_URI = 'https://kagent.dev/extensions/hitl/v1';
 const TASK_MEDIA = 'application/vnd.tiny-harness.task+json';
+const A2UI_URI = 'https://a2ui.org/a2a-extension/a2ui/v0.9.1';
 const REFRESH_MS = 1500;
 
 function token() {
@@ -60,6 +61,14 @@ const ACTIONS = {
     }, [HITL_URI]);
   },
   cancel: (taskId) => rpc('CancelTask', { id: taskId }),
+  'a2ui-action': (taskId, form) => {
+    const m = message(taskId, '', undefined, [A2UI_URI]);
+    m.parts = [{
+      data: { action: { name: form.dataset.name, surfaceId: form.dataset.surface, sourceComponentId: form.dataset.component, context: {} } },
+      mediaType: 'application/a2ui+json',
+    }];
+    return rpc('SendMessage', { message: m, configuration: { returnImmediately: true } }, [A2UI_URI]);
+  },
   'set-role': (taskId, form) => {
     const envelope = JSON.parse(form.dataset.envelope);
     for (const p of envelope.participants) {
