@@ -423,6 +423,15 @@ pub trait TaskReadModel: Send + Sync {
         view: ViewOptions,
     ) -> Result<Option<TaskView>, StoreError>;
     async fn list(&self, who: &Principal, query: &ListQuery) -> Result<ListPage, StoreError>;
+    /// How many of the tasks `list` would find (scope and context as given) are in each state,
+    /// for a board's counts, without reading the tasks; in the states' proto order, those with
+    /// no task left out.
+    async fn count_by_state(
+        &self,
+        who: &Principal,
+        scope: ListScope,
+        context_id: Option<&ContextId>,
+    ) -> Result<Vec<(TaskState, u64)>, StoreError>;
     /// The view of a head the caller already holds (a command's committed state): only the
     /// history rows and chunks it needs are read.
     async fn complete(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError>;

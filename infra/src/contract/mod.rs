@@ -105,6 +105,7 @@ pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters}
 pub use sharing::{
     a_task_is_found_by_whom_it_is_shared_with,
     a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
+    states_are_counted_for_the_tasks_a_list_would_find,
 };
 pub use stream::events_read_back_with_what_streams_show;
 
@@ -424,7 +425,8 @@ macro_rules! contract_tests {
             events_read_back_with_what_streams_show,
             a_first_commit_reads_back_as_its_events_show,
             a_task_is_found_by_whom_it_is_shared_with,
-            a_task_is_no_longer_found_by_whom_it_stops_being_shared_with
+            a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
+            states_are_counted_for_the_tasks_a_list_would_find
         );
     };
     (@case $make:expr; $($case:ident),+) => {

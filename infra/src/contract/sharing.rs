@@ -207,3 +207,83 @@ pub async fn a_task_is_no_longer_found_by_whom_it_stops_being_shared_with<S: Sto
     let id = TaskId::parse("t-unshare").expect("id");
     assert!(store.get(&bob(), &id, view).await.expect("get").is_some());
 }
+
+pub async fn states_are_counted_for_the_tasks_a_list_would_find<S: Store>(store: Arc<S>) {
+    let base = Timestamp::parse("2026-07-01T00:00:00Z").expect("ts");
+    let shared = create_task_at(&*store, "t-count-1", "c-count", &alice(), base).await;
+    create_task_at(
+        &*store,
+        "t-count-2",
+        "c-count",
+        &alice(),
+        base.plus_millis(1),
+    )
+    .await;
+    create_task_at(
+        &*store,
+        "t-count-3",
+        "c-other",
+        &alice(),
+        base.plus_millis(2),
+    )
+    .await;
+    create_task_at(
+        &*store,
+        "t-count-bob",
+        "c-count",
+        &bob(),
+        base.plus_millis(3),
+    )
+    .await;
+    run(
+        &*store,
+        &shared,
+        participants("m-c1", &[("alice", "admin"), ("bob", "assignee")]),
+    )
+    .await
+    .expect("share");
+    let done = TaskId::parse("t-count-2").expect("id");
+    run(
+        &*store,
+        &done,
+        TaskCommand::ChangeStatus {
+            state: TaskState::Completed,
+            message: None,
+            at: Timestamp::now(),
+        },
+    )
+    .await
+    .expect("complete");
+    let count = |who: Principal, scope: ListScope, ctx: Option<&'static str>| {
+        let store = store.clone();
+        async move {
+            let ctx = ctx.map(|c| ContextId::parse(c).expect("ctx"));
+            store
+                .count_by_state(&who, scope, ctx.as_ref())
+                .await
+                .expect("count")
+        }
+    };
+    let submitted = |n| (TaskState::Submitted, n);
+    // alice: 2 submitted (one shared), 1 completed
+    assert_eq!(
+        count(alice(), ListScope::All, None).await,
+        vec![submitted(2), (TaskState::Completed, 1)]
+    );
+    assert_eq!(
+        count(alice(), ListScope::All, Some("c-count")).await,
+        vec![submitted(1), (TaskState::Completed, 1)]
+    );
+    // bob: his own and the one shared with him; by scope
+    assert_eq!(count(bob(), ListScope::All, None).await, vec![submitted(2)]);
+    assert_eq!(
+        count(bob(), ListScope::Shared, None).await,
+        vec![submitted(1)]
+    );
+    assert_eq!(
+        count(bob(), ListScope::Owned, Some("c-count")).await,
+        vec![submitted(1)]
+    );
+    let mallory = Principal::new("acme", "mallory").expect("principal");
+    assert_eq!(count(mallory, ListScope::All, None).await, vec![]);
+}

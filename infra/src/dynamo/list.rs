@@ -8,10 +8,11 @@
 use std::collections::HashMap;
 
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
-use taskledger_domain::ids::Principal;
+use taskledger_domain::ids::{ContextId, Principal};
 use taskledger_domain::ports::{Cursor, ListQuery, ListScope, StoreError};
 use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::wire::TaskState;
 
 use super::schema::{self, BY_CONTEXT, BY_OWNER, BY_STATE};
 use super::store::{get_s, parse, s, sdk_err, snapshot_of, DynamoStore, Item};
@@ -20,6 +21,17 @@ use super::store::{get_s, parse, s, sdk_err, snapshot_of, DynamoStore, Item};
 pub const MAX_COUNT_PAGES: usize = 1000;
 /// Keys one BatchGetItem takes (DynamoDB's limit).
 pub const MAX_BATCH_KEYS: usize = 100;
+/// The states a count covers (every state a task can be in).
+const STATES: [TaskState; 8] = [
+    TaskState::Submitted,
+    TaskState::Working,
+    TaskState::InputRequired,
+    TaskState::AuthRequired,
+    TaskState::Completed,
+    TaskState::Failed,
+    TaskState::Canceled,
+    TaskState::Rejected,
+];
 /// Rounds of retrying keys DynamoDB left unprocessed (throttling) before failing the read.
 const MAX_BATCH_ROUNDS: usize = 8;
 
@@ -176,6 +188,118 @@ impl DynamoStore {
         }
         Err(StoreError::Unavailable(format!(
             "more than {MAX_COUNT_PAGES} index pages match this list; narrow it with a filter"
+        )))
+    }
+
+    /// How many of the caller's tasks are in each state: a counting Query of the state index
+    /// per state (and shard), all at once; with a context, the context index's keys, tallied by
+    /// their state key.
+    pub(super) async fn state_counts(
+        &self,
+        who: &Principal,
+        scope: ListScope,
+        context: Option<&ContextId>,
+    ) -> Result<Vec<(TaskState, u64)>, StoreError> {
+        let mut counts: HashMap<TaskState, u64> = HashMap::new();
+        match context {
+            None => {
+                let mut reads = Vec::new();
+                for st in STATES {
+                    for shard in 0..self.index_shards {
+                        let key = schema::index_key(
+                            &schema::state_key(who, st),
+                            shard,
+                            self.index_shards,
+                        );
+                        reads.push(async move {
+                            self.count_keys(BY_STATE, "g3pk", key, scope, false)
+                                .await
+                                .map(|(n, _)| (st, n))
+                        });
+                    }
+                }
+                for r in futures_util::future::join_all(reads).await {
+                    let (st, n) = r?;
+                    *counts.entry(st).or_default() += n;
+                }
+            }
+            Some(c) => {
+                for shard in 0..self.index_shards {
+                    let key =
+                        schema::index_key(&schema::context_key(who, c), shard, self.index_shards);
+                    let (_, states) = self
+                        .count_keys(BY_CONTEXT, "g2pk", key, scope, true)
+                        .await?;
+                    for st in states {
+                        *counts.entry(st).or_default() += 1;
+                    }
+                }
+            }
+        }
+        let mut out: Vec<(TaskState, u64)> = counts.into_iter().filter(|(_, n)| *n > 0).collect();
+        out.sort_by_key(|(st, _)| st.number());
+        Ok(out)
+    }
+
+    /// The items of one index partition in `scope`: how many, and (with `states`) the state
+    /// of each, read from its `g3pk`.
+    async fn count_keys(
+        &self,
+        index: &str,
+        pk_attr: &str,
+        pk_value: String,
+        scope: ListScope,
+        states: bool,
+    ) -> Result<(u64, Vec<TaskState>), StoreError> {
+        let mut count = 0u64;
+        let mut found = Vec::new();
+        let mut start: Option<Item> = None;
+        for _ in 0..MAX_COUNT_PAGES {
+            let mut b = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(index)
+                .key_condition_expression("#ip = :p")
+                .expression_attribute_names("#ip", pk_attr)
+                .expression_attribute_values(":p", s(&pk_value))
+                .set_exclusive_start_key(start.take());
+            b = if states {
+                b.projection_expression("pk, g3pk")
+            } else {
+                b.select(aws_sdk_dynamodb::types::Select::Count)
+            };
+            match scope {
+                ListScope::All => {}
+                ListScope::Owned => {
+                    b = b
+                        .filter_expression("sk = :head")
+                        .expression_attribute_values(":head", s(schema::HEAD_SK))
+                }
+                ListScope::Shared => {
+                    b = b
+                        .filter_expression("begins_with(sk, :member)")
+                        .expression_attribute_values(":member", s(schema::MEMBER_SK_PREFIX))
+                }
+            }
+            let out = b.send().await.map_err(|e| sdk_err("Query", e))?;
+            count += out.count.max(0) as u64;
+            for item in out.items.unwrap_or_default() {
+                let key = get_s(&item, "g3pk")?;
+                let state = key
+                    .split(schema::SEP)
+                    .nth(2)
+                    .and_then(TaskState::from_name)
+                    .ok_or_else(|| StoreError::Corrupt(format!("bad state key {key:?}")))?;
+                found.push(state);
+            }
+            match out.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => return Ok((count, found)),
+            }
+        }
+        Err(StoreError::Unavailable(format!(
+            "more than {MAX_COUNT_PAGES} index pages match; narrow the count with a filter"
         )))
     }
 

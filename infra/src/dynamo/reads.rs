@@ -3,10 +3,10 @@
 
 use async_trait::async_trait;
 use taskledger_domain::events::{EventUpdate, RecordedStatus, StoredEvent};
-use taskledger_domain::ids::{IdempotencyKey, Principal, TaskId};
+use taskledger_domain::ids::{ContextId, IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{
-    Commit, EventStore, HistoryRead, IdempotencyRecord, ListPage, ListQuery, Loaded, StoreError,
-    TaskReadModel, TaskView, ViewOptions,
+    Commit, EventStore, HistoryRead, IdempotencyRecord, ListPage, ListQuery, ListScope, Loaded,
+    StoreError, TaskReadModel, TaskView, ViewOptions,
 };
 use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::TaskHead;
@@ -189,6 +189,15 @@ impl TaskReadModel for DynamoStore {
 
     async fn complete(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError> {
         self.view_of(head, view).await
+    }
+
+    async fn count_by_state(
+        &self,
+        who: &Principal,
+        scope: ListScope,
+        context_id: Option<&ContextId>,
+    ) -> Result<Vec<(TaskState, u64)>, StoreError> {
+        self.state_counts(who, scope, context_id).await
     }
 
     async fn list(&self, owner: &Principal, q: &ListQuery) -> Result<ListPage, StoreError> {

@@ -4,14 +4,14 @@
 use async_trait::async_trait;
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, Connection, OptionalExtension};
-use taskledger_domain::ids::{Principal, TaskId};
+use taskledger_domain::ids::{ContextId, Principal, TaskId};
 use taskledger_domain::ports::{
     Cursor, HistoryRead, ListPage, ListQuery, ListScope, StoreError, TaskReadModel, TaskView,
     ViewOptions,
 };
 use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::{TaskAggregate, TaskHead};
-use taskledger_domain::wire::Message;
+use taskledger_domain::wire::{Message, TaskState};
 
 use super::codec::{db_err, parse};
 use super::SqliteStore;
@@ -91,6 +91,20 @@ fn complete_view(
     })
 }
 
+/// The rows of `heads` a caller's list covers (parameters ?1 tenant, ?2 subject).
+fn scope_filter(scope: ListScope) -> &'static str {
+    match scope {
+        ListScope::Owned => "tenant = ?1 AND owner = ?2",
+        ListScope::Shared => {
+            "task_id IN (SELECT task_id FROM members WHERE tenant = ?1 AND subject = ?2)"
+        }
+        ListScope::All => {
+            "tenant = ?1 AND (owner = ?2 OR task_id IN \
+             (SELECT task_id FROM members WHERE tenant = ?1 AND subject = ?2))"
+        }
+    }
+}
+
 #[async_trait]
 impl TaskReadModel for SqliteStore {
     async fn get(
@@ -124,20 +138,51 @@ impl TaskReadModel for SqliteStore {
         self.read_now(move |conn| complete_view(conn, head, view))
     }
 
+    async fn count_by_state(
+        &self,
+        who: &Principal,
+        scope: ListScope,
+        context_id: Option<&ContextId>,
+    ) -> Result<Vec<(TaskState, u64)>, StoreError> {
+        let (who, context) = (who.clone(), context_id.cloned());
+        self.read(move |conn| {
+            let mut sql = format!(
+                "SELECT state, COUNT(*) FROM heads WHERE {}",
+                scope_filter(scope)
+            );
+            let mut args: Vec<SqlValue> = vec![
+                SqlValue::Text(who.tenant.to_string()),
+                SqlValue::Text(who.subject.to_string()),
+            ];
+            if let Some(c) = &context {
+                sql.push_str(" AND context_id = ?");
+                args.push(SqlValue::Text(c.to_string()));
+            }
+            sql.push_str(" GROUP BY state");
+            let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
+            let rows = stmt
+                .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+                })
+                .map_err(db_err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (state, n) = row.map_err(db_err)?;
+                let state = TaskState::from_name(&state)
+                    .ok_or_else(|| StoreError::Corrupt(format!("unknown state {state:?}")))?;
+                out.push((state, n as u64));
+            }
+            out.sort_by_key(|(st, _)| st.number());
+            Ok(out)
+        })
+        .await
+    }
+
     async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError> {
         let (owner, q) = (owner.clone(), query.clone());
         self.read(move |conn| {
             // The tasks the caller owns, those shared with it (ADR 021), or both.
-            let mut filter = String::from(match q.scope {
-                ListScope::Owned => "tenant = ?1 AND owner = ?2",
-                ListScope::Shared => {
-                    "task_id IN (SELECT task_id FROM members WHERE tenant = ?1 AND subject = ?2)"
-                }
-                ListScope::All => {
-                    "tenant = ?1 AND (owner = ?2 OR task_id IN \
-                     (SELECT task_id FROM members WHERE tenant = ?1 AND subject = ?2))"
-                }
-            });
+            let mut filter = String::from(scope_filter(q.scope));
             let mut args: Vec<SqlValue> = vec![
                 SqlValue::Text(owner.tenant.to_string()),
                 SqlValue::Text(owner.subject.to_string()),

@@ -65,16 +65,21 @@ pub(super) async fn render(app: &AppState, who: &Principal, f: Filters) -> Respo
         Ok(p) => p,
         Err(e) => return bad(who, &e.to_string()),
     };
-    let mut counts = Vec::with_capacity(STATES.len());
-    for s in STATES {
-        let n = app
-            .service
-            .list_tasks(who, request(Some(s), context, 1))
-            .await
-            .map(|r| r.total_size)
-            .unwrap_or(0);
-        counts.push((s, n));
-    }
+    // One count of every state (not a list per state).
+    let by_state = match app.service.count_tasks_by_state(who, context).await {
+        Ok(c) => c,
+        Err(e) => return bad(who, &e.to_string()),
+    };
+    let counts: Vec<(TaskState, u64)> = STATES
+        .iter()
+        .map(|s| {
+            let n = by_state
+                .iter()
+                .find(|(st, _)| st == s)
+                .map_or(0, |(_, n)| *n);
+            (*s, n)
+        })
+        .collect();
     let filter_query = |s: Option<TaskState>| {
         let mut q = Vec::new();
         if let Some(s) = s {

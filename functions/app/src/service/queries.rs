@@ -156,6 +156,23 @@ impl Service {
         })
     }
 
+    /// How many of the caller's tasks (own and shared; in `context`, if given) are in each state.
+    pub async fn count_tasks_by_state(
+        &self,
+        who: &Principal,
+        context: Option<&str>,
+    ) -> Result<Vec<(TaskState, u64)>, AppError> {
+        let context = context
+            .filter(|c| !c.is_empty())
+            .map(|c| ContextId::parse(c.to_string()))
+            .transpose()
+            .map_err(|e| AppError::invalid_params("contextId", e))?;
+        Ok(self
+            .reads
+            .count_by_state(who, ListScope::All, context.as_ref())
+            .await?)
+    }
+
     /// What the agent sees of a task: its state and its whole history.
     pub async fn agent_view(
         &self,
