@@ -62,6 +62,18 @@ proto_enum!(
 );
 
 impl TaskState {
+    /// Every state a task can be in (not `Unspecified`), in proto order.
+    pub const ALL: [TaskState; 8] = [
+        Self::Submitted,
+        Self::Working,
+        Self::Completed,
+        Self::Failed,
+        Self::Canceled,
+        Self::InputRequired,
+        Self::Rejected,
+        Self::AuthRequired,
+    ];
+
     /// Completed, failed, canceled or rejected: the task never changes again.
     pub const fn is_terminal(self) -> bool {
         matches!(

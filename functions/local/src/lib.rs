@@ -26,17 +26,20 @@ use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::{EventStore, TaskReadModel};
 use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::dynamo::{self, DynamoStore};
-use taskledger_infra::secrets::SecretBox;
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::{PushSigner, WebhookSender};
 
+mod http_server;
+mod keys;
 pub mod operator;
 pub mod pollers;
+
+use http_server::serve_http;
+pub use http_server::{HEADER_READ_TIMEOUT, MAX_HEADER_BYTES};
+use keys::{cursor_key, secrets};
+pub use keys::{CURSOR_KEY_FILE, SECRETS_KEY_FILE};
 use taskledger_infra::SqliteStore;
 use tokio::net::TcpListener;
-
-/// File under the data directory holding the key that signs ListTasks page tokens.
-pub const CURSOR_KEY_FILE: &str = "cursor.key";
 
 /// Where the data lives.
 #[derive(Debug, Clone)]
@@ -308,67 +311,6 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
     })
 }
 
-/// The most a request's line and headers may take, in bytes: past it the answer is 431 (API
-/// Gateway allows 10 KiB; a JWT of `MAX_TOKEN_BYTES` fits well within).
-pub const MAX_HEADER_BYTES: usize = 32 * 1024;
-
-/// How long a request's headers may take to arrive before the connection is closed.
-pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// File in the data directory holding the keys that seal push-config secrets.
-pub const SECRETS_KEY_FILE: &str = "secrets.keys";
-
-/// The keys push-config secrets are sealed with (`Config::secrets_key_file`).
-fn secrets(config: &Config) -> Result<Option<Arc<SecretBox>>, LocalError> {
-    let path = match (&config.secrets_key_file, &config.storage) {
-        (Some(p), _) => p.clone(),
-        (None, Storage::Dir(dir)) => dir.join(SECRETS_KEY_FILE),
-        (None, Storage::Memory) => return Ok(Some(Arc::new(SecretBox::ephemeral()))),
-        (None, Storage::Dynamo { .. }) => {
-            tracing::warn!(
-                "push-config tokens and credentials are stored as given: \
-                 pass --secrets-key-file to seal them (ADR 022)"
-            );
-            return Ok(None);
-        }
-    };
-    Ok(Some(Arc::new(SecretBox::load_or_create(&path)?)))
-}
-
-fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
-    if let Some(k) = &config.cursor_key {
-        return Ok(k.clone());
-    }
-    let storage = &config.storage;
-    let fresh = || {
-        format!(
-            "{}{}",
-            uuid::Uuid::new_v4().simple(),
-            uuid::Uuid::new_v4().simple()
-        )
-        .into_bytes()
-    };
-    if let Ok(k) = std::env::var("TASKLEDGER_CURSOR_KEY") {
-        return Ok(k.into_bytes());
-    }
-    let Storage::Dir(dir) = storage else {
-        return Ok(fresh());
-    };
-    let path = dir.join(CURSOR_KEY_FILE);
-    let err = |source| LocalError::CursorKey {
-        path: path.display().to_string(),
-        source,
-    };
-    match std::fs::read(&path) {
-        Ok(k) if !k.is_empty() => Ok(k),
-        Ok(_) | Err(_) => {
-            let k = fresh();
-            std::fs::write(&path, &k).map_err(err)?;
-            Ok(k)
-        }
-    }
-}
-
 /// Builds the router with its store, service and agent.
 pub async fn build(config: &Config) -> Result<axum::Router, LocalError> {
     Ok(build_bindings(config, None, None).await?.0)
@@ -594,53 +536,6 @@ pub async fn serve_listeners(
         }
     };
     tokio::try_join!(http, grpc)?;
-    Ok(())
-}
-
-/// Serves HTTP/1.1 on `listener` until `shutdown` resolves (then lets open requests finish).
-/// Each connection gets `TCP_NODELAY` — a stream writes each event as it happens, and without it
-/// the kernel holds an event back until the client acknowledges the previous one (a delayed
-/// ACK: ~40 ms a burst) — and must send a request's headers within `header_read_timeout`, so a
-/// client that trickles headers cannot hold a connection (hyper closes it).
-async fn serve_http(
-    listener: TcpListener,
-    app: axum::Router,
-    header_read_timeout: Duration,
-    shutdown: impl Future<Output = ()>,
-) -> std::io::Result<()> {
-    use hyper_util::rt::{TokioIo, TokioTimer};
-    use hyper_util::service::TowerToHyperService;
-    let mut http = hyper::server::conn::http1::Builder::new();
-    http.timer(TokioTimer::new())
-        .header_read_timeout(header_read_timeout)
-        .max_header_size(MAX_HEADER_BYTES);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
-    tokio::pin!(shutdown);
-    loop {
-        let (tcp, _) = tokio::select! {
-            accepted = listener.accept() => match accepted {
-                Ok(a) => a,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait, then accept again.
-                    tracing::debug!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-            () = &mut shutdown => break,
-        };
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!(error = %e, "cannot set TCP_NODELAY");
-        }
-        let conn = http.serve_connection(TokioIo::new(tcp), TowerToHyperService::new(app.clone()));
-        let conn = graceful.watch(conn);
-        tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, "connection ended");
-            }
-        });
-    }
-    graceful.shutdown().await;
     Ok(())
 }
 

@@ -21,17 +21,6 @@ use super::store::{get_s, parse, s, sdk_err, snapshot_of, DynamoStore, Item};
 pub const MAX_COUNT_PAGES: usize = 1000;
 /// Keys one BatchGetItem takes (DynamoDB's limit).
 pub const MAX_BATCH_KEYS: usize = 100;
-/// The states a count covers (every state a task can be in).
-const STATES: [TaskState; 8] = [
-    TaskState::Submitted,
-    TaskState::Working,
-    TaskState::InputRequired,
-    TaskState::AuthRequired,
-    TaskState::Completed,
-    TaskState::Failed,
-    TaskState::Canceled,
-    TaskState::Rejected,
-];
 /// Rounds of retrying keys DynamoDB left unprocessed (throttling) before failing the read.
 const MAX_BATCH_ROUNDS: usize = 8;
 
@@ -135,17 +124,9 @@ impl DynamoStore {
             // The caller's entries are its own tasks' heads and the member entries of tasks
             // shared with it (ADR 021); a scope keeps one kind.
             let mut filters = Vec::new();
-            match q.scope {
-                ListScope::All => {}
-                ListScope::Owned => filters.push("sk = :head"),
-                ListScope::Shared => filters.push("begins_with(sk, :member)"),
-            }
-            match q.scope {
-                ListScope::All => {}
-                ListScope::Owned => b = b.expression_attribute_values(":head", s(schema::HEAD_SK)),
-                ListScope::Shared => {
-                    b = b.expression_attribute_values(":member", s(schema::MEMBER_SK_PREFIX))
-                }
+            if let Some((filter, name, value)) = scope_filter(q.scope) {
+                filters.push(filter);
+                b = b.expression_attribute_values(name, s(value));
             }
             if let Some(st) = filter_state {
                 filters.push("#st = :st");
@@ -204,7 +185,7 @@ impl DynamoStore {
         match context {
             None => {
                 let mut reads = Vec::new();
-                for st in STATES {
+                for st in TaskState::ALL {
                     for shard in 0..self.index_shards {
                         let key = schema::index_key(
                             &schema::state_key(who, st),
@@ -269,18 +250,10 @@ impl DynamoStore {
             } else {
                 b.select(aws_sdk_dynamodb::types::Select::Count)
             };
-            match scope {
-                ListScope::All => {}
-                ListScope::Owned => {
-                    b = b
-                        .filter_expression("sk = :head")
-                        .expression_attribute_values(":head", s(schema::HEAD_SK))
-                }
-                ListScope::Shared => {
-                    b = b
-                        .filter_expression("begins_with(sk, :member)")
-                        .expression_attribute_values(":member", s(schema::MEMBER_SK_PREFIX))
-                }
+            if let Some((filter, name, value)) = scope_filter(scope) {
+                b = b
+                    .filter_expression(filter)
+                    .expression_attribute_values(name, s(value));
             }
             let out = b.send().await.map_err(|e| sdk_err("Query", e))?;
             count += out.count.max(0) as u64;
@@ -391,6 +364,20 @@ impl DynamoStore {
         Err(StoreError::Unavailable(
             "DynamoDB left part of a batch read unprocessed".into(),
         ))
+    }
+}
+
+/// The filter on an index item's `sk` keeping one kind of a caller's entries — its own tasks'
+/// heads, or the member entries of tasks shared with it — and its value; `All` keeps both.
+fn scope_filter(scope: ListScope) -> Option<(&'static str, &'static str, &'static str)> {
+    match scope {
+        ListScope::All => None,
+        ListScope::Owned => Some(("sk = :head", ":head", schema::HEAD_SK)),
+        ListScope::Shared => Some((
+            "begins_with(sk, :member)",
+            ":member",
+            schema::MEMBER_SK_PREFIX,
+        )),
     }
 }
 

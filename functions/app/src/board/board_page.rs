@@ -17,8 +17,8 @@ use crate::http::AppState;
 /// Tasks a board page shows.
 pub const BOARD_PAGE_SIZE: i32 = 50;
 
-/// The states a board counts and filters by, in the order it shows them.
-pub const STATES: [TaskState; 8] = [
+/// The states a board counts and filters by, in the order it shows them (waiting ones first).
+const STATES: [TaskState; 8] = [
     TaskState::Submitted,
     TaskState::Working,
     TaskState::InputRequired,
