@@ -33,7 +33,9 @@ pub enum Script {
     GeneratedText,
     /// `th-ask-<participant>`: ask that participant, with options.
     Ask(String),
-    /// `th-subtask`: a local sub-task whose goal is the message.
+    /// `th-subtask`: a local sub-task whose goal is the message. A message starting with
+    /// [`SUBTASK_MARK`] does the same with the mark taken off the goal once, so a sub-task's
+    /// goal can spawn the next level (`th-subtask: th-subtask: x` makes a tree three deep).
     SubTask,
     /// `th-participant-task-<participant>`: a task for that participant.
     ParticipantTask(String),
@@ -42,6 +44,9 @@ pub enum Script {
     /// Anything else: answer with what was received.
     Echo,
 }
+
+/// The text prefix that makes a (sub-)task's goal spawn a sub-task of its own.
+pub const SUBTASK_MARK: &str = "th-subtask: ";
 
 /// The participant named after a prefix (`th-ask-bob` or `th-ask-bob:anything` → `bob`).
 fn named(rest: &str) -> String {
@@ -127,17 +132,24 @@ impl ScriptedModel {
                 );
             }
         }
-        match Script::of(user.message_id.as_deref().unwrap_or_default()) {
+        let (script, goal) = match (
+            Script::of(user.message_id.as_deref().unwrap_or_default()),
+            user.content.strip_prefix(SUBTASK_MARK),
+        ) {
+            (Script::SubTask, _) => (Script::SubTask, user.content.as_str()),
+            (_, Some(rest)) => (Script::SubTask, rest),
+            (script, None) => (script, user.content.as_str()),
+        };
+        match script {
             Script::CompleteTask => text(COMPLETE_TASK_TEXT),
             Script::GeneratedText => text(GENERATED_TEXT),
             Script::Ask(who) if offered("ask_participant") => call(
                 "ask_participant",
                 json!({"participant_id": who, "question": ASK_QUESTION, "options": ASK_OPTIONS}),
             ),
-            Script::SubTask if offered("spawn_subtask") => call(
-                "spawn_subtask",
-                json!({"name": "Sub-task", "goal": user.content}),
-            ),
+            Script::SubTask if offered("spawn_subtask") => {
+                call("spawn_subtask", json!({"name": "Sub-task", "goal": goal}))
+            }
             Script::ParticipantTask(who) if offered("create_task_for_participant") => call(
                 "create_task_for_participant",
                 json!({"participant_id": who, "name": "Task for a participant", "goal": user.content}),
@@ -147,11 +159,14 @@ impl ScriptedModel {
                 json!({"messages": [
                     {"version": "v0.9", "createSurface": {"surfaceId": UI_SURFACE_ID, "catalogId": crate::a2ui::BASIC_CATALOG_ID}},
                     {"version": "v0.9", "updateComponents": {"surfaceId": UI_SURFACE_ID, "components": [
-                        {"id": "root", "component": "Column", "children": ["said", "ok"]},
-                        {"id": "said", "component": "Text", "text": user.content},
+                        {"id": "root", "component": "Column", "children": ["said", "name", "ok"]},
+                        {"id": "said", "component": "Text", "text": {"path": "/said"}},
+                        {"id": "name", "component": "TextField", "label": "Your name", "value": {"path": "/form/name"}},
                         {"id": "ok-label", "component": "Text", "text": "OK"},
-                        {"id": "ok", "component": "Button", "child": "ok-label", "action": {"event": {"name": "ok"}}}
-                    ]}}
+                        {"id": "ok", "component": "Button", "child": "ok-label",
+                         "action": {"event": {"name": "ok", "context": {"name": {"path": "/form/name"}}}}}
+                    ]}},
+                    {"version": "v0.9", "updateDataModel": {"surfaceId": UI_SURFACE_ID, "value": {"said": user.content, "form": {"name": ""}}}}
                 ]}),
             ),
             // A script whose tool is not offered (a task without extension data) just answers.
@@ -316,6 +331,24 @@ mod tests {
         assert_eq!(
             answer(vec![user("th-subtask", "x")], false),
             text("Received: x")
+        );
+    }
+
+    #[test]
+    fn a_marked_goal_spawns_the_next_level_with_the_mark_taken_off_once() {
+        let goal = |calls: Vec<ToolCall>| calls[0].arguments["goal"].clone();
+        let (_, top) = answer(vec![user("th-subtask-1", "th-subtask: Sort")], true);
+        assert_eq!(
+            goal(top),
+            json!("th-subtask: Sort"),
+            "the first level keeps the mark"
+        );
+        let (_, child) = answer(vec![user("t.1:goal", "th-subtask: Sort")], true);
+        assert_eq!(goal(child), json!("Sort"));
+        assert_eq!(
+            answer(vec![user("t.1.1:goal", "Sort")], true),
+            text("Received: Sort"),
+            "an unmarked goal just answers"
         );
     }
 

@@ -173,12 +173,17 @@ try {
   });
   await alice.goto(`${base}/board/tasks/${ui.task.id}`);
   check('the A2UI surface is drawn as components', (await alice.locator('.a2ui-surface .a2ui-column p.a2ui-text').count()) >= 1);
+  const said = await alice.textContent('.a2ui-surface p.a2ui-text[data-bound="/said"]').catch(() => '');
+  check("a Text bound to the surface's data model shows the model's value", said === 'Pick one', said);
+  await alice.fill('.a2ui-surface input[data-path="/form/name"]', 'Ada');
   await alice.screenshot({ path: `${shots}/a2ui.png`, fullPage: true });
   await alice.click('form[data-rpc=a2ui-action] button');
   await alice.waitForFunction(() => document.querySelector('ol.history')?.textContent.includes('[A2UI action] ok'), null, { timeout: 10_000 }).then(
     () => check("clicking the surface's button sends its action to the agent", true),
     async () => check("clicking the surface's button sends its action to the agent", false, (await alice.textContent('ol.history')).slice(-300)),
   );
+  const history = await alice.textContent('ol.history');
+  check('the action carries what was typed into the bound field as its context', history.includes('with {"name":"Ada"}'), history.slice(-200));
 
   if (agentBase) await agentScenario(browser);
 } finally {

@@ -212,3 +212,57 @@ async fn the_pages_and_their_assets_come_from_the_server_itself() {
         "no external assets"
     );
 }
+
+/// A sub-task's own sub-task shows under it on the first task's page: the tree is followed level
+/// by level, with names and states, and each entry links to its page.
+#[tokio::test]
+async fn the_task_page_draws_the_sub_task_tree_below_the_first_level() {
+    let s = Server::start_with(people()).await;
+    let alice = s.as_user("a");
+    let spawn = |id: &'static str, goal: &'static str| {
+        let message = json!({"messageId": id, "role": "ROLE_USER", "parts": [{"text": goal},
+            {"data": {"name": "Release", "goal": "Ship"}, "mediaType": MEDIA}]});
+        let alice = &alice;
+        async move {
+            alice
+                .call(
+                    "SendMessage",
+                    json!({"message": message, "configuration": {"returnImmediately": false}}),
+                )
+                .await
+        }
+    };
+    let subs = |v: &serde_json::Value| -> Vec<String> {
+        v["metadata"][taskledger_domain::ext::METADATA_KEY]["sub_tasks"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .iter()
+            .map(|r| r["task_id"].as_str().unwrap().to_string())
+            .collect()
+    };
+    // the scripted model: a goal marked `th-subtask: ` spawns the next level itself
+    let top = spawn("th-subtask-1", "th-subtask: Sort the notes").await;
+    let top_id = top["result"]["task"]["id"].as_str().unwrap().to_string();
+    let got = alice.call("GetTask", json!({"id": top_id})).await;
+    let child = subs(&got["result"]).first().cloned().expect("a sub-task");
+    let got = alice.call("GetTask", json!({"id": child})).await;
+    let grandchild = subs(&got["result"])
+        .first()
+        .cloned()
+        .expect("a sub-sub-task");
+    let (status, html) = page(&s, &format!("/board/tasks/{top_id}"), Some("a")).await;
+    assert_eq!(status, StatusCode::OK);
+    let tree = &html[html.find(r#"<ul class="subtasks">"#).expect("the tree")..];
+    let at_child = tree.find(&format!("/board/tasks/{child}")).unwrap();
+    let at_grandchild = tree.find(&format!("/board/tasks/{grandchild}")).unwrap();
+    assert!(at_child < at_grandchild, "{tree}");
+    assert!(
+        tree[at_child..at_grandchild].contains("<ul>"),
+        "the grandchild is nested under the child: {tree}"
+    );
+    assert!(tree.contains("badge"), "states are shown: {tree}");
+    // the grandchild's page names its parent
+    let (_, html) = page(&s, &format!("/board/tasks/{grandchild}"), Some("a")).await;
+    assert!(html.contains("Part of") && html.contains(&child), "{html}");
+}

@@ -730,7 +730,11 @@ async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
         "scripted"
     );
     assert_eq!(
-        ui["parts"][1]["data"]["updateComponents"]["components"][1]["text"],
+        ui["parts"][1]["data"]["updateComponents"]["components"][1]["text"]["path"],
+        "/said"
+    );
+    assert_eq!(
+        ui["parts"][2]["data"]["updateDataModel"]["value"]["said"],
         "Pick a region"
     );
     let kinds: Vec<&str> = t["history"]
@@ -749,11 +753,22 @@ async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
     let v = s
         .call(
             "SendMessage",
-            json!({"message": ui_action("act-1", &id, "scripted", "ok")}),
+            json!({"message": {
+                let mut m = ui_action("act-1", &id, "scripted", "ok");
+                m["parts"][0]["data"]["action"]["context"] = json!({"name": "Ada"});
+                m
+            }}),
         )
         .await;
     let t = &v["result"]["task"];
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
+    // the agent read what the user typed, with the action
+    assert!(
+        t["history"]
+            .to_string()
+            .contains(r#"[A2UI action] ok on surface scripted from ok with {\"name\":\"Ada\"}"#),
+        "{t}"
+    );
     assert_eq!(
         t["status"]["message"]["parts"][0]["text"],
         "Action received; the surface is closed."

@@ -9,7 +9,9 @@ pub use extension::{card_params, ARTIFACT_NAME, BASIC_CATALOG_ID, EXTENSION_URI,
 pub use messages::{
     matches_schema, UiError, UiMessages, MAX_UI_BYTES, MAX_UI_MESSAGES, MESSAGE_KINDS,
 };
-pub use surfaces::{action_of, Surface, Surfaces, UiAction, MAX_ACTION_NAME_BYTES};
+pub use surfaces::{
+    action_of, Surface, Surfaces, UiAction, MAX_ACTION_CONTEXT_BYTES, MAX_ACTION_NAME_BYTES,
+};
 
 #[cfg(test)]
 mod tests;

@@ -84,6 +84,8 @@ impl Surfaces {
 
 /// Longest action name accepted, in bytes.
 pub const MAX_ACTION_NAME_BYTES: usize = 256;
+/// Largest action context accepted (the resolved values of the surface's inputs), as JSON bytes.
+pub const MAX_ACTION_CONTEXT_BYTES: usize = 16 * 1024;
 
 /// A user's action on a surface (A2UI client-to-server `action`; 0.8's `userAction` too).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,15 +93,23 @@ pub struct UiAction {
     pub name: String,
     pub surface_id: String,
     pub component_id: String,
+    /// What the action's `context` resolved to on the user's side (the values of the inputs it
+    /// names); empty when it names none.
+    pub context: serde_json::Map<String, Value>,
 }
 
 impl UiAction {
     /// The text the agent sees in place of the raw event.
     pub fn text(&self) -> String {
-        format!(
+        let said = format!(
             "[A2UI action] {} on surface {} from {}",
             self.name, self.surface_id, self.component_id
-        )
+        );
+        if self.context.is_empty() {
+            said
+        } else {
+            format!("{said} with {}", Value::Object(self.context.clone()))
+        }
     }
 }
 
@@ -119,6 +129,18 @@ pub fn action_of(message: &crate::wire::Message) -> Option<Result<UiAction, Stri
             .filter(|v| !v.is_empty())
             .map(str::to_string)
     };
+    let context = match action.and_then(|a| a.get("context")) {
+        None => Ok(serde_json::Map::new()),
+        Some(Value::Object(c))
+            if Value::Object(c.clone()).to_string().len() <= MAX_ACTION_CONTEXT_BYTES =>
+        {
+            Ok(c.clone())
+        }
+        Some(Value::Object(_)) => Err(format!(
+            "A2UI action discarded: its context is over {MAX_ACTION_CONTEXT_BYTES} bytes as JSON"
+        )),
+        Some(_) => Err("A2UI action discarded: its context must be an object".to_string()),
+    };
     Some(match (field("name"), field("surfaceId"), field("sourceComponentId")) {
         (Some(name), Some(surface_id), Some(component_id)) => {
             if name.len() > MAX_ACTION_NAME_BYTES || name.chars().any(char::is_control) {
@@ -126,10 +148,11 @@ pub fn action_of(message: &crate::wire::Message) -> Option<Result<UiAction, Stri
                     "A2UI action discarded: the name must be 1 to {MAX_ACTION_NAME_BYTES} bytes without control characters"
                 ))
             } else {
-                Ok(UiAction {
+                context.map(|context| UiAction {
                     name,
                     surface_id,
                     component_id,
+                    context,
                 })
             }
         }

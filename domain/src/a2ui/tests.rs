@@ -191,6 +191,7 @@ fn surfaces_follow_the_emitted_messages() {
         name: "go".into(),
         surface_id: surface.into(),
         component_id: component.into(),
+        context: Default::default(),
     };
     assert!(s.check(&on("s1", "b")).is_ok());
     assert!(s
@@ -236,4 +237,38 @@ fn the_action_name_limit_is_inclusive() {
     assert!(named("n".repeat(MAX_ACTION_NAME_BYTES)).is_ok());
     assert!(named("n".repeat(MAX_ACTION_NAME_BYTES + 1)).is_err());
     assert!(named("a\nb".into()).is_err());
+}
+
+#[test]
+fn an_action_carries_its_resolved_context_to_the_agent() {
+    let a = action_of(&action_message(json!({"action": {
+        "name": "submit", "surfaceId": "s1", "sourceComponentId": "b",
+        "context": {"email": "ada@example.com", "agree": true}}})))
+    .unwrap()
+    .unwrap();
+    assert_eq!(
+        a.text(),
+        r#"[A2UI action] submit on surface s1 from b with {"agree":true,"email":"ada@example.com"}"#
+    );
+    let not_object = action_of(&action_message(json!({"action": {
+        "name": "submit", "surfaceId": "s1", "sourceComponentId": "b", "context": ["x"]}})));
+    assert!(not_object
+        .unwrap()
+        .unwrap_err()
+        .contains("must be an object"));
+}
+
+#[test]
+fn the_action_context_limit_is_inclusive() {
+    // {"k":"<n>"} is n + 8 bytes of JSON.
+    let sized = |n: usize| {
+        action_of(&action_message(json!({"action": {
+            "name": "go", "surfaceId": "s", "sourceComponentId": "c",
+            "context": {"k": "v".repeat(n)}}})))
+        .unwrap()
+    };
+    assert!(sized(MAX_ACTION_CONTEXT_BYTES - 8).is_ok());
+    assert!(sized(MAX_ACTION_CONTEXT_BYTES - 7)
+        .unwrap_err()
+        .contains("over"));
 }

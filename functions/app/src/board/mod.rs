@@ -8,6 +8,7 @@ mod auth;
 mod board_page;
 mod layout;
 mod plan_svg;
+mod subtask_tree;
 mod task_page;
 
 use std::sync::Arc;

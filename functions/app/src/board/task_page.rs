@@ -13,7 +13,6 @@ use taskledger_domain::wire::{
     GetTaskRequest, ListTaskPushNotificationConfigsRequest, Message, Part, PartContent, Task,
 };
 
-use super::board_page::urlencode;
 use super::layout::{self, state_label};
 use super::plan_svg;
 use crate::http::AppState;
@@ -90,6 +89,7 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
         .unwrap_or(task.id.as_str())
         .to_string();
     let state = task.status.state.as_str();
+    let related = super::subtask_tree::render(&app.service, who, &head).await;
     let body = html! {
         article #task data-task-id=(task.id) data-state=(state) data-generation=(events.len()) {
             h1 { (title) }
@@ -104,9 +104,9 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
             (actions(&head, who, &task))
             section { h2 { "Plan" } (plan_svg::render(ext.as_ref())) }
             (participants(ext.as_ref(), head.administered_by(who) && !task.status.state.is_terminal()))
-            (sub_tasks(ext.as_ref()))
+            (related)
             (history(&task))
-            (super::a2ui::render(task.artifacts.as_deref().unwrap_or_default()))
+            (super::a2ui::render(task.artifacts.as_deref().unwrap_or_default(), may_send(&head, who, &task)))
             (artifacts(&task))
             (usage(&task))
             (timeline(&events))
@@ -122,6 +122,20 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
     layout::page(&title, Some(who), body).into_response()
 }
 
+/// Whether the caller may send a message now: not on a finished task, not while a gate waits
+/// for its decision (a message is refused then), not as a watcher, and on a task with
+/// participants only as one of them.
+fn may_send(head: &TaskHead, who: &Principal, task: &Task) -> bool {
+    let mine = head.participant_of(who);
+    let watcher = mine.is_some_and(|p| p.role == Role::Watcher);
+    let has_participants = head
+        .ext
+        .as_ref()
+        .is_some_and(|d| !d.participants.is_empty());
+    let gated = head.open_gates().next().is_some();
+    !task.status.state.is_terminal() && !gated && !watcher && (!has_participants || mine.is_some())
+}
+
 /// The actions the caller may take now, and only those: answering a help request it was asked,
 /// deciding gates and tool calls (owner and admins), sending (not watchers), cancelling (owner and
 /// admins). Each form is sent by the script through the public API.
@@ -129,18 +143,11 @@ fn actions(head: &TaskHead, who: &Principal, task: &Task) -> Markup {
     let terminal = task.status.state.is_terminal();
     let admin = head.administered_by(who);
     let mine = head.participant_of(who);
-    let watcher = mine.is_some_and(|p| p.role == Role::Watcher);
-    let has_participants = head
-        .ext
-        .as_ref()
-        .is_some_and(|d| !d.participants.is_empty());
     let asked = head
         .pending_help
         .as_ref()
         .filter(|h| mine.is_some_and(|p| p.id == h.participant_id.as_str()));
-    // While a gate is open a message is refused (it waits for the decision): none is offered.
-    let gated = head.open_gates().next().is_some();
-    let may_send = !terminal && !gated && !watcher && (!has_participants || mine.is_some());
+    let may_send = may_send(head, who, task);
     html! {
         section.actions aria-label="Actions" {
             @if let Some(h) = asked {
@@ -255,29 +262,6 @@ fn participants(ext: Option<&Value>, admin: bool) -> Markup {
                     }
                 }
             }
-        }
-    }
-}
-
-fn sub_tasks(ext: Option<&Value>) -> Markup {
-    let ids: Vec<String> = ["parent_tasks", "sub_tasks"]
-        .iter()
-        .flat_map(|k| {
-            ext.and_then(|e| e.get(*k))
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default()
-        })
-        .filter_map(|r| {
-            r.get("task_id")
-                .or_else(|| r.get("id"))
-                .and_then(Value::as_str)
-                .map(str::to_string)
-        })
-        .collect();
-    html! {
-        @if !ids.is_empty() {
-            section { h2 { "Related tasks" } ul { @for id in &ids { li { a href={ "/board/tasks/" (urlencode(id)) } { (id) } } } } }
         }
     }
 }

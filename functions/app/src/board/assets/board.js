@@ -63,10 +63,14 @@ const ACTIONS = {
   cancel: (taskId) => rpc('CancelTask', { id: taskId }),
   'a2ui-action': (taskId, form) => {
     const m = message(taskId, '', undefined, [A2UI_URI]);
-    m.parts = [{
-      data: { action: { name: form.dataset.name, surfaceId: form.dataset.surface, sourceComponentId: form.dataset.component, context: {} } },
-      mediaType: 'application/a2ui+json',
-    }];
+    const action = {
+      name: form.dataset.name,
+      surfaceId: form.dataset.surface,
+      sourceComponentId: form.dataset.component,
+      timestamp: new Date().toISOString(),
+      context: actionContext(form),
+    };
+    m.parts = [{ data: { version: 'v0.9', action }, mediaType: 'application/a2ui+json' }];
     return rpc('SendMessage', { message: m, configuration: { returnImmediately: true } }, [A2UI_URI]);
   },
   'set-role': (taskId, form) => {
@@ -80,9 +84,59 @@ const ACTIONS = {
   },
 };
 
+// A bound input's value as its data model holds it.
+function inputValue(el) {
+  if (el.type === 'checkbox') return el.checked;
+  if (el.dataset.kind === 'number') return el.value === '' ? null : Number(el.value);
+  if (el.dataset.kind === 'list') return [...el.selectedOptions].map((o) => o.value);
+  return el.value;
+}
+
+// The Button's context: each entry bound to a path takes what the person entered there (the
+// server drew the model's value; an input bound to the same path has the newer one).
+function actionContext(form) {
+  const surface = form.closest('.a2ui-surface');
+  const context = {};
+  for (const [key, entry] of Object.entries(JSON.parse(form.dataset.context || '{}'))) {
+    const input = entry.path && [...surface.querySelectorAll('[data-path]')].find((el) => el.dataset.path === entry.path);
+    context[key] = input ? inputValue(input) : entry.value;
+  }
+  return context;
+}
+
+// Two-way bindings on a surface: what is typed shows wherever the same path is read.
+function wireSurfaces(root) {
+  for (const surface of root.querySelectorAll('.a2ui-surface')) {
+    surface.addEventListener('input', (e) => {
+      const path = e.target.dataset?.path;
+      if (!path) return;
+      e.target.tlEntered = true; // a property, not an attribute: the page's HTML stays the server's
+      for (const t of surface.querySelectorAll('[data-bound]')) {
+        if (t.dataset.bound === path) t.textContent = String(inputValue(e.target) ?? '');
+      }
+    });
+  }
+}
+
+// Values entered on a surface survive the page's refresh (the server only knows the model's).
+function keepEntered(now, then) {
+  for (const el of [...now.querySelectorAll('.a2ui-surface [data-path]')].filter((e) => e.tlEntered)) {
+    const surface = el.closest('.a2ui-surface').dataset.surface;
+    const twin = [...then.querySelectorAll('.a2ui-surface [data-path]')].find(
+      (t) => t.closest('.a2ui-surface').dataset.surface === surface && t.dataset.path === el.dataset.path && t.name === el.name,
+    );
+    if (!twin) continue;
+    if (el.type === 'checkbox') twin.checked = el.checked;
+    else if (el.dataset.kind === 'list') for (const o of twin.options) o.selected = [...el.selectedOptions].some((s) => s.value === o.value);
+    else twin.value = el.value;
+    twin.tlEntered = true;
+  }
+}
+
 function wireActions(root) {
   const task = root.querySelector('#task');
   if (!task) return;
+  wireSurfaces(task);
   for (const form of task.querySelectorAll('form[data-rpc]')) {
     form.addEventListener('submit', async (e) => {
       e.preventDefault();
@@ -110,6 +164,7 @@ async function refresh(force) {
     const now = document.querySelector(sel);
     const then = next.querySelector(sel);
     if (now && then && now.outerHTML !== then.outerHTML) {
+      if (sel === '#task') keepEntered(now, then);
       now.replaceWith(then);
       if (sel === '#task') wireActions(document);
     }
