@@ -26,7 +26,7 @@ use crate::http::AppState;
 pub const BOARD_PATH: &str = "/board";
 
 const SCRIPT: &str = include_str!("assets/board.js");
-const STYLE: &str = include_str!("assets/board.css");
+pub(super) const STYLE: &str = include_str!("assets/board.css");
 
 /// The board's routes, merged into the HTTP router of servers that serve it.
 pub fn routes() -> Router<Arc<AppState>> {
