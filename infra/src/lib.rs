@@ -10,9 +10,12 @@ pub mod llm;
 pub mod relay;
 pub mod secrets;
 pub mod skills;
+#[cfg(feature = "sqlite")]
 pub mod sqlite;
 pub mod sqs;
+#[cfg(feature = "streams")]
 pub mod streams;
 pub mod webhook;
 
+#[cfg(feature = "sqlite")]
 pub use sqlite::SqliteStore;

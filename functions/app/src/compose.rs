@@ -304,6 +304,7 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
 }
 
 /// The one relay behind the DynamoDB stream poller of the local server.
+#[cfg(feature = "streams")]
 #[async_trait::async_trait]
 impl taskledger_infra::streams::RecordSink for crate::runners::Relay {
     async fn relay(&self, image: &serde_json::Value) -> Result<(), String> {

@@ -9,6 +9,7 @@
 //! adapters included.
 
 pub mod agent;
+#[cfg(feature = "board")]
 pub mod board;
 pub mod card;
 pub mod compose;

@@ -213,22 +213,31 @@ impl TaskReadModel for SqliteStore {
             }
             let limit = q.page_size.get() as i64;
             args.push(SqlValue::Integer(limit + 1));
+            // The page's keys first, its snapshots after: when the filter cannot walk an index
+            // in order (own and shared tasks together), the sort then carries two small columns
+            // per candidate row, not every candidate's snapshot.
             let sql = format!(
-                "SELECT task_id, status_nanos, snapshot FROM heads WHERE {filter} \
+                "SELECT task_id, status_nanos FROM heads WHERE {filter} \
                  ORDER BY status_nanos DESC, task_id DESC LIMIT ?"
             );
             let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
-            let rows = stmt
+            let keys = stmt
                 .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, i64>(1)?,
-                        r.get::<_, String>(2)?,
-                    ))
+                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
                 })
                 .map_err(db_err)?
                 .collect::<Result<Vec<_>, _>>()
                 .map_err(db_err)?;
+            let mut snapshot = conn
+                .prepare_cached("SELECT snapshot FROM heads WHERE task_id = ?1")
+                .map_err(db_err)?;
+            let rows = keys
+                .into_iter()
+                .map(|(id, nanos)| {
+                    let snap: String = snapshot.query_row([&id], |r| r.get(0)).map_err(db_err)?;
+                    Ok((id, nanos, snap))
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
             let more = rows.len() as i64 > limit;
             let mut tasks = Vec::with_capacity(rows.len());
             let mut next = None;

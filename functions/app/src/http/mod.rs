@@ -48,7 +48,7 @@ pub struct HttpSettings {
     /// The push signing key set served at `/.well-known/jwks.json` (none: not served).
     pub jwks: Option<Value>,
     /// Whether the task board's pages are served (`/`, `/board/…`; ADR 023): by the local server
-    /// and a container running it, not by Lambda.
+    /// and a container running it, not by Lambda (a build without the `board` feature has none).
     pub board: bool,
     /// The key that signs the public agent card (the push signing key; none: unsigned).
     pub card_signer: Option<Arc<taskledger_infra::webhook::PushSigner>>,
@@ -171,6 +171,7 @@ fn routes(state: Arc<AppState>) -> Router {
         .route("/", post(jsonrpc::jsonrpc))
         .route(rest::REST_PATH, any(rest::rest))
         .route(&format!("{}/{{*path}}", rest::REST_PATH), any(rest::rest));
+    #[cfg(feature = "board")]
     let router = if state.settings.board {
         router.merge(crate::board::routes())
     } else {
