@@ -750,16 +750,9 @@ async fn the_default_agent_is_the_model_loop_on_the_scripted_model() {
         "The surface is shown."
     );
     // the user presses the button: the model reads the action, closes the surface, finishes
-    let v = s
-        .call(
-            "SendMessage",
-            json!({"message": {
-                let mut m = ui_action("act-1", &id, "scripted", "ok");
-                m["parts"][0]["data"]["action"]["context"] = json!({"name": "Ada"});
-                m
-            }}),
-        )
-        .await;
+    let mut acted = ui_action("act-1", &id, "scripted", "ok");
+    acted["parts"][0]["data"]["action"]["context"] = json!({"name": "Ada"});
+    let v = s.call("SendMessage", json!({"message": acted})).await;
     let t = &v["result"]["task"];
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{v}");
     // the agent read what the user typed, with the action
