@@ -105,6 +105,63 @@ fn scope_filter(scope: ListScope) -> &'static str {
     }
 }
 
+/// Tasks shared with the caller that it does not own (the second half of an `All` list).
+const SHARED_NOT_OWNED: &str =
+    "task_id IN (SELECT task_id FROM members WHERE tenant = ?1 AND subject = ?2) \
+     AND NOT (tenant = ?1 AND owner = ?2)";
+
+/// How many rows of `heads` match `scope` (parameters ?1 tenant, ?2 subject) and the query's
+/// filters, and the keys of the page's rows — up to one more than the page, newest first,
+/// after the query's cursor. The sort carries the keys only, not the snapshots.
+fn page_keys(
+    conn: &rusqlite::Connection,
+    scope: &str,
+    owner: &Principal,
+    q: &ListQuery,
+) -> Result<(i64, Vec<(String, i64)>), StoreError> {
+    let mut filter = String::from(scope);
+    let mut args: Vec<SqlValue> = vec![
+        SqlValue::Text(owner.tenant.to_string()),
+        SqlValue::Text(owner.subject.to_string()),
+    ];
+    if let Some(c) = &q.context_id {
+        filter.push_str(" AND context_id = ?");
+        args.push(SqlValue::Text(c.to_string()));
+    }
+    if let Some(s) = q.state {
+        filter.push_str(" AND state = ?");
+        args.push(SqlValue::Text(s.as_str().to_string()));
+    }
+    if let Some(t) = q.status_after {
+        filter.push_str(" AND status_nanos >= ?");
+        args.push(SqlValue::Integer(t.unix_nanos()));
+    }
+    let total: i64 = conn
+        .prepare_cached(&format!("SELECT COUNT(*) FROM heads WHERE {filter}"))
+        .and_then(|mut s| s.query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0)))
+        .map_err(db_err)?;
+    if let Some(c) = &q.after {
+        filter.push_str(" AND (status_nanos < ? OR (status_nanos = ? AND task_id < ?))");
+        args.push(SqlValue::Integer(c.status_nanos));
+        args.push(SqlValue::Integer(c.status_nanos));
+        args.push(SqlValue::Text(c.task_id.clone()));
+    }
+    args.push(SqlValue::Integer(q.page_size.get() as i64 + 1));
+    let sql = format!(
+        "SELECT task_id, status_nanos FROM heads WHERE {filter} \
+         ORDER BY status_nanos DESC, task_id DESC LIMIT ?"
+    );
+    let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
+    let keys = stmt
+        .query_map(rusqlite::params_from_iter(args.iter()), |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
+        })
+        .map_err(db_err)?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(db_err)?;
+    Ok((total, keys))
+}
+
 #[async_trait]
 impl TaskReadModel for SqliteStore {
     async fn get(
@@ -181,53 +238,22 @@ impl TaskReadModel for SqliteStore {
     async fn list(&self, owner: &Principal, query: &ListQuery) -> Result<ListPage, StoreError> {
         let (owner, q) = (owner.clone(), query.clone());
         self.read(move |conn| {
-            // The tasks the caller owns, those shared with it (ADR 021), or both.
-            let mut filter = String::from(scope_filter(q.scope));
-            let mut args: Vec<SqlValue> = vec![
-                SqlValue::Text(owner.tenant.to_string()),
-                SqlValue::Text(owner.subject.to_string()),
-            ];
-            if let Some(c) = &q.context_id {
-                filter.push_str(" AND context_id = ?");
-                args.push(SqlValue::Text(c.to_string()));
-            }
-            if let Some(s) = q.state {
-                filter.push_str(" AND state = ?");
-                args.push(SqlValue::Text(s.as_str().to_string()));
-            }
-            if let Some(t) = q.status_after {
-                filter.push_str(" AND status_nanos >= ?");
-                args.push(SqlValue::Integer(t.unix_nanos()));
-            }
-            let total: i64 = conn
-                .prepare_cached(&format!("SELECT COUNT(*) FROM heads WHERE {filter}"))
-                .and_then(|mut s| {
-                    s.query_row(rusqlite::params_from_iter(args.iter()), |r| r.get(0))
-                })
-                .map_err(db_err)?;
-            if let Some(c) = &q.after {
-                filter.push_str(" AND (status_nanos < ? OR (status_nanos = ? AND task_id < ?))");
-                args.push(SqlValue::Integer(c.status_nanos));
-                args.push(SqlValue::Integer(c.status_nanos));
-                args.push(SqlValue::Text(c.task_id.clone()));
-            }
+            // The tasks the caller owns, those shared with it (ADR 021), or both: both as two
+            // disjoint reads that each walk an index, merged, so a page costs the same whatever
+            // the tenant's size (one filter with an OR is a scan of all its heads).
             let limit = q.page_size.get() as i64;
-            args.push(SqlValue::Integer(limit + 1));
-            // The page's keys first, its snapshots after: when the filter cannot walk an index
-            // in order (own and shared tasks together), the sort then carries two small columns
-            // per candidate row, not every candidate's snapshot.
-            let sql = format!(
-                "SELECT task_id, status_nanos FROM heads WHERE {filter} \
-                 ORDER BY status_nanos DESC, task_id DESC LIMIT ?"
-            );
-            let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;
-            let keys = stmt
-                .query_map(rusqlite::params_from_iter(args.iter()), |r| {
-                    Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?))
-                })
-                .map_err(db_err)?
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(db_err)?;
+            let (total, keys) = match q.scope {
+                ListScope::All => {
+                    let (owned, mut keys) =
+                        page_keys(conn, scope_filter(ListScope::Owned), &owner, &q)?;
+                    let (shared, more) = page_keys(conn, SHARED_NOT_OWNED, &owner, &q)?;
+                    keys.extend(more);
+                    keys.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| b.0.cmp(&a.0)));
+                    keys.truncate(limit as usize + 1);
+                    (owned + shared, keys)
+                }
+                scope => page_keys(conn, scope_filter(scope), &owner, &q)?,
+            };
             let mut snapshot = conn
                 .prepare_cached("SELECT snapshot FROM heads WHERE task_id = ?1")
                 .map_err(db_err)?;
