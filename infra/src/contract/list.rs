@@ -6,11 +6,10 @@ use std::sync::Arc;
 
 use taskledger_domain::ids::{ContextId, HistoryLength, PageSize, TaskId};
 use taskledger_domain::ports::{ListQuery, ViewOptions};
-use taskledger_domain::task::TaskCommand;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::TaskState;
 
-use super::{alice, bob, create_task_at, run, Store};
+use super::{alice, bob, create_task_at, set_state, Store};
 
 pub async fn list_orders_pages_and_filters<S: Store>(store: Arc<S>) {
     let base = Timestamp::parse("2026-05-01T00:00:00Z").expect("ts");
@@ -30,17 +29,7 @@ pub async fn list_orders_pages_and_filters<S: Store>(store: Arc<S>) {
     create_task_at(&*store, "t-list-bob", "even", &bob(), base).await;
     // finish one
     let done = TaskId::parse("t-list-6").expect("id");
-    run(
-        &*store,
-        &done,
-        TaskCommand::ChangeStatus {
-            state: TaskState::Completed,
-            message: None,
-            at: base.plus_millis(60),
-        },
-    )
-    .await
-    .expect("complete");
+    set_state(&*store, &done, TaskState::Completed, base.plus_millis(60)).await;
 
     let query = |page: i32| ListQuery {
         scope: Default::default(),
@@ -120,32 +109,12 @@ pub async fn list_filters_in_every_combination<S: Store>(store: Arc<S>) {
         let created = if state.is_some() { i as i64 } else { *ms };
         let task_id = create_task_at(&*store, id, ctx, &alice(), base.plus_millis(created)).await;
         if let Some(state) = state {
-            run(
-                &*store,
-                &task_id,
-                TaskCommand::ChangeStatus {
-                    state: *state,
-                    message: None,
-                    at: base.plus_millis(*ms),
-                },
-            )
-            .await
-            .expect("status");
+            set_state(&*store, &task_id, *state, base.plus_millis(*ms)).await;
         }
     }
     // Someone else's tasks in the same contexts and states never show.
     let other = create_task_at(&*store, "t-f-bob", "a", &bob(), base.plus_millis(50)).await;
-    run(
-        &*store,
-        &other,
-        TaskCommand::ChangeStatus {
-            state: TaskState::Completed,
-            message: None,
-            at: base.plus_millis(60),
-        },
-    )
-    .await
-    .expect("status");
+    set_state(&*store, &other, TaskState::Completed, base.plus_millis(60)).await;
 
     let contexts = [None, Some("a"), Some("b")];
     let states = [

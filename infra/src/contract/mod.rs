@@ -14,7 +14,7 @@ use taskledger_domain::ports::{
 use taskledger_domain::projection::{assemble, limit_history};
 use taskledger_domain::task::{AppendUserMessage, CreateTask, TaskAggregate, TaskCommand};
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::wire::{Artifact, Message, Part};
+use taskledger_domain::wire::{Artifact, Message, Part, TaskState};
 
 /// A store under contract.
 pub trait Store: EventStore + TaskReadModel + 'static {}
@@ -55,6 +55,21 @@ async fn run<S: Store + ?Sized>(
     let after = commit.snapshot.clone();
     store.append(commit).await?;
     Ok(after)
+}
+
+/// Moves the task to `state` at `at` (the status change every list and count case makes).
+async fn set_state<S: Store + ?Sized>(store: &S, id: &TaskId, state: TaskState, at: Timestamp) {
+    run(
+        store,
+        id,
+        TaskCommand::ChangeStatus {
+            state,
+            message: None,
+            at,
+        },
+    )
+    .await
+    .expect("status change");
 }
 
 /// Creates a task for alice at `at` (now if `None`) and returns its id.

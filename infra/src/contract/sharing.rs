@@ -11,7 +11,7 @@ use taskledger_domain::task::{AppendUserMessage, TaskCommand};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, Part, TaskState};
 
-use super::{alice, bob, create_task_at, run, Store};
+use super::{alice, bob, create_task_at, run, set_state, Store};
 
 fn carol() -> Principal {
     Principal::new("acme", "carol").expect("valid principal")
@@ -139,17 +139,7 @@ pub async fn a_task_is_found_by_whom_it_is_shared_with<S: Store>(store: Arc<S>) 
     assert_eq!(ids(&*store, &mallory, ListScope::All, None).await.1, 0);
 
     // a state change moves the shared entries with the head: carol finds it by its new state
-    run(
-        &*store,
-        &shared,
-        TaskCommand::ChangeStatus {
-            state: TaskState::Completed,
-            message: None,
-            at: Timestamp::now(),
-        },
-    )
-    .await
-    .expect("complete");
+    set_state(&*store, &shared, TaskState::Completed, Timestamp::now()).await;
     let page = store
         .list(
             &carol(),
@@ -243,17 +233,7 @@ pub async fn states_are_counted_for_the_tasks_a_list_would_find<S: Store>(store:
     .await
     .expect("share");
     let done = TaskId::parse("t-count-2").expect("id");
-    run(
-        &*store,
-        &done,
-        TaskCommand::ChangeStatus {
-            state: TaskState::Completed,
-            message: None,
-            at: Timestamp::now(),
-        },
-    )
-    .await
-    .expect("complete");
+    set_state(&*store, &done, TaskState::Completed, Timestamp::now()).await;
     let count = |who: Principal, scope: ListScope, ctx: Option<&'static str>| {
         let store = store.clone();
         async move {
