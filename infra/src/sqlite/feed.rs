@@ -71,19 +71,19 @@ impl WorkFeed for SqliteStore {
     async fn save_feed_cursor(&self, consumer: &str, cursor: u64) -> Result<(), StoreError> {
         let consumer = consumer.to_string();
         self.write(move |conn| {
-            conn.execute(
+            // One transaction: the cursor and the pruning it allows.
+            let tx = conn.unchecked_transaction().map_err(db_err)?;
+            tx.prepare_cached(
                 "INSERT INTO feed_cursors (consumer, pos) VALUES (?1, ?2) \
                  ON CONFLICT(consumer) DO UPDATE SET pos = MAX(pos, excluded.pos)",
-                params![consumer, cursor as i64],
             )
+            .and_then(|mut s| s.execute(params![consumer, cursor as i64]))
             .map_err(db_err)?;
             // Entries every consumer has passed are done: the feed stays small.
-            conn.execute(
-                "DELETE FROM feed WHERE pos <= (SELECT MIN(pos) FROM feed_cursors)",
-                [],
-            )
-            .map(|_| ())
-            .map_err(db_err)
+            tx.prepare_cached("DELETE FROM feed WHERE pos <= (SELECT MIN(pos) FROM feed_cursors)")
+                .and_then(|mut s| s.execute([]))
+                .map_err(db_err)?;
+            tx.commit().map_err(db_err)
         })
         .await
     }

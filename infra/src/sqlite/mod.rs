@@ -67,6 +67,8 @@ fn configure(conn: &Connection, wal: bool) -> rusqlite::Result<()> {
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }
     conn.pragma_update(None, "cache_size", -8_000)?;
+    // Statement journals and sorts stay in memory: no temporary file per savepoint that spills.
+    conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(())
 }
 

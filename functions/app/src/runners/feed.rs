@@ -20,6 +20,11 @@ pub const RELAY_BATCH: u32 = 100;
 const RELAY_IDLE: Duration = Duration::from_millis(250);
 /// Attempts at relaying one entry before it is given up on (and said so).
 const RELAY_ATTEMPTS: u32 = 3;
+/// The cursor is written at most this often (the first move after a quiet spell at once): a
+/// write per relayed entry cost two SQLite transactions per task. After a crash the entries
+/// since the last write are relayed again, which does nothing twice (a turn that ran is found
+/// done, an outbox delivery already queued is not queued again).
+pub const CURSOR_SAVE_EVERY: Duration = Duration::from_millis(50);
 
 /// Positions in flight, and the highest dispatched: the cursor may pass only finished ones.
 #[derive(Default)]
@@ -40,6 +45,21 @@ impl Progress {
         self.in_flight
             .first()
             .map_or(self.dispatched, |first| first.saturating_sub(1))
+    }
+}
+
+/// Writes the cursor as it moves, at most once per `CURSOR_SAVE_EVERY`; ends with the relay.
+async fn save_cursor(
+    feed: Arc<dyn WorkFeed>,
+    consumer: &'static str,
+    mut safe: tokio::sync::watch::Receiver<u64>,
+) {
+    while safe.changed().await.is_ok() {
+        let c = *safe.borrow_and_update();
+        if let Err(e) = feed.save_feed_cursor(consumer, c).await {
+            warn!(error = %e, "relay cannot save its cursor");
+        }
+        tokio::time::sleep(CURSOR_SAVE_EVERY).await;
     }
 }
 
@@ -69,6 +89,8 @@ pub async fn run_feed(
         in_flight: BTreeSet::new(),
         dispatched: read,
     }));
+    let (safe, saved) = tokio::sync::watch::channel(read);
+    tokio::spawn(save_cursor(feed.clone(), consumer, saved));
     loop {
         let entries = match feed.feed_after(read, RELAY_BATCH).await {
             Ok(e) => e,
@@ -82,7 +104,7 @@ pub async fn run_feed(
             if let Ok(mut p) = progress.lock() {
                 p.start(pos);
             }
-            let (relay, progress, feed) = (relay.clone(), progress.clone(), feed.clone());
+            let (relay, progress, safe) = (relay.clone(), progress.clone(), safe.clone());
             per_task.submit(&event.task_id.to_string(), async move {
                 for attempt in 1..=RELAY_ATTEMPTS {
                     match relay.relay(&event).await {
@@ -94,11 +116,12 @@ pub async fn run_feed(
                         Err(e) => warn!(error = %e, "relay failed; the entry is given up"),
                     }
                 }
-                let safe = progress.lock().ok().map(|mut p| p.finish(pos));
-                if let Some(c) = safe {
-                    if let Err(e) = feed.save_feed_cursor(consumer, c).await {
-                        warn!(error = %e, "relay cannot save its cursor");
-                    }
+                if let Some(c) = progress.lock().ok().map(|mut p| p.finish(pos)) {
+                    safe.send_if_modified(|s| {
+                        let moved = c > *s;
+                        *s = (*s).max(c);
+                        moved
+                    });
                 }
             });
         }
