@@ -134,6 +134,18 @@ pub trait EventStore: Send + Sync {
         owner: &Principal,
         key: &IdempotencyKey,
     ) -> Result<Option<IdempotencyRecord>, StoreError>;
+    /// Whether a state cache in front of this store pays (ADR 025): where reading a task's
+    /// version (`version`) costs much less than loading it. Not DynamoDB: one item either way.
+    fn keeps_states(&self) -> bool {
+        false
+    }
+    /// The version a task's head is at (the count of its events), if the task exists.
+    async fn version(&self, task_id: &TaskId) -> Result<Option<u64>, StoreError> {
+        Ok(self.load(task_id).await?.and_then(|l| {
+            let at = l.snapshot.get("version").and_then(|v| v.as_u64())?;
+            Some(l.tail.last().map_or(at, |e| e.seq))
+        }))
+    }
 }
 
 /// A committed event as a feed hands it to the relay (the embedded store's feed, or a record of

@@ -141,3 +141,38 @@ async fn work_committed_before_a_restart_is_done_after_it() {
     assert_eq!(state, "TASK_STATE_COMPLETED");
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two processes on one file (two servers, or a server and `taskledger work advance`): what the
+/// other one committed is seen at once by a service that kept the task's state in memory
+/// (ADR 025), and a command decided on the kept state is decided again on the stored one.
+#[tokio::test]
+async fn a_commit_by_another_process_on_the_same_file_is_seen_through_the_state_cache() {
+    let dir = std::env::temp_dir().join(format!("taskledger-foreign-{}", uuid::Uuid::new_v4()));
+    let here = service(Arc::new(SqliteStore::open(&dir).unwrap()));
+    let there = service(Arc::new(SqliteStore::open(&dir).unwrap()));
+    let who = Principal::anonymous();
+    let SendMessageResponse::Task(task) =
+        here.send_message(&who, send("hello"), None).await.unwrap()
+    else {
+        panic!("a task")
+    };
+    let id = TaskId::parse(task.id.clone()).unwrap();
+    let kept = here.load(&id).await.unwrap().unwrap();
+    assert_eq!(kept.head().unwrap().status.state, TaskState::Submitted);
+    let cancel = || -> taskledger_domain::wire::CancelTaskRequest {
+        serde_json::from_value(json!({"id": task.id})).unwrap()
+    };
+    there.cancel_task(&who, cancel()).await.unwrap();
+    // Decided on the kept state, a command would pass; decided on the stored one it is refused.
+    let here_too = here.cancel_task(&who, cancel()).await;
+    let again = there.cancel_task(&who, cancel()).await;
+    assert_eq!(
+        again.map(|t| t.status.state).map_err(|e| e.to_string()),
+        here_too.map(|t| t.status.state).map_err(|e| e.to_string()),
+        "both processes answer the same"
+    );
+    let seen = here.load(&id).await.unwrap().unwrap();
+    assert!(seen.version > kept.version, "the other process's commit");
+    assert_eq!(seen.head().unwrap().status.state, TaskState::Canceled);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -127,6 +127,20 @@ impl EventStore for SqliteStore {
         self.commit(commit).await
     }
 
+    fn keeps_states(&self) -> bool {
+        true
+    }
+
+    async fn version(&self, task_id: &TaskId) -> Result<Option<u64>, StoreError> {
+        let id = task_id.to_string();
+        self.read_now(move |conn| {
+            conn.prepare_cached("SELECT version FROM heads WHERE task_id = ?1")
+                .and_then(|mut s| s.query_row(params![id], |r| r.get::<_, i64>(0)).optional())
+                .map(|v| v.map(|v| v as u64))
+                .map_err(db_err)
+        })
+    }
+
     async fn idempotency(
         &self,
         owner: &Principal,

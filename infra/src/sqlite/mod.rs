@@ -18,7 +18,7 @@ use rusqlite::{Connection, OpenFlags};
 use taskledger_domain::ports::{Commit, StoreError};
 
 use schema::{migrate, SCHEMA};
-use writer::{writer_loop, WriteJob};
+use writer::{checkpoint_loop, writer_loop, WriteJob};
 
 pub use writer::MAX_GROUP_COMMIT;
 
@@ -28,6 +28,14 @@ pub const DB_FILE: &str = "taskledger.sqlite";
 pub const READERS: usize = 4;
 /// How long a connection waits for a lock before reporting the store busy.
 const BUSY_TIMEOUT_MS: u64 = 5_000;
+/// Page cache of the writer (and of the in-memory store's one connection), in KiB.
+const WRITER_CACHE_KIB: i64 = 8_000;
+/// Page cache of each reader, in KiB: a reader's cache starts empty after every commit of the
+/// writer (WAL), so it only ever holds what one read touches.
+const READER_CACHE_KIB: i64 = 1_000;
+/// WAL pages after which the writer checkpoints itself: only when the checkpointer thread,
+/// which copies the WAL into the database beside the writer, has fallen this far behind.
+const WRITER_CHECKPOINT_BACKSTOP_PAGES: i64 = 20_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SqliteError {
@@ -57,16 +65,18 @@ struct Inner {
     /// Empty in memory mode, where the writer serves reads too.
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+    /// Dropped with the store: the checkpointer thread then ends (file mode only).
+    _checkpoints: Option<std::sync::mpsc::Sender<()>>,
 }
 
-fn configure(conn: &Connection, wal: bool) -> rusqlite::Result<()> {
+fn configure(conn: &Connection, wal: bool, cache_kib: i64) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))?;
     if wal {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // Durable across a crash of the process; an OS crash may lose the last commits (ADR 002).
         conn.pragma_update(None, "synchronous", "NORMAL")?;
     }
-    conn.pragma_update(None, "cache_size", -8_000)?;
+    conn.pragma_update(None, "cache_size", -cache_kib)?;
     // Statement journals and sorts stay in memory: no temporary file per savepoint that spills.
     conn.pragma_update(None, "temp_store", "MEMORY")?;
     Ok(())
@@ -85,7 +95,7 @@ impl SqliteStore {
             source,
         };
         let writer = Connection::open(&path).map_err(open_err)?;
-        configure(&writer, true).map_err(open_err)?;
+        configure(&writer, true, WRITER_CACHE_KIB).map_err(open_err)?;
         writer.execute_batch(SCHEMA).map_err(open_err)?;
         migrate(&writer).map_err(open_err)?;
         let mut readers = Vec::with_capacity(READERS);
@@ -95,17 +105,33 @@ impl SqliteStore {
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
             .map_err(open_err)?;
-            configure(&r, false).map_err(open_err)?;
+            configure(&r, false, READER_CACHE_KIB).map_err(open_err)?;
             readers.push(Mutex::new(r));
         }
-        Ok(Self::from_parts(writer, readers))
+        // Checkpoints run on their own connection and thread, not inside the writer's commits
+        // (where one stalled every commit queued behind it for its copy and fsync).
+        writer
+            .pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_BACKSTOP_PAGES)
+            .map_err(open_err)?;
+        let checkpointer = Connection::open(&path).map_err(open_err)?;
+        configure(&checkpointer, true, READER_CACHE_KIB).map_err(open_err)?;
+        let (stop, stopped) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("sqlite-checkpoint".into())
+            .spawn(move || checkpoint_loop(checkpointer, stopped))
+            .ok();
+        let mut store = Self::from_parts(writer, readers);
+        if let Some(inner) = Arc::get_mut(&mut store.inner) {
+            inner._checkpoints = Some(stop);
+        }
+        Ok(store)
     }
 
     /// A private in-memory store (tests): one connection serves reads and writes.
     pub fn in_memory() -> Self {
         // Opening an in-memory database cannot fail short of memory exhaustion.
         let conn = Connection::open_in_memory().expect("in-memory SQLite");
-        configure(&conn, false).expect("configure in-memory SQLite");
+        configure(&conn, false, WRITER_CACHE_KIB).expect("configure in-memory SQLite");
         conn.execute_batch(SCHEMA).expect("create schema");
         Self::from_parts(conn, Vec::new())
     }
@@ -125,6 +151,7 @@ impl SqliteStore {
                 jobs,
                 readers,
                 next_reader: AtomicUsize::new(0),
+                _checkpoints: None,
             }),
         }
     }

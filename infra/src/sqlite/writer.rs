@@ -11,6 +11,8 @@ use super::commit::apply_commit;
 
 /// Most commits applied in one SQLite transaction (group commit).
 pub const MAX_GROUP_COMMIT: usize = 64;
+/// How often the checkpointer copies what the WAL gained into the database file.
+pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 pub(super) struct WriteJob {
     pub(super) commit: Commit,
@@ -63,5 +65,18 @@ fn apply_group(conn: &mut Connection, batch: &[WriteJob]) -> Vec<Result<(), Stor
     match tx.commit() {
         Ok(()) => results,
         Err(e) => fail_all(db_err(e)),
+    }
+}
+
+/// Copies the WAL into the database every `CHECKPOINT_EVERY` (a passive checkpoint: it never
+/// waits for the writer or readers, and the writer goes on appending meanwhile), until the
+/// store is dropped.
+pub(super) fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
+    use std::sync::mpsc::RecvTimeoutError;
+    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
+        // A checkpoint that cannot finish now (busy) is simply tried again next time.
+        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
+            tracing::debug!(error = %e, "checkpoint put off");
+        }
     }
 }

@@ -12,7 +12,7 @@ use taskledger_domain::time::Timestamp;
 use taskledger_domain::turns::turns_from;
 use tracing::debug;
 
-use super::{Actor, Dispatch, Service, TaskChanged};
+use super::{visible_to, Actor, Dispatch, Service, TaskChanged};
 use crate::error::AppError;
 
 /// How often a command is re-decided after losing a race before the caller gets an error.
@@ -57,22 +57,50 @@ impl Service {
         F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
     {
         let mut attempt = 0;
+        // Decide on the state as read from the store, not as kept (it may be out of date).
+        let mut fresh = false;
         loop {
             attempt += 1;
-            let before = match target {
-                Target::Existing => self.load_visible(actor, task_id).await?,
-                Target::New => TaskAggregate::default(),
+            let (before, kept) = match target {
+                Target::Existing => {
+                    let (state, kept) = match fresh {
+                        true => (self.load_stored(task_id).await?, false),
+                        false => self.load_for_command(task_id).await?,
+                    };
+                    match state.filter(|s| visible_to(s, actor)) {
+                        Some(s) => (s, kept),
+                        None if kept => {
+                            fresh = true;
+                            continue;
+                        }
+                        None => return Err(AppError::task_not_found(task_id.as_str())),
+                    }
+                }
+                Target::New => (TaskAggregate::default(), false),
             };
+            let version = before.version;
             let commands = build(&before);
             let mut b = CommitBuilder::new(task_id.clone(), before);
+            let mut refused = None;
             for command in commands {
-                let decided = b
-                    .state()
-                    .decide(command)
-                    .map_err(|e| with_task_id(e, task_id))?;
-                for e in decided {
-                    b.add(e);
+                match b.state().decide(command) {
+                    Ok(decided) => decided.into_iter().for_each(|e| b.add(e)),
+                    Err(e) => {
+                        refused = Some(with_task_id(e, task_id));
+                        break;
+                    }
                 }
+            }
+            // A refusal, or nothing to do, on a kept state stands only if the store agrees.
+            if (refused.is_some() || b.events().is_empty())
+                && kept
+                && self.store.version(task_id).await? != Some(version)
+            {
+                fresh = true;
+                continue;
+            }
+            if let Some(e) = refused {
+                return Err(e.into());
             }
             if b.events().is_empty() {
                 return Ok(Committed {
@@ -88,6 +116,7 @@ impl Service {
             let state = commit.snapshot.clone();
             match self.store.append(commit).await {
                 Ok(()) => {
+                    self.keep(task_id, &state);
                     self.announce(task_id, state.version);
                     if !turns.is_empty() || pushes {
                         self.dispatch(turns);
@@ -97,6 +126,7 @@ impl Service {
                 Err(StoreError::Conflict(_))
                     if target == Target::Existing && attempt < MAX_COMMAND_ATTEMPTS =>
                 {
+                    self.forget(task_id);
                     debug!(task_id = %task_id, attempt, "lost a race, deciding again");
                     tokio::time::sleep(backoff(attempt)).await;
                 }

@@ -4,6 +4,7 @@
 //! small `TaskPort` it implements (`crate::agent::TaskPort`), never the other way round.
 
 mod agent_port;
+mod cache;
 mod cancel;
 mod commit;
 mod dispatch;
@@ -31,6 +32,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::agent::Agent;
 use crate::error::AppError;
 
+pub use cache::STATE_CACHE_TASKS;
 pub use commit::MAX_COMMAND_ATTEMPTS;
 
 /// Capacity of the in-process change feed that wakes blocking requests.
@@ -64,6 +66,9 @@ pub struct ServiceSettings {
     /// The keys push-config tokens and credentials are sealed with before they are stored
     /// (none: stored as given; ADR 022).
     pub secrets: Option<Arc<taskledger_infra::secrets::SecretBox>>,
+    /// Tasks whose latest state is kept in memory, in front of a store where that pays
+    /// (0: none; ADR 025).
+    pub state_cache: usize,
 }
 
 /// `ServiceSettings::long_poll_max` unless configured (below API Gateway's 29 s on Lambda).
@@ -97,6 +102,7 @@ impl Default for ServiceSettings {
             task_limit: None,
             max_streams: None,
             secrets: None,
+            state_cache: STATE_CACHE_TASKS,
         }
     }
 }
@@ -126,6 +132,7 @@ pub struct Service {
     limiter: Option<crate::limits::RateLimiter>,
     task_limiter: Option<crate::limits::RateLimiter>,
     stream_limit: Option<Arc<crate::limits::StreamLimit>>,
+    states: Option<cache::StateCache>,
 }
 
 /// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
@@ -183,6 +190,8 @@ impl Service {
         let hub = streams::Hub::new(store.clone(), settings.stream_poll);
         let (settings_limit, task_limit) = (settings.rate_limit, settings.task_limit);
         let max_streams = settings.max_streams;
+        let states = (settings.state_cache > 0 && store.keeps_states())
+            .then(|| cache::StateCache::new(settings.state_cache));
         let svc = Arc::new(Self {
             hub,
             store,
@@ -197,6 +206,7 @@ impl Service {
             limiter: settings_limit.map(crate::limits::RateLimiter::new),
             task_limiter: task_limit.map(crate::limits::RateLimiter::new),
             stream_limit: max_streams.map(crate::limits::StreamLimit::new),
+            states,
         });
         if let Some(queue) = queue {
             dispatch::start(&svc, queue);
@@ -256,12 +266,51 @@ impl Service {
 
     /// Loads the current state of a task (snapshot + tail; full replay if the snapshot is stale).
     pub async fn load(&self, task_id: &TaskId) -> Result<Option<TaskAggregate>, AppError> {
+        if let Some(kept) = self.states.as_ref().and_then(|c| c.get(task_id)) {
+            if self.store.version(task_id).await? == Some(kept.version) {
+                return Ok(Some(kept));
+            }
+        }
+        self.load_stored(task_id).await
+    }
+
+    /// The state to decide a command on: as kept, if kept (the append's version check refuses
+    /// it if it is out of date), else as stored.
+    /// Whether it was kept, too.
+    async fn load_for_command(
+        &self,
+        task_id: &TaskId,
+    ) -> Result<(Option<TaskAggregate>, bool), AppError> {
+        match self.states.as_ref().and_then(|c| c.get(task_id)) {
+            Some(kept) => Ok((Some(kept), true)),
+            None => Ok((self.load_stored(task_id).await?, false)),
+        }
+    }
+
+    /// Reads the task from the store (and keeps it).
+    async fn load_stored(&self, task_id: &TaskId) -> Result<Option<TaskAggregate>, AppError> {
         let Some(loaded) = self.store.load(task_id).await? else {
             return Ok(None);
         };
-        match restore(&loaded)? {
-            Some(state) => Ok(Some(state)),
-            None => Ok(Some(replay_state(&self.store.events(task_id, 0).await?)?)),
+        let state = match restore(&loaded)? {
+            Some(state) => state,
+            None => replay_state(&self.store.events(task_id, 0).await?)?,
+        };
+        self.keep(task_id, &state);
+        Ok(Some(state))
+    }
+
+    /// Keeps a state just committed or read (if there is a state cache).
+    fn keep(&self, task_id: &TaskId, state: &TaskAggregate) {
+        if let Some(c) = &self.states {
+            c.put(task_id, state);
+        }
+    }
+
+    /// Drops the kept state of a task found out of date.
+    fn forget(&self, task_id: &TaskId) {
+        if let Some(c) = &self.states {
+            c.forget(task_id);
         }
     }
 
@@ -279,7 +328,7 @@ impl Service {
     }
 }
 
-fn visible_to(state: &TaskAggregate, actor: Actor<'_>) -> bool {
+pub(super) fn visible_to(state: &TaskAggregate, actor: Actor<'_>) -> bool {
     match actor {
         Actor::Agent => state.head.is_some(),
         Actor::Client(p) => state.head.as_ref().is_some_and(|h| h.visible_to(p)),

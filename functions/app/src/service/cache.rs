@@ -1,0 +1,101 @@
+//! The latest state of the tasks this process used last, as it committed or read them (ADR 025).
+//! A read uses a kept state only if the store's head is still at its version (one small read
+//! instead of loading and parsing the task); a command decides on it as it is, since the
+//! store's version check refuses a commit decided on an out-of-date state, and the retry reads
+//! the store. So other processes on the same store (a second server, `taskledger work
+//! advance`) are seen at once.
+
+use std::sync::Mutex;
+
+use hashlink::LruCache;
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::task::TaskAggregate;
+
+/// Tasks whose state is kept (the least recently used go first).
+pub const STATE_CACHE_TASKS: usize = 1024;
+
+pub(crate) struct StateCache {
+    tasks: Mutex<LruCache<TaskId, TaskAggregate>>,
+}
+
+impl StateCache {
+    pub(crate) fn new(capacity: usize) -> Self {
+        Self {
+            tasks: Mutex::new(LruCache::new(capacity.max(1))),
+        }
+    }
+
+    /// The state last seen of `task_id`, if kept.
+    pub(crate) fn get(&self, task_id: &TaskId) -> Option<TaskAggregate> {
+        self.tasks.lock().ok()?.get(task_id).cloned()
+    }
+
+    /// Keeps `state` unless a newer version of the task is kept already (a read that started
+    /// before a commit may end after it).
+    pub(crate) fn put(&self, task_id: &TaskId, state: &TaskAggregate) {
+        let Ok(mut tasks) = self.tasks.lock() else {
+            return;
+        };
+        if tasks
+            .get(task_id)
+            .is_some_and(|k| k.version >= state.version)
+        {
+            return;
+        }
+        tasks.insert(task_id.clone(), state.clone());
+    }
+
+    /// Drops what is kept of `task_id` (it was found out of date).
+    pub(crate) fn forget(&self, task_id: &TaskId) {
+        if let Ok(mut tasks) = self.tasks.lock() {
+            tasks.remove(task_id);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskledger_domain::task::TaskAggregate;
+
+    fn at(version: u64) -> TaskAggregate {
+        TaskAggregate {
+            version,
+            ..Default::default()
+        }
+    }
+
+    fn id(s: &str) -> TaskId {
+        TaskId::parse(s).unwrap()
+    }
+
+    #[test]
+    fn given_a_kept_state_when_an_older_one_is_put_then_the_newer_stays() {
+        let c = StateCache::new(4);
+        c.put(&id("t"), &at(5));
+        c.put(&id("t"), &at(4));
+        assert_eq!(c.get(&id("t")).map(|s| s.version), Some(5));
+        c.put(&id("t"), &at(6));
+        assert_eq!(c.get(&id("t")).map(|s| s.version), Some(6));
+    }
+
+    #[test]
+    fn given_a_full_cache_when_one_more_task_is_kept_then_the_least_recently_used_goes() {
+        let c = StateCache::new(2);
+        c.put(&id("a"), &at(1));
+        c.put(&id("b"), &at(1));
+        c.get(&id("a"));
+        c.put(&id("c"), &at(1));
+        assert!(c.get(&id("b")).is_none(), "b was used least recently");
+        assert!(c.get(&id("a")).is_some());
+        assert!(c.get(&id("c")).is_some());
+    }
+
+    #[test]
+    fn given_a_kept_state_when_it_is_forgotten_then_it_is_read_again() {
+        let c = StateCache::new(2);
+        c.put(&id("a"), &at(3));
+        c.forget(&id("a"));
+        assert!(c.get(&id("a")).is_none());
+    }
+}
