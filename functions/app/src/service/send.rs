@@ -246,7 +246,9 @@ impl Service {
             Some(c) => {
                 ContextId::parse(c).map_err(|e| AppError::invalid_params("message.contextId", e))?
             }
-            None => ContextId::parse(uuid::Uuid::new_v4().to_string())
+            // Time-ordered like task ids: a new context lands at the end of the by-context
+            // index instead of on a random page of it.
+            None => ContextId::parse(uuid::Uuid::now_v7().to_string())
                 .map_err(|e| AppError::invalid_params("message.contextId", e))?,
         };
         let task_id = TaskId::parse(uuid::Uuid::now_v7().to_string())
