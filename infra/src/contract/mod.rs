@@ -142,11 +142,14 @@ pub async fn append_then_load<S: Store>(store: Arc<S>) {
     assert_eq!(events[0].event_type, "TaskCreated");
     assert!(events.iter().all(|e| e.decode().is_ok()));
     assert_eq!(store.events(&id, 3).await.expect("tail").len(), 2);
-    assert!(store
-        .load(&TaskId::parse("nope").expect("id"))
-        .await
-        .expect("load")
-        .is_none());
+    assert_eq!(
+        store.version(&id).await.expect("version"),
+        Some(5),
+        "the head's version is the loaded state's (what a state cache checks)"
+    );
+    let nope = TaskId::parse("nope").expect("id");
+    assert!(store.load(&nope).await.expect("load").is_none());
+    assert_eq!(store.version(&nope).await.expect("version"), None);
 }
 
 pub async fn stale_version_conflicts_and_writes_nothing<S: Store>(store: Arc<S>) {
