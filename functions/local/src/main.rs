@@ -25,9 +25,10 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 const MI_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Memory is committed as it is used and freed memory goes back to the OS at once: with
-/// mimalloc's defaults the server's peak RSS under load was 70–75 MiB, with these 45–47 MiB,
-/// at the same throughput.
+/// Memory committed as it is used and freed memory handed back at once (ADR 025). Set at the
+/// start of `main`: what mimalloc reserved before (its first arena) keeps the defaults. With
+/// the v2 line and these, peak RSS under the benchmark is 58–63 MiB; the v3 line with its
+/// defaults held 67–75 MiB (set from the environment before start-up, these got it to 46 MiB).
 fn lean_allocator() {
     // SAFETY: setting an option is a plain store into mimalloc's option table; any value is valid.
     unsafe {
