@@ -1,5 +1,5 @@
 //! What every part of the SQLite store shares: SQLite errors as store errors, JSON columns,
-//! and the wall clock in milliseconds.
+//! the wall clock in milliseconds, and the version a task's head is at.
 
 use taskledger_domain::ports::StoreError;
 use taskledger_domain::time::Timestamp;
@@ -32,4 +32,17 @@ pub(super) fn parse<T: serde::de::DeserializeOwned>(s: &str) -> Result<T, StoreE
 
 pub(super) fn now_ms() -> i64 {
     Timestamp::now().unix_nanos() / 1_000_000
+}
+
+/// The version the task's head is at, if the task exists (the writer's version check and the
+/// state cache's read both ask this).
+pub(super) fn head_version(
+    conn: &rusqlite::Connection,
+    task_id: &str,
+) -> Result<Option<u64>, StoreError> {
+    use rusqlite::OptionalExtension;
+    conn.prepare_cached("SELECT version FROM heads WHERE task_id = ?1")
+        .and_then(|mut s| s.query_row([task_id], |r| r.get::<_, i64>(0)).optional())
+        .map(|v| v.map(|v| v as u64))
+        .map_err(db_err)
 }

@@ -7,7 +7,7 @@ use taskledger_domain::ports::{Commit, StoreError, SNAPSHOT_SCHEMA};
 use taskledger_domain::projection::ReadWrite;
 use taskledger_domain::turns::WORK_EVENT;
 
-use super::codec::{db_err, is_constraint, json};
+use super::codec::{db_err, head_version, is_constraint, json};
 
 /// A deleted config's pending deliveries go with it, in the same transaction.
 fn drop_deleted_configs_deliveries(tx: &Connection, c: &Commit) -> Result<(), StoreError> {
@@ -79,11 +79,7 @@ pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError
         })
         .map_err(db_err)?;
     }
-    let current: Option<i64> = tx
-        .prepare_cached("SELECT version FROM heads WHERE task_id = ?1")
-        .and_then(|mut s| s.query_row(params![task_id], |r| r.get(0)).optional())
-        .map_err(db_err)?;
-    if current.unwrap_or(0) as u64 != c.expected_version {
+    if head_version(tx, task_id)?.unwrap_or(0) != c.expected_version {
         return Err(StoreError::Conflict(c.task_id.clone()));
     }
     {

@@ -9,7 +9,7 @@ use taskledger_domain::ports::{Commit, EventStore, IdempotencyRecord, Loaded, St
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::TaskState;
 
-use super::codec::{db_err, parse};
+use super::codec::{db_err, head_version, parse};
 use super::SqliteStore;
 
 type EventRow = (
@@ -133,12 +133,7 @@ impl EventStore for SqliteStore {
 
     async fn version(&self, task_id: &TaskId) -> Result<Option<u64>, StoreError> {
         let id = task_id.to_string();
-        self.read_now(move |conn| {
-            conn.prepare_cached("SELECT version FROM heads WHERE task_id = ?1")
-                .and_then(|mut s| s.query_row(params![id], |r| r.get::<_, i64>(0)).optional())
-                .map(|v| v.map(|v| v as u64))
-                .map_err(db_err)
-        })
+        self.read_now(move |conn| head_version(conn, &id))
     }
 
     async fn idempotency(

@@ -120,11 +120,7 @@ impl SqliteStore {
             .name("sqlite-checkpoint".into())
             .spawn(move || checkpoint_loop(checkpointer, stopped))
             .ok();
-        let mut store = Self::from_parts(writer, readers);
-        if let Some(inner) = Arc::get_mut(&mut store.inner) {
-            inner._checkpoints = Some(stop);
-        }
-        Ok(store)
+        Ok(Self::from_parts(writer, readers, Some(stop)))
     }
 
     /// A private in-memory store (tests): one connection serves reads and writes.
@@ -133,10 +129,14 @@ impl SqliteStore {
         let conn = Connection::open_in_memory().expect("in-memory SQLite");
         configure(&conn, false, WRITER_CACHE_KIB).expect("configure in-memory SQLite");
         conn.execute_batch(SCHEMA).expect("create schema");
-        Self::from_parts(conn, Vec::new())
+        Self::from_parts(conn, Vec::new(), None)
     }
 
-    fn from_parts(writer: Connection, readers: Vec<Mutex<Connection>>) -> Self {
+    fn from_parts(
+        writer: Connection,
+        readers: Vec<Mutex<Connection>>,
+        checkpoints: Option<std::sync::mpsc::Sender<()>>,
+    ) -> Self {
         let writer = Arc::new(Mutex::new(writer));
         let (jobs, queue) = std::sync::mpsc::channel();
         let conn = writer.clone();
@@ -151,7 +151,7 @@ impl SqliteStore {
                 jobs,
                 readers,
                 next_reader: AtomicUsize::new(0),
-                _checkpoints: None,
+                _checkpoints: checkpoints,
             }),
         }
     }
