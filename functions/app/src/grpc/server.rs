@@ -5,12 +5,10 @@
 
 use std::future::Future;
 
-use futures_util::StreamExt;
 use tokio::net::TcpListener;
 use tonic::transport::server::{Router, TcpIncoming};
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
-use super::coalesce::CoalescingIo;
 use super::routes::A2aServiceServer;
 use super::{A2aGrpc, FILE_DESCRIPTOR_SET};
 
@@ -48,8 +46,6 @@ fn with_causes(e: &dyn std::error::Error) -> String {
 /// The A2A service (and reflection), ready to serve on a listener.
 pub struct GrpcServer {
     router: Router,
-    /// h2c: the connection's frames are visible to `CoalescingIo`.
-    plaintext: bool,
 }
 
 impl GrpcServer {
@@ -73,10 +69,7 @@ impl GrpcServer {
             .add_service(a2a)
             .add_service(reflection)
             .add_service(reflection_alpha);
-        Ok(Self {
-            router,
-            plaintext: tls.is_none(),
-        })
+        Ok(Self { router })
     }
 
     /// Serves on `listener` until `shutdown` resolves.
@@ -85,10 +78,7 @@ impl GrpcServer {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), GrpcServeError> {
-        let plaintext = self.plaintext;
-        let incoming = TcpIncoming::from(listener)
-            .with_nodelay(Some(true))
-            .map(move |accepted| accepted.map(|socket| CoalescingIo::new(socket, plaintext)));
+        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
         self.router
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await
