@@ -36,6 +36,8 @@ const READER_CACHE_KIB: i64 = 1_000;
 /// WAL pages after which the writer checkpoints itself: only when the checkpointer thread,
 /// which copies the WAL into the database beside the writer, has fallen this far behind.
 const WRITER_CHECKPOINT_BACKSTOP_PAGES: i64 = 20_000;
+/// SQLite's own auto-checkpoint threshold, for a writer left without the checkpointer thread.
+const SQLITE_AUTOCHECKPOINT_PAGES: i64 = 1_000;
 
 #[derive(Debug, thiserror::Error)]
 pub enum SqliteError {
@@ -116,10 +118,16 @@ impl SqliteStore {
         let checkpointer = Connection::open(&path).map_err(open_err)?;
         configure(&checkpointer, true, READER_CACHE_KIB).map_err(open_err)?;
         let (stop, stopped) = std::sync::mpsc::channel();
-        std::thread::Builder::new()
+        let spawned = std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_loop(checkpointer, stopped))
-            .ok();
+            .spawn(move || checkpoint_loop(checkpointer, stopped));
+        if let Err(e) = spawned {
+            // Without the thread the writer checkpoints itself again, at SQLite's default.
+            tracing::warn!(error = %e, "no checkpointer thread; the writer checkpoints");
+            writer
+                .pragma_update(None, "wal_autocheckpoint", SQLITE_AUTOCHECKPOINT_PAGES)
+                .map_err(open_err)?;
+        }
         Ok(Self::from_parts(writer, readers, Some(stop)))
     }
 

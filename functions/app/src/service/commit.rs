@@ -63,9 +63,10 @@ impl Service {
             attempt += 1;
             let (before, kept) = match target {
                 Target::Existing => {
-                    let (state, kept) = match fresh {
-                        true => (self.load_stored(task_id).await?, false),
-                        false => self.load_for_command(task_id).await?,
+                    let (state, kept) = if fresh {
+                        (self.load_stored(task_id).await?, false)
+                    } else {
+                        self.load_for_command(task_id).await?
                     };
                     match state.filter(|s| visible_to(s, actor)) {
                         Some(s) => (s, kept),

@@ -266,7 +266,7 @@ impl Service {
 
     /// Loads the current state of a task (snapshot + tail; full replay if the snapshot is stale).
     pub async fn load(&self, task_id: &TaskId) -> Result<Option<TaskAggregate>, AppError> {
-        if let Some(kept) = self.states.as_ref().and_then(|c| c.get(task_id)) {
+        if let Some(kept) = self.kept(task_id) {
             if self.store.version(task_id).await? == Some(kept.version) {
                 return Ok(Some(kept));
             }
@@ -274,14 +274,13 @@ impl Service {
         self.load_stored(task_id).await
     }
 
-    /// The state to decide a command on: as kept, if kept (the append's version check refuses
-    /// it if it is out of date), else as stored.
-    /// Whether it was kept, too.
+    /// The state to decide a command on, and whether it was kept: as kept, if kept (the
+    /// append's version check refuses it if it is out of date), else as stored.
     async fn load_for_command(
         &self,
         task_id: &TaskId,
     ) -> Result<(Option<TaskAggregate>, bool), AppError> {
-        match self.states.as_ref().and_then(|c| c.get(task_id)) {
+        match self.kept(task_id) {
             Some(kept) => Ok((Some(kept), true)),
             None => Ok((self.load_stored(task_id).await?, false)),
         }
@@ -298,6 +297,11 @@ impl Service {
         };
         self.keep(task_id, &state);
         Ok(Some(state))
+    }
+
+    /// The state kept of a task, if there is a state cache and it holds one.
+    fn kept(&self, task_id: &TaskId) -> Option<TaskAggregate> {
+        self.states.as_ref().and_then(|c| c.get(task_id))
     }
 
     /// Keeps a state just committed or read (if there is a state cache).
