@@ -18,9 +18,10 @@ use taskledger_app::service::Actor;
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::{Principal, TaskId};
-use taskledger_domain::llm::USAGE_EXTENSION_URI;
+use taskledger_domain::llm::{LanguageModel, USAGE_EXTENSION_URI};
 use taskledger_domain::ports::{EventStore, WorkFeed};
-use taskledger_domain::task::{TaskAggregate, TaskCommand};
+use taskledger_domain::scripted::ScriptedModel;
+use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, Part, PartContent, SendMessageResponse, TaskState};
 use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
@@ -295,11 +296,20 @@ async fn feed_service(
 ) -> (Arc<Service>, Arc<SqliteStore>, Arc<Mock>) {
     let (base_url, mock) = mock_llm(script).await;
     let model = OpenAiCompatible::new(OpenAiSettings::new(base_url, "mock-1")).unwrap();
+    let (svc, store) = feed_service_on(Arc::new(model), max_turns);
+    (svc, store, mock)
+}
+
+/// Like `feed_service`, on any model.
+fn feed_service_on(
+    model: Arc<dyn LanguageModel>,
+    max_turns: u32,
+) -> (Arc<Service>, Arc<SqliteStore>) {
     let store = Arc::new(SqliteStore::in_memory());
     let svc = Service::new(
         store.clone(),
         store.clone(),
-        LlmAgent::new(Arc::new(model), max_turns),
+        LlmAgent::new(model, max_turns),
         CursorCodec::new(b"k".to_vec()),
         ServiceSettings {
             blocking_timeout: Duration::from_secs(1),
@@ -307,7 +317,7 @@ async fn feed_service(
             ..Default::default()
         },
     );
-    (svc, store, mock)
+    (svc, store)
 }
 
 /// Sends a message that returns at once; the id of its task.
@@ -610,6 +620,54 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
         asked,
         "a redelivery asks the model nothing"
     );
+}
+
+/// A turn says the task is WORKING in a commit of its own while the model has yet to answer (a
+/// provider over the network), and in the answer's commit when the model answers at once (the
+/// scripted model): either way the task's events hold WORKING between SUBMITTED and COMPLETED.
+#[tokio::test]
+async fn a_turn_says_working_first_unless_the_model_answers_at_once() {
+    // the provider is down: the turn is WORKING while it retries, then the task fails
+    let (base_url, _mock) = mock_llm(Script::Broken).await;
+    let mut settings = OpenAiSettings::new(base_url, "mock-1");
+    settings.initial_backoff = Duration::from_millis(5);
+    let remote = OpenAiCompatible::new(settings).unwrap();
+    let models: [(Arc<dyn LanguageModel>, usize); 2] =
+        [(Arc::new(ScriptedModel), 1), (Arc::new(remote), 2)];
+    for (model, commits) in models {
+        let (svc, store) = feed_service_on(model, 1);
+        let id = send_now(
+            &svc,
+            json!({"messageId": "m-1", "role": "ROLE_USER",
+            "parts": [{"text": "hello"}]}),
+        )
+        .await;
+        let mut changes = svc.changes();
+        let turn = store.feed_after(0, 10).await.unwrap()[0].1.turn().unwrap();
+        assert_eq!(handle_turn(&svc, &turn).await.unwrap(), TurnOutcome::Ran);
+        let mut seen = 0;
+        while let Ok(c) = changes.try_recv() {
+            assert_eq!(c.task_id, id);
+            seen += 1;
+        }
+        assert_eq!(seen, commits, "commits of the turn");
+        let states: Vec<TaskState> = store
+            .events(&id, 0)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|e| match e.decode().ok()? {
+                TaskEvent::StatusChanged { state, .. } => Some(state),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(states.first(), Some(&TaskState::Working), "{states:?}");
+        assert!(
+            states[1..].iter().all(|s| *s != TaskState::Working),
+            "{states:?}"
+        );
+        assert!(states.last().unwrap().is_terminal(), "{states:?}");
+    }
 }
 
 /// Usage extension: every status update that ends an execution (the help request, the wait for

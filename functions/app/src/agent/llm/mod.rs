@@ -12,13 +12,14 @@ mod skills;
 mod tools;
 
 use std::sync::Arc;
+use std::task::Poll;
 
 use async_trait::async_trait;
 use serde_json::json;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::llm::{LanguageModel, ModelRequest, USAGE_KEY};
 use taskledger_domain::skills::SkillCatalog;
-use taskledger_domain::task::TaskCommand;
+use taskledger_domain::task::{TaskAggregate, TaskCommand};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Metadata, Part, TaskState};
 use tracing::{debug, warn, Instrument};
@@ -74,24 +75,35 @@ impl LlmAgent {
         })
     }
 
+    /// One step on `view` (the task as the turn found it, for the first step) or on the task
+    /// read now. While `start.unsaid`, the task has yet to go WORKING: the step says so in its
+    /// own commit before anything that waits or commits, or, when the model answers at once
+    /// (nothing to wait for), in the commit of that answer.
     async fn step(
         &self,
         tasks: &dyn TaskPort,
         task_id: &TaskId,
+        view: Option<View>,
+        start: &mut Start,
     ) -> Result<Option<Outcome>, AppError> {
-        let (state, history) = tasks.view(task_id).await?;
+        let (state, history) = match view {
+            Some(v) => v,
+            None => tasks.view(task_id).await?,
+        };
         let Some(head) = state.head() else {
             return Ok(Some(Outcome::Stopped));
         };
-        if head.status.state.is_terminal()
-            || head.pending_help.is_some()
-            || head.open_tool_approval().is_some()
-        {
+        if head.status.state.is_terminal() {
+            return Ok(Some(Outcome::Stopped));
+        }
+        if head.pending_help.is_some() || head.open_tool_approval().is_some() {
+            start.say(tasks, task_id).await?;
             return Ok(Some(Outcome::Stopped));
         }
         let loaded = head.loaded_skills.clone();
         let pending = Self::pending_calls(&history);
         if !pending.is_empty() {
+            start.say(tasks, task_id).await?;
             debug!(
                 calls = pending.len(),
                 "resuming tool calls that had not run"
@@ -102,6 +114,7 @@ impl LlmAgent {
             return Ok(waiting.then_some(Outcome::Waiting));
         }
         if !head.unresolved_children().is_empty() {
+            start.say(tasks, task_id).await?;
             return Ok(Some(Outcome::Waiting));
         }
         let ext = head.ext.clone();
@@ -118,9 +131,19 @@ impl LlmAgent {
                 vec![]
             },
         };
-        let response = match self.model.complete(request).await {
+        let mut call = self.model.complete(request);
+        let answered = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
+        let response = match answered {
+            Poll::Ready(r) => r,
+            Poll::Pending => {
+                start.say(tasks, task_id).await?;
+                call.await
+            }
+        };
+        let response = match response {
             Ok(r) => r,
             Err(e) => {
+                start.say(tasks, task_id).await?;
                 warn!(error = %e, "model call failed");
                 tasks
                     .fail_task(task_id, &format!("the model provider kept failing: {e}"))
@@ -145,9 +168,10 @@ impl LlmAgent {
         let model = response.model.clone();
         let finished = response.tool_calls.is_empty();
         let final_text = response.text.clone().unwrap_or_default();
+        let unsaid = start.unsaid;
         tasks
             .execute(task_id, &|s| {
-                let mut cmds = Vec::new();
+                let mut cmds = if unsaid { working(s) } else { Vec::new() };
                 // A surface the user can still act on keeps the task open for that action.
                 let awaits_ui = s.head().is_some_and(|h| h.ui.awaits_action());
                 if let Some(u) = usage {
@@ -190,6 +214,7 @@ impl LlmAgent {
                 cmds
             })
             .await?;
+        start.unsaid = false;
         if finished {
             return Ok(Some(Outcome::Finished));
         }
@@ -207,20 +232,8 @@ impl LlmAgent {
         task_id: &TaskId,
         budget: TurnBudget,
     ) -> Result<TurnEnd, AppError> {
-        let r = tasks
-            .execute(task_id, &|s| match s.head().map(|h| h.status.state) {
-                Some(TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired) => {
-                    vec![TaskCommand::ChangeStatus {
-                        state: TaskState::Working,
-                        message: None,
-                        at: Timestamp::now(),
-                    }]
-                }
-                _ => vec![],
-            })
-            .await;
-        let state = match r {
-            Ok((state, _)) => state,
+        let (state, history) = match tasks.view(task_id).await {
+            Ok(view) => view,
             Err(e) => {
                 debug!(error = %e, "not working on the task");
                 return Ok(TurnEnd::Finished);
@@ -231,8 +244,11 @@ impl LlmAgent {
             .head()
             .map(|h| (h.work_requested, h.execution_steps))
             .unwrap_or_default();
+        let mut view = Some((state, history));
+        let mut start = Start { unsaid: true };
         for n in taken..self.max_turns {
             if n > taken && budget.exhausted() {
+                start.say(tasks, task_id).await?;
                 tasks
                     .execute(task_id, &|_| {
                         vec![TaskCommand::ContinueAgentWork {
@@ -245,7 +261,7 @@ impl LlmAgent {
                 debug!(steps = n, "out of time, continuing in a new turn");
                 return Ok(TurnEnd::Continued);
             }
-            match self.step(tasks, task_id).await {
+            match self.step(tasks, task_id, view.take(), &mut start).await {
                 Ok(None) => continue,
                 Ok(Some(outcome)) => {
                     debug!(?outcome, "loop ended");
@@ -273,8 +289,42 @@ impl LlmAgent {
                 }
             }
         }
+        start.say(tasks, task_id).await?;
         tasks.fail_task(task_id, "turn limit reached").await;
         Ok(TurnEnd::Finished)
+    }
+}
+
+/// The task and its history, as a step reads them.
+type View = (TaskAggregate, Vec<Message>);
+
+/// Whether the turn has said the task is WORKING yet.
+struct Start {
+    unsaid: bool,
+}
+
+impl Start {
+    /// Commits WORKING now, if not said yet.
+    async fn say(&mut self, tasks: &dyn TaskPort, task_id: &TaskId) -> Result<(), AppError> {
+        if self.unsaid {
+            tasks.execute(task_id, &working).await?;
+            self.unsaid = false;
+        }
+        Ok(())
+    }
+}
+
+/// A turn's start: a task submitted or waiting on its user goes WORKING.
+fn working(s: &TaskAggregate) -> Vec<TaskCommand> {
+    match s.head().map(|h| h.status.state) {
+        Some(TaskState::Submitted | TaskState::InputRequired | TaskState::AuthRequired) => {
+            vec![TaskCommand::ChangeStatus {
+                state: TaskState::Working,
+                message: None,
+                at: Timestamp::now(),
+            }]
+        }
+        _ => vec![],
     }
 }
 
