@@ -12,7 +12,6 @@ mod skills;
 mod tools;
 
 use std::sync::Arc;
-use std::task::Poll;
 
 use async_trait::async_trait;
 use serde_json::json;
@@ -131,11 +130,11 @@ impl LlmAgent {
                 vec![]
             },
         };
+        // A model that answers at once (polled once) has nothing to wait for.
         let mut call = self.model.complete(request);
-        let answered = std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await;
-        let response = match answered {
-            Poll::Ready(r) => r,
-            Poll::Pending => {
+        let response = match futures_util::FutureExt::now_or_never(&mut call) {
+            Some(r) => r,
+            None => {
                 start.say(tasks, task_id).await?;
                 call.await
             }
