@@ -18,7 +18,7 @@ use serde::Serialize;
 use serde_json::Value;
 use taskledger_domain::error::ErrorKind;
 
-use super::{encode, plan};
+use super::{encode, plan, serialize};
 use crate::error::AppError;
 use crate::request;
 
@@ -114,6 +114,23 @@ pub fn protojson_to_bytes(full_name: &str, value: &Value) -> Result<Vec<u8>, App
     let mut bytes = Vec::with_capacity(512);
     encode::message(plans, index, value, &mut bytes)
         .map_err(|e| internal("cannot transcode the result", e))?;
+    Ok(bytes)
+}
+
+/// The encoded message of type `full_name` that `reply` serialises as (the server's reply
+/// path, straight from the typed reply: `serialize`); the same bytes as `protojson_to_bytes`
+/// of the reply's ProtoJSON but for the order of fields.
+pub fn reply_to_bytes<T: Serialize + ?Sized>(
+    full_name: &str,
+    reply: &T,
+) -> Result<Vec<u8>, AppError> {
+    let plans = plan::plans(pool());
+    let index = plans
+        .index_of(full_name)
+        .ok_or_else(|| internal("no descriptor", full_name))?;
+    let mut bytes = Vec::with_capacity(512);
+    serialize::message_bytes(plans, index, reply, &mut bytes)
+        .map_err(|e| internal("cannot encode the result", e))?;
     Ok(bytes)
 }
 
@@ -273,6 +290,113 @@ mod tests {
         assert_eq!(v["parts"][0]["data"], json!([3, -2, 1.5, 1e300]));
     }
 
+    /// A task with every member the proto has, and some it does not.
+    fn task_json() -> Value {
+        json!({
+            "id": "t1", "contextId": "c1",
+            "status": {"state": "TASK_STATE_INPUT_REQUIRED", "timestamp": "1969-12-31T23:59:59.5Z",
+                       "message": {"messageId": "a", "role": "ROLE_AGENT", "parts": [{"text": "?"}]}},
+            "artifacts": [{"artifactId": "x", "name": "n", "extensions": ["urn:e"],
+                           "parts": [{"data": null}, {"data": {"k": [1, "two", null, true, {"d": -2.5}]}},
+                                     {"raw": "aGk=", "filename": "f", "mediaType": "text/plain"},
+                                     {"url": "https://e/x"}, {"data": 0}, {"data": ""}]}],
+            "history": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}],
+                         "referenceTaskIds": ["t0"], "metadata": {"n": {"deep": {"er": [[]]}}}}],
+            "metadata": {"a": {"b": true}, "unknown": null},
+            "notAProtoField": 1
+        })
+    }
+
+    fn card_json() -> Value {
+        serde_json::to_value(taskledger_domain::card::agent_card(
+            &taskledger_domain::card::CardSettings {
+                public_url: "https://a.example".into(),
+                name: "n".into(),
+                description: "d".into(),
+                version: "1".into(),
+                auth: taskledger_domain::card::CardAuth::Bearer,
+                push_notifications: true,
+                grpc_url: Some("a.example:443".into()),
+                extended_card: true,
+            },
+        ))
+        .unwrap()
+    }
+
+    /// The typed reply serializer (`reply_to_bytes`) and the ProtoJSON encoder write the same
+    /// message for every reply shape, as prost decodes it (fields may come in another order).
+    #[test]
+    fn the_typed_reply_serializer_matches_the_protojson_encoder() {
+        fn same<T, M>(v: Value)
+        where
+            T: DeserializeOwned + Serialize,
+            M: prost::Message + prost::Name + Default + PartialEq + std::fmt::Debug,
+        {
+            let typed: T = serde_json::from_value(v.clone()).unwrap();
+            let json = serde_json::to_value(&typed).unwrap();
+            let via_json = protojson_to_bytes(&M::full_name(), &json).unwrap();
+            let direct = reply_to_bytes(&M::full_name(), &typed).unwrap();
+            let direct = M::decode(direct.as_slice()).unwrap();
+            assert_eq!(direct, M::decode(via_json.as_slice()).unwrap(), "{v}");
+            assert_eq!(direct, from_protojson::<M>(json).unwrap());
+        }
+        let mut task = task_json();
+        // A part with no content is refused by the domain type: a null inside data instead.
+        task["artifacts"][0]["parts"][0] = json!({"data": {"n": null}});
+        same::<wire::Task, proto::Task>(task.clone());
+        // Long enough that lengths take two and three bytes (the content moved up).
+        let mut long = task.clone();
+        let message = long["history"][0].clone();
+        long["history"] = Value::Array(vec![message; 2_000]);
+        long["metadata"]["text"] = json!("x".repeat(200));
+        same::<wire::Task, proto::Task>(long.clone());
+        same::<wire::SendMessageResponse, proto::SendMessageResponse>(json!({"task": task}));
+        same::<wire::SendMessageResponse, proto::SendMessageResponse>(json!({"message":
+            {"messageId": "m", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}));
+        same::<wire::ListTasksResponse, proto::ListTasksResponse>(json!({"tasks": [task, long],
+            "nextPageToken": "n", "pageSize": 50, "totalSize": 2}));
+        same::<wire::ListTasksResponse, proto::ListTasksResponse>(json!({"tasks": [],
+            "nextPageToken": "", "pageSize": 0, "totalSize": 0}));
+        let config = json!({"id": "c", "taskId": "t", "url": "https://e/h", "token": "x",
+            "authentication": {"scheme": "Bearer", "credentials": "s"}});
+        same::<wire::TaskPushNotificationConfig, proto::TaskPushNotificationConfig>(config.clone());
+        same::<
+            wire::ListTaskPushNotificationConfigsResponse,
+            proto::ListTaskPushNotificationConfigsResponse,
+        >(json!({"configs": [config], "nextPageToken": "p"}));
+        same::<wire::StreamResponse, proto::StreamResponse>(json!({"statusUpdate": {
+            "taskId": "t1", "contextId": "c1", "generation": "7",
+            "status": {"state": "TASK_STATE_WORKING", "timestamp": "2026-01-02T03:04:05Z"}}}));
+        same::<wire::StreamResponse, proto::StreamResponse>(json!({"artifactUpdate": {
+            "taskId": "t1", "contextId": "c1", "append": true,
+            "artifact": {"artifactId": "a", "parts": [{"text": "chunk"}]}}}));
+        same::<wire::AgentCard, proto::AgentCard>(card_json());
+    }
+
+    /// The outcomes without a message of their own: `Empty` is the empty message, and a
+    /// stream is an internal error, not a reply.
+    #[test]
+    fn an_empty_outcome_is_empty_and_a_stream_has_no_single_reply() {
+        use crate::operations::Outcome;
+        assert_eq!(
+            reply_to_bytes("google.protobuf.Empty", &Outcome::Empty).unwrap(),
+            Vec::<u8>::new()
+        );
+        let stream = Outcome::Stream(Box::pin(futures_util::stream::empty()));
+        let e = reply_to_bytes("lf.a2a.v1.Task", &stream).unwrap_err();
+        assert!(
+            e.to_string().contains("a stream has no single result"),
+            "{e}"
+        );
+        // A reply that does not fit its message is an internal error, not a panic.
+        let e =
+            reply_to_bytes("lf.a2a.v1.Task", &json!({"id": ["not", "a", "string"]})).unwrap_err();
+        assert!(e.to_string().contains("lf.a2a.v1.Task.id"), "{e}");
+        let e = reply_to_bytes("lf.a2a.v1.Task", &json!({"status": {"timestamp": "noon"}}))
+            .unwrap_err();
+        assert!(e.to_string().contains("Timestamp"), "{e}");
+    }
+
     /// The descriptor-driven encoder and prost-reflect agree on every reply shape.
     #[test]
     fn the_reply_encoder_matches_dynamic_message() {
@@ -290,19 +414,7 @@ mod tests {
                 assert_eq!(bytes, reference.encode_to_vec(), "{v}");
             }
         }
-        let task = json!({
-            "id": "t1", "contextId": "c1",
-            "status": {"state": "TASK_STATE_INPUT_REQUIRED", "timestamp": "1969-12-31T23:59:59.5Z",
-                       "message": {"messageId": "a", "role": "ROLE_AGENT", "parts": [{"text": "?"}]}},
-            "artifacts": [{"artifactId": "x", "name": "n", "extensions": ["urn:e"],
-                           "parts": [{"data": null}, {"data": {"k": [1, "two", null, true, {"d": -2.5}]}},
-                                     {"raw": "aGk=", "filename": "f", "mediaType": "text/plain"},
-                                     {"url": "https://e/x"}, {"data": 0}, {"data": ""}]}],
-            "history": [{"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "x"}],
-                         "referenceTaskIds": ["t0"], "metadata": {"n": {"deep": {"er": [[]]}}}}],
-            "metadata": {"a": {"b": true}, "unknown": null},
-            "notAProtoField": 1
-        });
+        let task = task_json();
         same::<proto::Task>(task.clone());
         for far in [
             "2999-12-31T23:59:59.999999999Z",
@@ -329,19 +441,7 @@ mod tests {
         same::<proto::StreamResponse>(json!({"artifactUpdate": {"taskId": "t1", "contextId": "c1",
             "artifact": {"artifactId": "a", "parts": [{"text": "chunk"}]}, "append": true,
             "lastChunk": false}}));
-        let card = serde_json::to_value(taskledger_domain::card::agent_card(
-            &taskledger_domain::card::CardSettings {
-                public_url: "https://a.example".into(),
-                name: "n".into(),
-                description: "d".into(),
-                version: "1".into(),
-                auth: taskledger_domain::card::CardAuth::Bearer,
-                push_notifications: true,
-                grpc_url: Some("a.example:443".into()),
-                extended_card: true,
-            },
-        ))
-        .unwrap();
+        let card = card_json();
         same::<proto::AgentCard>(card);
     }
 

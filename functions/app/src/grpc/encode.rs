@@ -18,12 +18,12 @@ use super::plan::{FieldPlan, Plans, Shape, Special, Ty};
 /// Why a value does not fit its field (an internal error: the domain only emits proto shapes).
 pub type EncodeError = String;
 
-const VARINT: u32 = 0;
-const FIXED64: u32 = 1;
-const LEN: u32 = 2;
-const FIXED32: u32 = 5;
+pub(super) const VARINT: u32 = 0;
+pub(super) const FIXED64: u32 = 1;
+pub(super) const LEN: u32 = 2;
+pub(super) const FIXED32: u32 = 5;
 
-fn varint(mut v: u64, out: &mut Vec<u8>) {
+pub(super) fn varint(mut v: u64, out: &mut Vec<u8>) {
     while v >= 0x80 {
         out.push((v as u8) | 0x80);
         v >>= 7;
@@ -31,11 +31,11 @@ fn varint(mut v: u64, out: &mut Vec<u8>) {
     out.push(v as u8);
 }
 
-fn key(number: u32, wire: u32, out: &mut Vec<u8>) {
+pub(super) fn key(number: u32, wire: u32, out: &mut Vec<u8>) {
     varint((u64::from(number) << 3) | u64::from(wire), out);
 }
 
-fn len_delimited(number: u32, bytes: &[u8], out: &mut Vec<u8>) {
+pub(super) fn len_delimited(number: u32, bytes: &[u8], out: &mut Vec<u8>) {
     key(number, LEN, out);
     varint(bytes.len() as u64, out);
     out.extend_from_slice(bytes);
@@ -204,7 +204,7 @@ fn number(field: &FieldPlan, ty: &Ty, value: &Value) -> Result<Option<(u32, u64)
     }))
 }
 
-fn is_zero(ty: &Ty, bits: u64) -> bool {
+pub(super) fn is_zero(ty: &Ty, bits: u64) -> bool {
     match ty {
         Ty::Double => f64::from_bits(bits) == 0.0,
         Ty::Float => f32::from_bits(bits as u32) == 0.0,
@@ -212,7 +212,7 @@ fn is_zero(ty: &Ty, bits: u64) -> bool {
     }
 }
 
-fn raw(wire: u32, bits: u64, out: &mut Vec<u8>) {
+pub(super) fn raw(wire: u32, bits: u64, out: &mut Vec<u8>) {
     match wire {
         VARINT => varint(bits, out),
         FIXED32 => out.extend_from_slice(&(bits as u32).to_le_bytes()),

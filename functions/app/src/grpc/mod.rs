@@ -11,6 +11,7 @@ mod encode;
 pub mod errors;
 mod plan;
 pub mod routes;
+mod serialize;
 pub mod server;
 pub mod service;
 

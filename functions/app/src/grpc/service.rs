@@ -161,11 +161,8 @@ impl A2aGrpc {
         if rpc.method == Method::DeleteTaskPushNotificationConfig {
             return Ok(Response::new(Vec::new()));
         }
-        let message = reply
-            .outcome
-            .to_value()
-            .and_then(|v| convert::protojson_to_bytes(&rpc.output, &v))
-            .map_err(|e| self.fail(&e))?;
+        let message =
+            convert::reply_to_bytes(&rpc.output, &reply.outcome).map_err(|e| self.fail(&e))?;
         let mut response = Response::new(message);
         if let Some(v) = reply.extensions.header().and_then(|h| h.parse().ok()) {
             response.metadata_mut().insert(EXTENSIONS_METADATA, v);

@@ -265,27 +265,29 @@ impl std::fmt::Debug for Outcome {
 impl Outcome {
     /// The result as ProtoJSON.
     pub fn to_value(&self) -> Result<Value, AppError> {
-        let v = match self {
-            Self::Sent(r) => serde_json::to_value(r),
-            Self::Task(t) => serde_json::to_value(t),
-            Self::Tasks(r) => serde_json::to_value(r),
-            Self::PushConfig(c) => serde_json::to_value(c),
-            Self::PushConfigs(r) => serde_json::to_value(r),
-            Self::Empty => Ok(Value::Object(Default::default())),
-            Self::Card(c) => serde_json::to_value(c),
-            Self::Stream(_) => {
-                return Err(AppError::protocol(
-                    ErrorKind::Internal,
-                    "a stream has no single result",
-                ))
-            }
-        };
-        v.map_err(|e| {
+        serde_json::to_value(self).map_err(|e| {
             AppError::protocol(
                 ErrorKind::Internal,
                 format!("cannot serialise the result: {e}"),
             )
         })
+    }
+}
+
+/// The result as its wire type serialises (a stream has no single result: an error).
+impl serde::Serialize for Outcome {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{Error, SerializeMap};
+        match self {
+            Self::Sent(r) => r.serialize(s),
+            Self::Task(t) => t.serialize(s),
+            Self::Tasks(r) => r.serialize(s),
+            Self::PushConfig(c) => c.serialize(s),
+            Self::PushConfigs(r) => r.serialize(s),
+            Self::Empty => s.serialize_map(Some(0))?.end(),
+            Self::Card(c) => c.serialize(s),
+            Self::Stream(_) => Err(S::Error::custom("a stream has no single result")),
+        }
     }
 }
 
