@@ -103,14 +103,20 @@ pub fn bytes_to_protojson(
     Ok(dynamic_to_json(&dynamic))
 }
 
-/// The encoded message of type `full_name` whose ProtoJSON is `value` (the server's reply
-/// path). Members the proto does not define are dropped: the domain's types only emit proto
-/// fields, and a stray one must not fail a reply.
-pub fn protojson_to_bytes(full_name: &str, value: &Value) -> Result<Vec<u8>, AppError> {
+/// The reply plans and the index of message `full_name` among them.
+fn reply_plan(full_name: &str) -> Result<(&'static plan::Plans, usize), AppError> {
     let plans = plan::plans(pool());
     let index = plans
         .index_of(full_name)
         .ok_or_else(|| internal("no descriptor", full_name))?;
+    Ok((plans, index))
+}
+
+/// The encoded message of type `full_name` whose ProtoJSON is `value` (the server's reply
+/// path). Members the proto does not define are dropped: the domain's types only emit proto
+/// fields, and a stray one must not fail a reply.
+pub fn protojson_to_bytes(full_name: &str, value: &Value) -> Result<Vec<u8>, AppError> {
+    let (plans, index) = reply_plan(full_name)?;
     let mut bytes = Vec::with_capacity(512);
     encode::message(plans, index, value, &mut bytes)
         .map_err(|e| internal("cannot transcode the result", e))?;
@@ -124,10 +130,7 @@ pub fn reply_to_bytes<T: Serialize + ?Sized>(
     full_name: &str,
     reply: &T,
 ) -> Result<Vec<u8>, AppError> {
-    let plans = plan::plans(pool());
-    let index = plans
-        .index_of(full_name)
-        .ok_or_else(|| internal("no descriptor", full_name))?;
+    let (plans, index) = reply_plan(full_name)?;
     let mut bytes = Vec::with_capacity(512);
     serialize::message_bytes(plans, index, reply, &mut bytes)
         .map_err(|e| internal("cannot encode the result", e))?;

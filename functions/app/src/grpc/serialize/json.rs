@@ -3,7 +3,9 @@
 
 use serde::ser::{self, Impossible, Serialize, SerializeMap, SerializeSeq, SerializeStruct};
 
-use super::kit::{close, frame, no_tuples, scalars, Done, Frame, KeySer, Scalar, SerError};
+use super::kit::{
+    close, frame, members_by_name, no_tuples, scalars, Done, Frame, KeySer, Scalar, SerError,
+};
 use super::scalar::float;
 use crate::grpc::encode::{key, len_delimited, FIXED64, VARINT};
 
@@ -153,32 +155,7 @@ impl JsonMembers<'_> {
     }
 }
 
-impl SerializeMap for JsonMembers<'_> {
-    type Ok = ();
-    type Error = SerError;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Done {
-        self.key = Some(k.serialize(KeySer)?);
-        Ok(())
-    }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
-        let k = self.key.take().unwrap_or_default();
-        self.member(&k, v)
-    }
-    fn end(self) -> Done {
-        self.finish()
-    }
-}
-
-impl SerializeStruct for JsonMembers<'_> {
-    type Ok = ();
-    type Error = SerError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, k: &'static str, v: &T) -> Done {
-        self.member(k, v)
-    }
-    fn end(self) -> Done {
-        self.finish()
-    }
-}
+members_by_name!(JsonMembers, member);
 
 /// A list's items as `ListValue` values.
 pub(super) struct JsonItems<'a> {

@@ -265,3 +265,42 @@ impl ser::Serializer for KeySer {
     no_seq!();
     no_members!();
 }
+
+/// `SerializeMap` and `SerializeStruct` for `$ty`, each member handed to `self.$member(name,
+/// value)` (a map's key kept in `self.key` until its value comes) and `self.finish()` at the
+/// end.
+macro_rules! members_by_name {
+    ($ty:ident, $member:ident) => {
+        impl SerializeMap for $ty<'_> {
+            type Ok = ();
+            type Error = SerError;
+            fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Done {
+                self.key = Some(k.serialize(KeySer)?);
+                Ok(())
+            }
+            fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
+                let name = self.key.take().unwrap_or_default();
+                self.$member(&name, v)
+            }
+            fn end(self) -> Done {
+                self.finish()
+            }
+        }
+
+        impl SerializeStruct for $ty<'_> {
+            type Ok = ();
+            type Error = SerError;
+            fn serialize_field<T: Serialize + ?Sized>(
+                &mut self,
+                name: &'static str,
+                v: &T,
+            ) -> Done {
+                self.$member(name, v)
+            }
+            fn end(self) -> Done {
+                self.finish()
+            }
+        }
+    };
+}
+pub(super) use members_by_name;

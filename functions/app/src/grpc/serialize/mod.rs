@@ -14,7 +14,10 @@ use serde::ser::{self, Impossible, Serialize, SerializeMap, SerializeSeq, Serial
 use super::encode::len_delimited;
 use super::plan::{FieldPlan, Plans, Shape, Special, Ty};
 use json::{Json, JsonKind};
-use kit::{close, frame, no_members, no_seq, no_tuples, scalars, Done, Frame, KeySer, Scalar};
+use kit::{
+    close, frame, members_by_name, no_members, no_seq, no_tuples, scalars, Done, Frame, KeySer,
+    Scalar,
+};
 use scalar::{PackedSer, ScalarSer, TimestampSer};
 
 mod json;
@@ -202,33 +205,6 @@ impl Members<'_> {
     }
 }
 
-impl SerializeStruct for Members<'_> {
-    type Ok = ();
-    type Error = SerError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, name: &'static str, v: &T) -> Done {
-        self.member(name, v)
-    }
-    fn end(self) -> Done {
-        self.finish()
-    }
-}
-
-impl SerializeMap for Members<'_> {
-    type Ok = ();
-    type Error = SerError;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Done {
-        self.key = Some(k.serialize(KeySer)?);
-        Ok(())
-    }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
-        let name = self.key.take().unwrap_or_default();
-        self.member(&name, v)
-    }
-    fn end(self) -> Done {
-        self.finish()
-    }
-}
-
 /// A repeated field: each item under the field's number, or (a packed list of numbers) all
 /// behind one key and length, none when the list is empty.
 struct ListSer<'a> {
@@ -394,31 +370,11 @@ impl MapEntries<'_> {
         entry.close(out);
         Ok(())
     }
-}
 
-impl SerializeMap for MapEntries<'_> {
-    type Ok = ();
-    type Error = SerError;
-    fn serialize_key<T: Serialize + ?Sized>(&mut self, k: &T) -> Done {
-        self.key = Some(k.serialize(KeySer)?);
-        Ok(())
-    }
-    fn serialize_value<T: Serialize + ?Sized>(&mut self, v: &T) -> Done {
-        let k = self.key.take().unwrap_or_default();
-        self.entry(&k, v)
-    }
-    fn end(self) -> Done {
+    fn finish(self) -> Done {
         Ok(())
     }
 }
 
-impl SerializeStruct for MapEntries<'_> {
-    type Ok = ();
-    type Error = SerError;
-    fn serialize_field<T: Serialize + ?Sized>(&mut self, k: &'static str, v: &T) -> Done {
-        self.entry(k, v)
-    }
-    fn end(self) -> Done {
-        Ok(())
-    }
-}
+members_by_name!(Members, member);
+members_by_name!(MapEntries, entry);
