@@ -5,6 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::events::StoredEvent;
 use crate::ids::TaskId;
+use crate::task::TaskEvent;
+use crate::wire::{Message, Role};
 
 /// Name of the event that requests a turn.
 pub const WORK_EVENT: &str = "AgentWorkRequested";
@@ -73,6 +75,49 @@ pub fn turns_from(task_id: &TaskId, events: &[StoredEvent]) -> Vec<AgentTurn> {
         .collect()
 }
 
+/// What a window of a task's events says about the turn of the work request at `work_seq`.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnInput {
+    /// The window holds no work request at `work_seq`.
+    NotRequested,
+    /// The turn works on this input: the user message committed right before the request (an
+    /// answered help request may sit between them), or none when another event comes first (a
+    /// request after resolved sub-tasks, a continuation) or the task has none before it.
+    Input(Option<Message>),
+    /// The window starts after the event that decides (and not at the task's first event).
+    Undecided,
+}
+
+/// The input of the turn the work request at `work_seq` asks for, as far as `window` (a task's
+/// events, numbered, oldest first) shows it.
+pub fn turn_input<'a>(
+    window: impl DoubleEndedIterator<Item = (u64, &'a TaskEvent)> + Clone,
+    work_seq: u64,
+) -> TurnInput {
+    let requested = window
+        .clone()
+        .any(|(seq, e)| seq == work_seq && matches!(e, TaskEvent::AgentWorkRequested { .. }));
+    if !requested {
+        return TurnInput::NotRequested;
+    }
+    let mut earliest = work_seq;
+    for (seq, e) in window.rev().filter(|(seq, _)| *seq < work_seq) {
+        earliest = seq;
+        match e {
+            TaskEvent::HelpAnswered { .. } => continue,
+            TaskEvent::MessageAppended { message, .. } if message.role == Role::User => {
+                return TurnInput::Input(Some(message.clone()))
+            }
+            _ => return TurnInput::Input(None),
+        }
+    }
+    if earliest == 1 || work_seq == 1 {
+        TurnInput::Input(None)
+    } else {
+        TurnInput::Undecided
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -109,6 +154,82 @@ mod tests {
             "a replayed batch yields identical turns"
         );
         assert_eq!(turns[0].dedup_id(), "t:2");
+    }
+
+    mod input {
+        use super::super::{turn_input, TurnInput};
+        use crate::ids::ParticipantId;
+        use crate::task::TaskEvent;
+        use crate::time::Timestamp;
+        use crate::wire::Message;
+
+        fn message(m: Message) -> TaskEvent {
+            TaskEvent::MessageAppended {
+                message: m,
+                at: Timestamp::from_unix_nanos(1),
+                acted_by: None,
+            }
+        }
+        fn work() -> TaskEvent {
+            TaskEvent::AgentWorkRequested {
+                reason: "input".into(),
+                at: Timestamp::from_unix_nanos(1),
+            }
+        }
+        fn help_answered() -> TaskEvent {
+            TaskEvent::HelpAnswered {
+                participant_id: ParticipantId::parse("bob").unwrap(),
+                at: Timestamp::from_unix_nanos(1),
+            }
+        }
+        fn numbered(first: u64, events: &[TaskEvent]) -> Vec<(u64, &TaskEvent)> {
+            (first..).zip(events.iter()).collect()
+        }
+
+        #[test]
+        fn given_a_message_then_its_request_when_asked_then_the_message_is_the_input() {
+            let events = [message(Message::user_text("m-1", "hi")), work()];
+            let w = numbered(2, &events);
+            let found = turn_input(w.iter().copied(), 3);
+            assert!(matches!(found, TurnInput::Input(Some(m)) if m.message_id == "m-1"));
+        }
+
+        #[test]
+        fn given_help_answers_between_when_asked_then_the_message_before_them_is_the_input() {
+            let events = [
+                message(Message::user_text("m-1", "hi")),
+                help_answered(),
+                work(),
+            ];
+            let w = numbered(4, &events);
+            let found = turn_input(w.iter().copied(), 6);
+            assert!(matches!(found, TurnInput::Input(Some(m)) if m.message_id == "m-1"));
+        }
+
+        #[test]
+        fn given_an_agent_message_before_the_request_when_asked_then_there_is_no_input() {
+            let events = [message(Message::agent_text("a-1", "done")), work()];
+            let w = numbered(7, &events);
+            assert_eq!(turn_input(w.iter().copied(), 8), TurnInput::Input(None));
+        }
+
+        #[test]
+        fn given_a_window_starting_at_the_request_when_asked_then_it_cannot_say() {
+            let events = [work()];
+            let w = numbered(5, &events);
+            assert_eq!(turn_input(w.iter().copied(), 5), TurnInput::Undecided);
+            let events = [help_answered(), work()];
+            let w = numbered(4, &events);
+            assert_eq!(turn_input(w.iter().copied(), 5), TurnInput::Undecided);
+        }
+
+        #[test]
+        fn given_no_request_at_the_sequence_when_asked_then_it_is_not_requested() {
+            let events = [message(Message::user_text("m-1", "hi")), work()];
+            let w = numbered(2, &events);
+            assert_eq!(turn_input(w.iter().copied(), 2), TurnInput::NotRequested);
+            assert_eq!(turn_input(w.iter().copied(), 9), TurnInput::NotRequested);
+        }
     }
 
     mod continuation {

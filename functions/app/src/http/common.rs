@@ -12,7 +12,7 @@ use taskledger_domain::ids::IdempotencyKey;
 
 use super::{IDEMPOTENCY_HEADER, MAX_BODY_BYTES, VERSION_HEADER};
 use crate::error::AppError;
-use crate::operations::Extensions;
+use crate::operations::{Extensions, Outcome};
 use crate::request::{self, EXTENSIONS_HEADER};
 
 /// The body, refused as PayloadTooLarge past `MAX_BODY_BYTES` (by its declared length before
@@ -130,6 +130,41 @@ pub fn log_refusal(e: &AppError) {
     } else {
         tracing::debug!(error = %e, reason, "request refused");
     }
+}
+
+/// A result's body, serialised straight from the typed outcome: bare (HTTP+JSON), or as the
+/// `result` of the JSON-RPC response to `rpc_id`.
+pub fn result_body(outcome: &Outcome, rpc_id: Option<&Value>) -> Result<Vec<u8>, AppError> {
+    let failed = |e: serde_json::Error| {
+        AppError::protocol(
+            ErrorKind::Internal,
+            format!("cannot serialise the result: {e}"),
+        )
+    };
+    let mut out = Vec::with_capacity(RESULT_CAPACITY);
+    if let Some(id) = rpc_id {
+        out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
+        serde_json::to_writer(&mut out, id).map_err(failed)?;
+        out.extend_from_slice(br#","result":"#);
+    }
+    serde_json::to_writer(&mut out, outcome).map_err(failed)?;
+    if rpc_id.is_some() {
+        out.push(b'}');
+    }
+    Ok(out)
+}
+
+/// Room reserved for a result's body (a task with a short history fits).
+const RESULT_CAPACITY: usize = 2048;
+
+/// A 200 with a JSON body already serialised.
+pub fn json_bytes_response(body: Vec<u8>) -> Response {
+    (
+        StatusCode::OK,
+        [(CONTENT_TYPE, HeaderValue::from_static("application/json"))],
+        body,
+    )
+        .into_response()
 }
 
 pub fn json_response(status: StatusCode, body: &Value) -> Response {

@@ -82,9 +82,10 @@ fn params(params: Option<&Value>) -> Result<Value, AppError> {
     }
 }
 
-/// What a call answers with: one response, a stream of them, or nothing (a notification).
+/// What a call answers with: one response (serialised), a stream of them, or nothing (a
+/// notification).
 enum Answer {
-    One(Value),
+    One(Vec<u8>),
     Stream(Value, TaskStream),
     Nothing,
 }
@@ -92,7 +93,7 @@ enum Answer {
 pub(super) async fn jsonrpc(State(state): State<Arc<AppState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let response = match handle(&state, parts, body).await {
-        Ok((Answer::One(v), extensions)) => (json_response(StatusCode::OK, &v), extensions),
+        Ok((Answer::One(body), extensions)) => (common::json_bytes_response(body), extensions),
         Ok((Answer::Stream(id, stream), extensions)) => {
             // Each event is one JSON-RPC response to the request, with its id.
             let id = id.to_string();
@@ -191,9 +192,7 @@ async fn handle(
                 drop(outcome);
                 Answer::Nothing
             }
-            outcome => Answer::One(
-                json!({"jsonrpc": "2.0", "id": reply_id, "result": outcome.to_value()?}),
-            ),
+            outcome => Answer::One(common::result_body(&outcome, Some(&reply_id))?),
         };
         Ok::<_, AppError>((answer, reply.extensions))
     }

@@ -1,4 +1,7 @@
-//! The service as the agent sees it: `TaskPort`, every call acting as the agent.
+//! The service as the agent sees it: `TaskPort`, every call acting as the agent; and for one
+//! turn, the same with the view the turn started from.
+
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use taskledger_domain::ids::TaskId;
@@ -37,5 +40,54 @@ impl TaskPort for Service {
 
     async fn fail_task(&self, task_id: &TaskId, reason: &str) {
         Service::fail_task(self, task_id, reason).await
+    }
+}
+
+/// The task as a turn's first step sees it.
+pub(crate) type View = (TaskAggregate, Vec<Message>);
+
+/// The service for one turn: its first view is of the state the turn started from (no second
+/// read of what the turn just looked at); every later view is read as usual.
+pub(crate) struct TurnPort {
+    service: Arc<Service>,
+    first: Mutex<Option<TaskAggregate>>,
+}
+
+impl TurnPort {
+    pub(crate) fn new(service: Arc<Service>, started_from: TaskAggregate) -> Self {
+        Self {
+            service,
+            first: Mutex::new(Some(started_from)),
+        }
+    }
+}
+
+#[async_trait]
+impl TaskPort for TurnPort {
+    async fn execute(
+        &self,
+        task_id: &TaskId,
+        build: Build<'_>,
+    ) -> Result<(TaskAggregate, Vec<TaskEvent>), AppError> {
+        TaskPort::execute(self.service.as_ref(), task_id, build).await
+    }
+
+    async fn view(&self, task_id: &TaskId) -> Result<View, AppError> {
+        let first = self.first.lock().ok().and_then(|mut f| f.take());
+        match first {
+            Some(state) if state.head().is_some_and(|h| &h.id == task_id) => {
+                let history = self.service.history_of(&state, task_id).await?;
+                Ok((state, history))
+            }
+            _ => self.service.agent_view(task_id).await,
+        }
+    }
+
+    async fn spawn_subtask(&self, parent: &TaskId, sub: SubTask) -> Result<TaskId, AppError> {
+        TaskPort::spawn_subtask(self.service.as_ref(), parent, sub).await
+    }
+
+    async fn fail_task(&self, task_id: &TaskId, reason: &str) {
+        TaskPort::fail_task(self.service.as_ref(), task_id, reason).await
     }
 }

@@ -5,17 +5,42 @@
 //! the store. So other processes on the same store (a second server, `taskledger work
 //! advance`) are seen at once.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use hashlink::LruCache;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::task::{TaskAggregate, TaskEvent};
 
 /// Tasks whose state is kept (the least recently used go first).
 pub const STATE_CACHE_TASKS: usize = 1024;
 
+/// The events of the commit that left a kept state, numbered from `first_seq`: what a turn
+/// that this commit requested looks at, without reading the log back.
+#[derive(Debug)]
+pub(crate) struct CommitEvents {
+    pub first_seq: u64,
+    pub events: Vec<TaskEvent>,
+}
+
+impl CommitEvents {
+    /// The events with their sequence numbers, oldest first.
+    pub fn numbered(&self) -> impl DoubleEndedIterator<Item = (u64, &TaskEvent)> + Clone {
+        let first = self.first_seq;
+        self.events
+            .iter()
+            .enumerate()
+            .map(move |(i, e)| (first + i as u64, e))
+    }
+}
+
+struct Kept {
+    state: TaskAggregate,
+    /// Set when the state was kept by this process's commit that asked for agent work.
+    commit: Option<Arc<CommitEvents>>,
+}
+
 pub(crate) struct StateCache {
-    tasks: Mutex<LruCache<TaskId, TaskAggregate>>,
+    tasks: Mutex<LruCache<TaskId, Kept>>,
 }
 
 impl StateCache {
@@ -27,22 +52,56 @@ impl StateCache {
 
     /// The state last seen of `task_id`, if kept.
     pub(crate) fn get(&self, task_id: &TaskId) -> Option<TaskAggregate> {
-        self.tasks.lock().ok()?.get(task_id).cloned()
+        self.tasks
+            .lock()
+            .ok()?
+            .get(task_id)
+            .map(|k| k.state.clone())
+    }
+
+    /// The state last seen of `task_id` and, if this process's commit left it, that commit's
+    /// events.
+    pub(crate) fn get_with_commit(
+        &self,
+        task_id: &TaskId,
+    ) -> Option<(TaskAggregate, Option<Arc<CommitEvents>>)> {
+        let mut tasks = self.tasks.lock().ok()?;
+        tasks
+            .get(task_id)
+            .map(|k| (k.state.clone(), k.commit.clone()))
     }
 
     /// Keeps `state` unless a newer version of the task is kept already (a read that started
     /// before a commit may end after it).
     pub(crate) fn put(&self, task_id: &TaskId, state: &TaskAggregate) {
+        self.insert(task_id, state, None);
+    }
+
+    /// Keeps the state a commit left, with the commit's events.
+    pub(crate) fn put_committed(
+        &self,
+        task_id: &TaskId,
+        state: &TaskAggregate,
+        commit: Option<Arc<CommitEvents>>,
+    ) {
+        self.insert(task_id, state, commit);
+    }
+
+    fn insert(&self, task_id: &TaskId, state: &TaskAggregate, commit: Option<Arc<CommitEvents>>) {
         let Ok(mut tasks) = self.tasks.lock() else {
             return;
         };
         if tasks
             .get(task_id)
-            .is_some_and(|k| k.version >= state.version)
+            .is_some_and(|k| k.state.version >= state.version)
         {
             return;
         }
-        tasks.insert(task_id.clone(), state.clone());
+        let kept = Kept {
+            state: state.clone(),
+            commit,
+        };
+        tasks.insert(task_id.clone(), kept);
     }
 
     /// Drops what is kept of `task_id` (it was found out of date).

@@ -12,6 +12,7 @@ use taskledger_domain::time::Timestamp;
 use taskledger_domain::turns::turns_from;
 use tracing::debug;
 
+use super::cache::CommitEvents;
 use super::{visible_to, Actor, Dispatch, Service, TaskChanged};
 use crate::error::AppError;
 
@@ -115,9 +116,14 @@ impl Service {
             let pushes = !commit.pushes.is_empty();
             let turns = turns_from(task_id, &commit.events);
             let state = commit.snapshot.clone();
+            // A turn this commit asks for starts from what it left (its events included).
+            let kept_events = (!turns.is_empty()).then(|| CommitEvents {
+                first_seq: version + 1,
+                events: events.clone(),
+            });
             match self.store.append(commit).await {
                 Ok(()) => {
-                    self.keep(task_id, &state);
+                    self.keep_committed(task_id, &state, kept_events);
                     self.announce(task_id, state.version);
                     if !turns.is_empty() || pushes {
                         self.dispatch(turns);

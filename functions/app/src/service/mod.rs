@@ -304,11 +304,40 @@ impl Service {
         self.states.as_ref().and_then(|c| c.get(task_id))
     }
 
-    /// Keeps a state just committed or read (if there is a state cache).
+    /// Keeps a state just read (if there is a state cache).
     fn keep(&self, task_id: &TaskId, state: &TaskAggregate) {
         if let Some(c) = &self.states {
             c.put(task_id, state);
         }
+    }
+
+    /// Keeps the state a commit of this process left, with its events when it asked for a turn.
+    fn keep_committed(
+        &self,
+        task_id: &TaskId,
+        state: &TaskAggregate,
+        events: Option<cache::CommitEvents>,
+    ) {
+        if let Some(c) = &self.states {
+            c.put_committed(task_id, state, events.map(Arc::new));
+        }
+    }
+
+    /// What a turn for the work request at `work_seq` starts from without reading the store:
+    /// the state this process's commit of that request left (or a later one it kept), and that
+    /// commit's events. A kept state older than the request is not used (the request was
+    /// committed elsewhere). It is trusted as kept: the turn's commands are decided again on
+    /// the stored state if another process changed the task meanwhile (the append's version
+    /// check), as they are when a change arrives while the agent works.
+    fn kept_for_turn(
+        &self,
+        task_id: &TaskId,
+        work_seq: u64,
+    ) -> Option<(TaskAggregate, Option<Arc<cache::CommitEvents>>)> {
+        self.states
+            .as_ref()?
+            .get_with_commit(task_id)
+            .filter(|(state, _)| state.version >= work_seq)
     }
 
     /// Drops the kept state of a task found out of date.

@@ -182,19 +182,25 @@ impl Service {
             .load(task_id)
             .await?
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
-        let owner = state
+        let history = self.history_of(&state, task_id).await?;
+        Ok((state, history))
+    }
+
+    /// The whole history of a task in `state`: what its head keeps, when that is all of it,
+    /// else read from the read model.
+    pub(crate) async fn history_of(
+        &self,
+        state: &TaskAggregate,
+        task_id: &TaskId,
+    ) -> Result<Vec<Message>, AppError> {
+        let head = state
             .head()
-            .map(|h| h.owner.clone())
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
-        let view = self
-            .reads
-            .get(
-                &owner,
-                task_id,
-                ViewOptions::exact(HistoryLength::All, false),
-            )
-            .await?
-            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
-        Ok((state, view.history.unwrap_or_default()))
+        let options = ViewOptions::exact(HistoryLength::All, false);
+        if let HistoryRead::Ready(history) = options.history_read(head) {
+            return Ok(history.unwrap_or_default());
+        }
+        let view = self.reads.complete(head.clone(), options).await?;
+        Ok(view.history.unwrap_or_default())
     }
 }

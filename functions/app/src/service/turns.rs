@@ -5,12 +5,14 @@
 use std::sync::Arc;
 
 use taskledger_domain::ids::TaskId;
+use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::task::{TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::turns::{AgentTurn, WORK_EVENT};
-use taskledger_domain::wire::Role;
+use taskledger_domain::turns::{turn_input, AgentTurn, TurnInput};
+use taskledger_domain::wire::Message;
 use tracing::{warn, Instrument};
 
+use super::agent_port::TurnPort;
 use super::{Actor, Service};
 use crate::agent::{TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
@@ -73,8 +75,13 @@ pub(crate) async fn run_turn(
     delivery: Delivery,
 ) -> Result<TurnOutcome, AppError> {
     let task_id = &turn.task_id;
-    let Some(state) = svc.load(task_id).await? else {
-        return Ok(TurnOutcome::Nothing);
+    // What this process's commit of the request left, if it kept it; else the store's state.
+    let (state, commit) = match svc.kept_for_turn(task_id, turn.work_seq) {
+        Some(kept) => kept,
+        None => match svc.load(task_id).await? {
+            Some(state) => (state, None),
+            None => return Ok(TurnOutcome::Nothing),
+        },
     };
     let Some(head) = state.head() else {
         return Ok(TurnOutcome::Nothing);
@@ -89,33 +96,18 @@ pub(crate) async fn run_turn(
     if head.status.state.is_terminal() {
         return Ok(TurnOutcome::Nothing);
     }
-    let from = turn.work_seq.saturating_sub(INPUT_WINDOW);
-    let events = svc.events(task_id, from).await?;
-    // Only a committed work request is work (an emulator's stream may replay a write it rolled
-    // back, whose sequence number a different event may hold by now).
-    let requested = events
-        .iter()
-        .any(|e| e.seq == turn.work_seq && e.event_type == WORK_EVENT);
-    if !requested {
-        warn!(task_id = %task_id, work_seq = turn.work_seq, "no work request at this sequence; the turn does nothing");
-        return Ok(TurnOutcome::Nothing);
-    }
-    // The input is the user message committed right before the request (an answered help
-    // request sits between them); a request after resolved sub-tasks has none.
-    let input = events
-        .iter()
-        .filter(|e| e.seq < turn.work_seq)
-        .rev()
-        .filter_map(|e| e.decode().ok())
-        .find(|e| !matches!(e, TaskEvent::HelpAnswered { .. }))
-        .and_then(|e| match e {
-            TaskEvent::MessageAppended { message, .. } if message.role == Role::User => {
-                Some(message)
-            }
-            _ => None,
-        });
+    let found = commit
+        .as_ref()
+        .map(|c| turn_input(c.numbered(), turn.work_seq));
+    let input = match found {
+        Some(TurnInput::Input(input)) => input,
+        _ => match input_from_log(svc, turn).await? {
+            Some(input) => input,
+            None => return Ok(TurnOutcome::Nothing),
+        },
+    };
     let span = tracing::info_span!("turn", task_id = %task_id, work_seq = turn.work_seq);
-    let port: Arc<dyn TaskPort> = svc.clone();
+    let port: Arc<dyn TaskPort> = Arc::new(TurnPort::new(svc.clone(), state));
     let end = svc
         .agent()
         .run_turn(port, task_id.clone(), input, budget)
@@ -130,13 +122,38 @@ pub(crate) async fn run_turn(
     if delivery == Delivery::Once {
         return Ok(TurnOutcome::Ran);
     }
-    let terminal = svc
-        .load(task_id)
-        .await?
-        .and_then(|s| s.head().map(|h| h.status.state.is_terminal()))
-        .unwrap_or(true);
+    // A kept terminal state is final (nothing leaves a terminal state); else the store says.
+    let is_terminal = |s: &TaskAggregate| s.head().is_none_or(|h| h.status.state.is_terminal());
+    let terminal = match svc.kept(task_id) {
+        Some(kept) if is_terminal(&kept) => true,
+        _ => svc.load(task_id).await?.as_ref().is_none_or(is_terminal),
+    };
     if !terminal {
         finish(svc, task_id, turn.work_seq).await?;
     }
     Ok(TurnOutcome::Ran)
+}
+
+/// The input of a turn, read from the task's log around its work request; `None` when no work
+/// request was committed at that sequence (an emulator's stream may replay a write it rolled
+/// back, whose sequence number a different event may hold by now).
+async fn input_from_log(
+    svc: &Service,
+    turn: &AgentTurn,
+) -> Result<Option<Option<Message>>, AppError> {
+    let from = turn.work_seq.saturating_sub(INPUT_WINDOW);
+    let events = svc.events(&turn.task_id, from).await?;
+    let decoded: Vec<(u64, TaskEvent)> = events
+        .iter()
+        .filter_map(|e| e.decode().ok().map(|d| (e.seq, d)))
+        .collect();
+    match turn_input(decoded.iter().map(|(seq, e)| (*seq, e)), turn.work_seq) {
+        TurnInput::NotRequested => {
+            warn!(task_id = %turn.task_id, work_seq = turn.work_seq, "no work request at this sequence; the turn does nothing");
+            Ok(None)
+        }
+        TurnInput::Input(input) => Ok(Some(input)),
+        // Nothing but answered help requests in the window: no input message.
+        TurnInput::Undecided => Ok(Some(None)),
+    }
 }

@@ -64,8 +64,8 @@ pub(in crate::http) async fn rest(
                         e.body.to_string()
                     })
                 }
-                outcome => match outcome.to_value() {
-                    Ok(value) => json_response(StatusCode::OK, &value),
+                outcome => match common::result_body(&outcome, None) {
+                    Ok(body) => common::json_bytes_response(body),
                     Err(e) => return failure(&state, &e),
                 },
             };

@@ -5,13 +5,13 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::events::StoredEvent;
-use crate::ids::{
-    ContextId, HistoryLength, IdempotencyKey, MessageId, PageSize, Principal, TaskId,
-};
-use crate::projection::{ArtifactChunk, ReadWrite};
+use crate::ids::{IdempotencyKey, MessageId, Principal, TaskId};
+use crate::projection::ReadWrite;
 use crate::task::{TaskAggregate, TaskHead};
 use crate::time::Timestamp;
-use crate::wire::{Message, TaskState};
+
+mod read_model;
+pub use read_model::*;
 
 /// Version of the snapshot (head) shape; a stored snapshot of another version is rebuilt from events.
 pub const SNAPSHOT_SCHEMA: u32 = 1;
@@ -303,150 +303,6 @@ pub trait PushLedger: Send + Sync {
 #[async_trait]
 pub trait WebhookSend: Send + Sync {
     async fn send(&self, delivery: &crate::push::PushDelivery) -> crate::push::AttemptResult;
-}
-
-/// What a reader asked for besides the head.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ViewOptions {
-    pub history: HistoryLength,
-    pub include_artifacts: bool,
-    /// History is what the head keeps of it (at most `history`, fewer when the head holds
-    /// fewer: a server default, as ListTasks uses; spec §3.2.4 lets a server return fewer).
-    pub tail_only: bool,
-}
-
-/// Where a view's history comes from.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HistoryRead {
-    /// The head holds it (`None`: no history asked for).
-    Ready(Option<Vec<Message>>),
-    /// Read the history rows from position `from` on.
-    Rows { from: u64 },
-}
-
-impl ViewOptions {
-    pub const fn exact(history: HistoryLength, include_artifacts: bool) -> Self {
-        Self {
-            history,
-            include_artifacts,
-            tail_only: false,
-        }
-    }
-
-    /// The head's tail when it holds the history asked for (or when the tail is all a reader
-    /// gets); the rows to read otherwise.
-    pub fn history_read(&self, head: &TaskHead) -> HistoryRead {
-        if let Some(h) = head.recent.view(head.history_len, self.history) {
-            return HistoryRead::Ready(h);
-        }
-        let n = match self.history {
-            HistoryLength::Last(n) => n as u64,
-            HistoryLength::All => head.history_len,
-        };
-        if self.tail_only {
-            let tail = head.recent.last(n as usize);
-            return HistoryRead::Ready(Some(tail));
-        }
-        HistoryRead::Rows {
-            from: head.history_len.saturating_sub(n),
-        }
-    }
-}
-
-/// A task as the read model holds it, ready for `projection::assemble`.
-#[derive(Debug, Clone)]
-pub struct TaskView {
-    pub head: TaskHead,
-    /// `None` when history was not asked for (`historyLength` 0).
-    pub history: Option<Vec<Message>>,
-    /// `None` when artifacts were not asked for.
-    pub chunks: Option<Vec<ArtifactChunk>>,
-}
-
-/// Where a ListTasks page starts: after this (status timestamp, task id), newest first.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Cursor {
-    pub status_nanos: i64,
-    pub task_id: String,
-}
-
-/// Which of the caller's tasks a list holds: those it owns, those shared with it (it is a
-/// participant), or both (the default).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum ListScope {
-    #[default]
-    All,
-    Owned,
-    Shared,
-}
-
-impl ListScope {
-    /// `owned`, `shared`, or nothing (both).
-    pub fn parse(v: Option<&str>) -> Result<Self, String> {
-        match v {
-            None | Some("") => Ok(Self::All),
-            Some("owned") => Ok(Self::Owned),
-            Some("shared") => Ok(Self::Shared),
-            Some(other) => Err(format!(
-                "is owned, shared, or unset for both (got {other:?})"
-            )),
-        }
-    }
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::All => "",
-            Self::Owned => "owned",
-            Self::Shared => "shared",
-        }
-    }
-}
-
-/// ListTasks filters, already validated.
-#[derive(Debug, Clone)]
-pub struct ListQuery {
-    pub scope: ListScope,
-    pub context_id: Option<ContextId>,
-    pub state: Option<TaskState>,
-    pub status_after: Option<Timestamp>,
-    pub after: Option<Cursor>,
-    pub page_size: PageSize,
-    pub view: ViewOptions,
-}
-
-#[derive(Debug, Clone)]
-pub struct ListPage {
-    pub tasks: Vec<TaskView>,
-    /// Matches before paging.
-    pub total_size: u64,
-    /// Set when more tasks follow.
-    pub next: Option<Cursor>,
-}
-
-/// The task read model: GetTask and ListTasks, scoped to the caller: the tasks it owns and
-/// those shared with it (`TaskHead::visible_to`).
-#[async_trait]
-pub trait TaskReadModel: Send + Sync {
-    /// The task, or `None` if it does not exist or the caller may not see it.
-    async fn get(
-        &self,
-        who: &Principal,
-        task_id: &TaskId,
-        view: ViewOptions,
-    ) -> Result<Option<TaskView>, StoreError>;
-    async fn list(&self, who: &Principal, query: &ListQuery) -> Result<ListPage, StoreError>;
-    /// How many of the tasks `list` would find (scope and context as given) are in each state,
-    /// for a board's counts, without reading the tasks; in the states' proto order, those with
-    /// no task left out.
-    async fn count_by_state(
-        &self,
-        who: &Principal,
-        scope: ListScope,
-        context_id: Option<&ContextId>,
-    ) -> Result<Vec<(TaskState, u64)>, StoreError>;
-    /// The view of a head the caller already holds (a command's committed state): only the
-    /// history rows and chunks it needs are read.
-    async fn complete(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError>;
 }
 
 /// Rebuilds a state from a snapshot and its tail; `None` when the snapshot must be replayed.
