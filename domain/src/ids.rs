@@ -179,7 +179,7 @@ impl std::fmt::Display for Principal {
 }
 
 /// How many history messages to return: unset = all, 0 = none (member omitted), N = last N.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum HistoryLength {
     #[default]
     All,

@@ -176,3 +176,48 @@ async fn a_commit_by_another_process_on_the_same_file_is_seen_through_the_state_
     assert_eq!(seen.head().unwrap().status.state, TaskState::Canceled);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two servers on one file: a GetTask answer one of them kept (ADR 026) is not served once the
+/// other committed a change to the task, nor once it committed anything at all; the same poll
+/// asked again while nothing changes is answered alike.
+#[tokio::test]
+async fn a_kept_get_task_answer_gives_way_to_a_commit_by_another_server_on_the_same_file() {
+    let dir = std::env::temp_dir().join(format!("taskledger-answers-{}", uuid::Uuid::new_v4()));
+    let start = |dir: &std::path::Path| {
+        let mut config = Config::in_memory();
+        config.storage = Storage::Dir(dir.to_path_buf());
+        config.timings = fast_timings();
+        Server::start_with(config)
+    };
+    let here = start(&dir).await;
+    let there = start(&dir).await;
+    let id = here
+        .start_task(
+            json!({"messageId": "tck-input-required-a", "role": "ROLE_USER",
+            "parts": [{"text": "book a flight"}]}),
+        )
+        .await;
+    let waiting = here.wait_state(&id, "TASK_STATE_INPUT_REQUIRED").await;
+    let polled = here.ok("GetTask", json!({"id": id})).await;
+    assert_eq!(polled, here.ok("GetTask", json!({"id": id})).await);
+    assert_eq!(polled["status"], waiting["status"]);
+    there.ok("CancelTask", json!({"id": id})).await;
+    let seen = here.ok("GetTask", json!({"id": id})).await;
+    assert_eq!(seen["status"]["state"], "TASK_STATE_CANCELED");
+    // A commit to another task moves the store's stamp too: the answer is read again, and is
+    // the same.
+    there
+        .start_task(
+            json!({"messageId": "tck-input-required-b", "role": "ROLE_USER",
+        "parts": [{"text": "another"}]}),
+        )
+        .await;
+    assert_eq!(here.ok("GetTask", json!({"id": id})).await, seen);
+    assert_eq!(
+        here.ok("GetTask", json!({"id": id, "historyLength": 0}))
+            .await
+            .get("history"),
+        None
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -152,4 +152,10 @@ pub trait TaskReadModel: Send + Sync {
     /// The view of a head the caller already holds (a command's committed state): only the
     /// history rows and chunks it needs are read.
     async fn complete(&self, head: TaskHead, view: ViewOptions) -> Result<TaskView, StoreError>;
+    /// A stamp that changes whenever anything is committed to the store, by this process or
+    /// any other, and is cheap to read; `None` when the store cannot tell cheaply. What was
+    /// read after a stamp was taken is current for as long as the stamp reads the same.
+    async fn change_stamp(&self) -> Result<Option<u64>, StoreError> {
+        Ok(None)
+    }
 }

@@ -114,6 +114,7 @@ fn append_cmd(id: &str, text: &str) -> TaskCommand {
 mod first;
 mod list;
 mod sharing;
+mod stamp;
 mod stream;
 pub use first::a_first_commit_reads_back_as_its_events_show;
 pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters};
@@ -122,6 +123,7 @@ pub use sharing::{
     a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
     states_are_counted_for_the_tasks_a_list_would_find,
 };
+pub use stamp::a_change_stamp_moves_with_every_commit;
 pub use stream::events_read_back_with_what_streams_show;
 
 // ------------------------------------------------------------------ cases
@@ -444,7 +446,8 @@ macro_rules! contract_tests {
             a_first_commit_reads_back_as_its_events_show,
             a_task_is_found_by_whom_it_is_shared_with,
             a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
-            states_are_counted_for_the_tasks_a_list_would_find
+            states_are_counted_for_the_tasks_a_list_would_find,
+            a_change_stamp_moves_with_every_commit
         );
     };
     (@case $make:expr; $($case:ident),+) => {

@@ -11,7 +11,7 @@ mod schema;
 mod writer;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
@@ -33,6 +33,8 @@ const WRITER_CACHE_KIB: i64 = 8_000;
 /// Page cache of each reader, in KiB: a reader's cache starts empty after every commit of the
 /// writer (WAL), so it only ever holds what one read touches.
 const READER_CACHE_KIB: i64 = 1_000;
+/// Page cache of the connection that watches for commits (it reads the file's header only).
+const WATCHER_CACHE_KIB: i64 = 64;
 /// WAL pages after which the writer checkpoints itself: only when the checkpointer thread,
 /// which copies the WAL into the database beside the writer, has fallen this far behind.
 const WRITER_CHECKPOINT_BACKSTOP_PAGES: i64 = 20_000;
@@ -69,6 +71,17 @@ struct Inner {
     next_reader: AtomicUsize,
     /// Dropped with the store: the checkpointer thread then ends (file mode only).
     _checkpoints: Option<std::sync::mpsc::Sender<()>>,
+    /// What tells that the store changed (`TaskReadModel::change_stamp`).
+    changes: Changes,
+}
+
+/// How the store tells that anything was committed since a stamp was taken.
+enum Changes {
+    /// A file other processes may write too: SQLite's `data_version` as a connection of its
+    /// own sees it, which moves with every commit of any other connection, in any process.
+    Watched(Mutex<Connection>),
+    /// A private database in memory: the commits its one writer made.
+    Counted(Arc<AtomicU64>),
 }
 
 fn configure(conn: &Connection, wal: bool, cache_kib: i64) -> rusqlite::Result<()> {
@@ -128,7 +141,14 @@ impl SqliteStore {
                 .pragma_update(None, "wal_autocheckpoint", SQLITE_AUTOCHECKPOINT_PAGES)
                 .map_err(open_err)?;
         }
-        Ok(Self::from_parts(writer, readers, Some(stop)))
+        let watcher = Connection::open_with_flags(
+            &path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .map_err(open_err)?;
+        configure(&watcher, false, WATCHER_CACHE_KIB).map_err(open_err)?;
+        let changes = Changes::Watched(Mutex::new(watcher));
+        Ok(Self::from_parts(writer, readers, Some(stop), changes))
     }
 
     /// A private in-memory store (tests): one connection serves reads and writes.
@@ -137,21 +157,27 @@ impl SqliteStore {
         let conn = Connection::open_in_memory().expect("in-memory SQLite");
         configure(&conn, false, WRITER_CACHE_KIB).expect("configure in-memory SQLite");
         conn.execute_batch(SCHEMA).expect("create schema");
-        Self::from_parts(conn, Vec::new(), None)
+        let changes = Changes::Counted(Arc::new(AtomicU64::new(0)));
+        Self::from_parts(conn, Vec::new(), None, changes)
     }
 
     fn from_parts(
         writer: Connection,
         readers: Vec<Mutex<Connection>>,
         checkpoints: Option<std::sync::mpsc::Sender<()>>,
+        changes: Changes,
     ) -> Self {
         let writer = Arc::new(Mutex::new(writer));
         let (jobs, queue) = std::sync::mpsc::channel();
         let conn = writer.clone();
+        let commits = match &changes {
+            Changes::Counted(n) => Some(n.clone()),
+            Changes::Watched(_) => None,
+        };
         // The thread ends when the last store handle (and with it the sender) is dropped.
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer_loop(conn, queue))
+            .spawn(move || writer_loop(conn, queue, commits))
             .ok();
         Self {
             inner: Arc::new(Inner {
@@ -160,6 +186,7 @@ impl SqliteStore {
                 readers,
                 next_reader: AtomicUsize::new(0),
                 _checkpoints: checkpoints,
+                changes,
             }),
         }
     }
@@ -215,6 +242,23 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
+    /// The store's change stamp (`TaskReadModel::change_stamp`): a point read of SQLite's
+    /// `data_version` (no page is read while nothing changed), or the count of commits.
+    fn stamp(&self) -> Result<u64, StoreError> {
+        match &self.inner.changes {
+            Changes::Counted(n) => Ok(n.load(Ordering::Acquire)),
+            Changes::Watched(conn) => {
+                let conn = conn
+                    .lock()
+                    .map_err(|_| StoreError::Other("watcher lock poisoned".into()))?;
+                conn.prepare_cached("PRAGMA data_version")
+                    .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
+                    .map(|v| v as u64)
+                    .map_err(codec::db_err)
+            }
+        }
+    }
+
     /// Runs `f` on the writer connection, off the async runtime.
     async fn write<T: Send + 'static>(
         &self,
@@ -226,7 +270,11 @@ impl SqliteStore {
                 .writer
                 .lock()
                 .map_err(|_| StoreError::Other("writer lock poisoned".into()))?;
-            f(&conn)
+            let written = f(&conn);
+            if let Changes::Counted(n) = &inner.changes {
+                n.fetch_add(1, Ordering::AcqRel);
+            }
+            written
         })
         .await
         .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?

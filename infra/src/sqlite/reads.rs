@@ -195,6 +195,10 @@ impl TaskReadModel for SqliteStore {
         self.read_now(move |conn| complete_view(conn, head, view))
     }
 
+    async fn change_stamp(&self) -> Result<Option<u64>, StoreError> {
+        self.stamp().map(Some)
+    }
+
     async fn count_by_state(
         &self,
         who: &Principal,

@@ -1,6 +1,7 @@
 //! The writer thread: commits queued by appends are applied in groups, many per SQLite
 //! transaction, each in its own savepoint (group commit).
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, TransactionBehavior};
@@ -21,7 +22,12 @@ pub(super) struct WriteJob {
 
 /// Applies queued commits, many per transaction, each in its own savepoint so that one
 /// refused commit does not affect the others. Replies only after the transaction is durable.
-pub(super) fn writer_loop(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::Receiver<WriteJob>) {
+/// `commits` (a private in-memory store's change stamp) counts the transactions committed.
+pub(super) fn writer_loop(
+    conn: Arc<Mutex<Connection>>,
+    jobs: std::sync::mpsc::Receiver<WriteJob>,
+    commits: Option<Arc<AtomicU64>>,
+) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
         while batch.len() < MAX_GROUP_COMMIT {
@@ -37,6 +43,10 @@ pub(super) fn writer_loop(conn: Arc<Mutex<Connection>>, jobs: std::sync::mpsc::R
                 .map(|_| Err(StoreError::Other("writer lock poisoned".into())))
                 .collect(),
         };
+        if let Some(n) = &commits {
+            // Before any reply: a reader that learns of a commit sees the stamp moved.
+            n.fetch_add(1, Ordering::AcqRel);
+        }
         for (job, result) in batch.into_iter().zip(results) {
             // The requester may have gone away; its commit stands regardless.
             let _ = job.reply.send(result);

@@ -11,6 +11,7 @@ mod generations;
 
 use std::sync::Arc;
 
+use serde_json::value::RawValue;
 use serde_json::Value;
 use taskledger_domain::card_extended::extended_card;
 use taskledger_domain::error::ErrorKind;
@@ -214,6 +215,9 @@ pub struct Context {
     pub version: ProtocolVersion,
     /// The public agent card as this binding serves it (set for GetExtendedAgentCard).
     pub card: Option<Arc<crate::card::PublicCard>>,
+    /// The binding sends results as ProtoJSON: a result may come already serialised
+    /// (`Outcome::Json`).
+    pub json_results: bool,
 }
 
 impl Context {
@@ -225,6 +229,7 @@ impl Context {
             last_event_id: None,
             version: ProtocolVersion::default(),
             card: None,
+            json_results: false,
         }
     }
 
@@ -248,6 +253,9 @@ pub enum Outcome {
     Stream(TaskStream),
     /// GetExtendedAgentCard.
     Card(Box<AgentCard>),
+    /// A result already serialised as ProtoJSON (only for bindings that asked for one:
+    /// `Context::json_results`).
+    Json(Arc<RawValue>),
 }
 
 impl std::fmt::Debug for Outcome {
@@ -286,6 +294,7 @@ impl serde::Serialize for Outcome {
             Self::PushConfigs(r) => r.serialize(s),
             Self::Empty => s.serialize_map(Some(0))?.end(),
             Self::Card(c) => c.serialize(s),
+            Self::Json(j) => j.serialize(s),
             Self::Stream(_) => Err(S::Error::custom("a stream has no single result")),
         }
     }
@@ -307,6 +316,28 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
     let outcome = match op {
         Operation::SendMessage(req) => {
             Outcome::Sent(svc.send_message(who, req, ctx.idempotency).await?)
+        }
+        // As sent before, while the task has not changed (ADR 026).
+        Operation::GetTask(req) if ctx.json_results => {
+            let version = ctx.version;
+            let render = |task| match generations::outcome_for(version, Outcome::Task(task)) {
+                Outcome::Task(t) => {
+                    serde_json::value::to_raw_value(&t)
+                        .map(Arc::from)
+                        .map_err(|e| {
+                            AppError::protocol(
+                                ErrorKind::Internal,
+                                format!("cannot serialise the result: {e}"),
+                            )
+                        })
+                }
+                other => Err(AppError::protocol(
+                    ErrorKind::Internal,
+                    format!("a task rendered as {other:?}"),
+                )),
+            };
+            let variant = u8::from(version.generations());
+            Outcome::Json(svc.get_task_rendered(who, req, variant, render).await?)
         }
         Operation::GetTask(req) => Outcome::Task(svc.get_task(who, req).await?),
         Operation::ListTasks(req) => Outcome::Tasks(svc.list_tasks(who, req).await?),

@@ -4,6 +4,7 @@
 //! small `TaskPort` it implements (`crate::agent::TaskPort`), never the other way round.
 
 mod agent_port;
+mod answers;
 mod cache;
 mod cancel;
 mod commit;
@@ -32,6 +33,7 @@ use tokio::sync::{broadcast, mpsc};
 use crate::agent::Agent;
 use crate::error::AppError;
 
+pub use answers::{ANSWER_CACHE_BYTES, ANSWER_MAX_BYTES};
 pub use cache::STATE_CACHE_TASKS;
 pub use commit::MAX_COMMAND_ATTEMPTS;
 
@@ -69,6 +71,8 @@ pub struct ServiceSettings {
     /// Tasks whose latest state is kept in memory, in front of a store where that pays
     /// (0: none; ADR 025).
     pub state_cache: usize,
+    /// Bytes of GetTask answers kept while the store has not changed (0: none; ADR 026).
+    pub answer_cache: usize,
 }
 
 /// `ServiceSettings::long_poll_max` unless configured (below API Gateway's 29 s on Lambda).
@@ -103,6 +107,7 @@ impl Default for ServiceSettings {
             max_streams: None,
             secrets: None,
             state_cache: STATE_CACHE_TASKS,
+            answer_cache: ANSWER_CACHE_BYTES,
         }
     }
 }
@@ -133,6 +138,7 @@ pub struct Service {
     task_limiter: Option<crate::limits::RateLimiter>,
     stream_limit: Option<Arc<crate::limits::StreamLimit>>,
     states: Option<cache::StateCache>,
+    answers: Option<answers::AnswerCache>,
 }
 
 /// Who may act on a task: a client (must own it) or the agent (acts on any task it is given).
@@ -192,6 +198,8 @@ impl Service {
         let max_streams = settings.max_streams;
         let states = (settings.state_cache > 0 && store.keeps_states())
             .then(|| cache::StateCache::new(settings.state_cache));
+        let answers =
+            (settings.answer_cache > 0).then(|| answers::AnswerCache::new(settings.answer_cache));
         let svc = Arc::new(Self {
             hub,
             store,
@@ -207,6 +215,7 @@ impl Service {
             task_limiter: task_limit.map(crate::limits::RateLimiter::new),
             stream_limit: max_streams.map(crate::limits::StreamLimit::new),
             states,
+            answers,
         });
         if let Some(queue) = queue {
             dispatch::start(&svc, queue);

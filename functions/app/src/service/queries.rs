@@ -10,6 +10,11 @@ use taskledger_domain::wire::{
     GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, Task, TaskState,
 };
 
+use std::sync::Arc;
+
+use serde_json::value::RawValue;
+
+use super::answers::{AnswerKey, Audience, Lookup};
 use super::{task_id_of, Actor, Service};
 use crate::error::AppError;
 
@@ -69,11 +74,62 @@ impl Service {
     }
 
     pub async fn get_task(&self, who: &Principal, req: GetTaskRequest) -> Result<Task, AppError> {
+        let (task_id, history) = self.get_task_request(who, &req).await?;
+        self.view(who, &task_id, history, true).await
+    }
+
+    /// GetTask's answer as `render` makes it (`variant` tells renderings apart), served from
+    /// the answers kept while nothing has been committed to the store since they were read
+    /// (ADR 026); read, rendered and kept otherwise.
+    pub async fn get_task_rendered(
+        &self,
+        who: &Principal,
+        req: GetTaskRequest,
+        variant: u8,
+        render: impl FnOnce(Task) -> Result<Arc<RawValue>, AppError>,
+    ) -> Result<Arc<RawValue>, AppError> {
+        let (task_id, history) = self.get_task_request(who, &req).await?;
+        let kept = match (&self.answers, req.current_generation) {
+            // A long poll's answer is the task as the wait left it.
+            (Some(cache), None) => self.reads.change_stamp().await?.map(|s| (cache, s)),
+            _ => None,
+        };
+        let Some((cache, stamp)) = kept else {
+            return render(self.view(who, &task_id, history, true).await?);
+        };
+        let key = AnswerKey {
+            task_id,
+            history,
+            variant,
+        };
+        if let Lookup::Hit(json) = cache.get(&key, stamp, who) {
+            return Ok(json);
+        }
+        let v = self
+            .reads
+            .get(who, &key.task_id, ViewOptions::exact(history, true))
+            .await?
+            .ok_or_else(|| AppError::task_not_found(key.task_id.as_str()))?;
+        let audience = Audience {
+            owner: v.head.owner.clone(),
+            shared: v.head.shared_with(),
+        };
+        let json = render(assemble(&v.head, v.history, v.chunks))?;
+        cache.put(key, stamp, audience, json.clone());
+        Ok(json)
+    }
+
+    /// A GetTask's task id and history length, once a long poll (draft A2A 1.1:
+    /// `currentGeneration`) has seen the task move past the generation it names, or timed out.
+    async fn get_task_request(
+        &self,
+        who: &Principal,
+        req: &GetTaskRequest,
+    ) -> Result<(TaskId, HistoryLength), AppError> {
         let history = HistoryLength::parse(req.history_length)
             .map_err(|e| AppError::invalid_params("historyLength", e))?;
         let task_id = task_id_of(&req.id)?;
         if let Some(seen) = req.current_generation {
-            // Long-poll (draft A2A 1.1): answer once the task moved past `seen`, or at the bound.
             self.load_visible(Actor::Client(who), &task_id).await?;
             let bound = self.settings.long_poll_max;
             self.wait_for(&task_id, bound, None, |s| {
@@ -81,7 +137,7 @@ impl Service {
             })
             .await?;
         }
-        self.view(who, &task_id, history, true).await
+        Ok((task_id, history))
     }
 
     pub async fn list_tasks(
