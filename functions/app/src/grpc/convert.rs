@@ -29,6 +29,9 @@ pub const FILE_DESCRIPTOR_SET: &[u8] =
 /// Name of the request object in an InvalidParams field path (`request.message.parts`).
 pub const REQUEST_ROOT: &str = "request";
 
+/// The message a Task result is written as.
+pub const TASK_MESSAGE: &str = "lf.a2a.v1.Task";
+
 pub(super) fn pool() -> &'static DescriptorPool {
     static POOL: OnceLock<DescriptorPool> = OnceLock::new();
     POOL.get_or_init(|| {

@@ -21,7 +21,7 @@ use super::errors::status;
 use super::routes::Rpc;
 use crate::error::AppError;
 use crate::identity::Authenticator;
-use crate::operations::{self, Context, Method, Operation, Outcome, Reply};
+use crate::operations::{self, Context, Method, Operation, Outcome, Reply, TaskEncoding};
 use crate::request::{self, EXTENSIONS_HEADER, VERSION_HEADER};
 use crate::service::Service;
 
@@ -36,6 +36,12 @@ pub const LAST_EVENT_ID_METADATA: &str = "last-event-id";
 pub const SCOPE_METADATA: &str = "taskledger-scope";
 /// gRPC metadata key making task creation safe to retry (the `Idempotency-Key` header).
 pub const IDEMPOTENCY_METADATA: &str = "idempotency-key";
+
+/// How gRPC writes a Task result: the `lf.a2a.v1.Task` message's bytes.
+const PROTOBUF_TASKS: TaskEncoding = TaskEncoding {
+    id: 1,
+    encode: |outcome| convert::reply_to_bytes(convert::TASK_MESSAGE, outcome),
+};
 
 /// The gRPC binding: the service it translates onto and who may call it.
 #[derive(Clone)]
@@ -102,6 +108,7 @@ impl A2aGrpc {
         ctx.last_event_id = metadata_text(metadata, LAST_EVENT_ID_METADATA).map(str::to_string);
         ctx.version = version;
         ctx.card = self.card.clone();
+        ctx.task_encoding = Some(PROTOBUF_TASKS);
         Ok((ctx, owned))
     }
 
@@ -161,8 +168,10 @@ impl A2aGrpc {
         if rpc.method == Method::DeleteTaskPushNotificationConfig {
             return Ok(Response::new(Vec::new()));
         }
-        let message =
-            convert::reply_to_bytes(&rpc.output, &reply.outcome).map_err(|e| self.fail(&e))?;
+        let message = match &reply.outcome {
+            Outcome::Encoded(bytes) => bytes.to_vec(),
+            outcome => convert::reply_to_bytes(&rpc.output, outcome).map_err(|e| self.fail(&e))?,
+        };
         let mut response = Response::new(message);
         if let Some(v) = reply.extensions.header().and_then(|h| h.parse().ok()) {
             response.metadata_mut().insert(EXTENSIONS_METADATA, v);

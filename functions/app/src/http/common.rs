@@ -12,7 +12,7 @@ use taskledger_domain::ids::IdempotencyKey;
 
 use super::{IDEMPOTENCY_HEADER, MAX_BODY_BYTES, VERSION_HEADER};
 use crate::error::AppError;
-use crate::operations::{Extensions, Outcome};
+use crate::operations::{Extensions, Outcome, TaskEncoding};
 use crate::request::{self, EXTENSIONS_HEADER};
 
 /// The body, refused as PayloadTooLarge past `MAX_BODY_BYTES` (by its declared length before
@@ -135,23 +135,33 @@ pub fn log_refusal(e: &AppError) {
 /// A result's body, serialised straight from the typed outcome: bare (HTTP+JSON), or as the
 /// `result` of the JSON-RPC response to `rpc_id`.
 pub fn result_body(outcome: &Outcome, rpc_id: Option<&Value>) -> Result<Vec<u8>, AppError> {
-    let failed = |e: serde_json::Error| {
-        AppError::protocol(
-            ErrorKind::Internal,
-            format!("cannot serialise the result: {e}"),
-        )
-    };
     let mut out = Vec::with_capacity(RESULT_CAPACITY);
     if let Some(id) = rpc_id {
         out.extend_from_slice(br#"{"jsonrpc":"2.0","id":"#);
-        serde_json::to_writer(&mut out, id).map_err(failed)?;
+        serde_json::to_writer(&mut out, id).map_err(not_serialised)?;
         out.extend_from_slice(br#","result":"#);
     }
-    serde_json::to_writer(&mut out, outcome).map_err(failed)?;
+    match outcome {
+        Outcome::Encoded(json) => out.extend_from_slice(json),
+        other => serde_json::to_writer(&mut out, other).map_err(not_serialised)?,
+    }
     if rpc_id.is_some() {
         out.push(b'}');
     }
     Ok(out)
+}
+
+/// How the HTTP bindings write a Task result: ProtoJSON.
+pub const JSON_TASKS: TaskEncoding = TaskEncoding {
+    id: 0,
+    encode: |outcome| serde_json::to_vec(outcome).map_err(not_serialised),
+};
+
+fn not_serialised(e: serde_json::Error) -> AppError {
+    AppError::protocol(
+        ErrorKind::Internal,
+        format!("cannot serialise the result: {e}"),
+    )
 }
 
 /// Room reserved for a result's body (a task with a short history fits).

@@ -181,7 +181,7 @@ async fn handle(
         ctx.requested_extensions = common::requested_extensions(&parts.headers);
         ctx.last_event_id = sse::last_event_id(&parts.headers);
         ctx.version = version;
-        ctx.json_results = true;
+        ctx.task_encoding = Some(common::JSON_TASKS);
         if method == Method::GetExtendedAgentCard.name() {
             ctx.card = Some(Arc::new(super::card::public_card(state, &parts.headers)));
         }

@@ -11,7 +11,6 @@ mod generations;
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
 use serde_json::Value;
 use taskledger_domain::card_extended::extended_card;
 use taskledger_domain::error::ErrorKind;
@@ -215,9 +214,17 @@ pub struct Context {
     pub version: ProtocolVersion,
     /// The public agent card as this binding serves it (set for GetExtendedAgentCard).
     pub card: Option<Arc<crate::card::PublicCard>>,
-    /// The binding sends results as ProtoJSON: a result may come already serialised
-    /// (`Outcome::Json`).
-    pub json_results: bool,
+    /// How the binding writes a Task result: given, GetTask's result may come already
+    /// written that way (`Outcome::Encoded`, ADR 026).
+    pub task_encoding: Option<TaskEncoding>,
+}
+
+/// How a binding writes a Task result (ProtoJSON on the HTTP bindings, protobuf on gRPC).
+#[derive(Debug, Clone, Copy)]
+pub struct TaskEncoding {
+    /// Tells encodings apart: an answer written in one is never sent in another.
+    pub id: u8,
+    pub encode: fn(&Outcome) -> Result<Vec<u8>, AppError>,
 }
 
 impl Context {
@@ -229,7 +236,7 @@ impl Context {
             last_event_id: None,
             version: ProtocolVersion::default(),
             card: None,
-            json_results: false,
+            task_encoding: None,
         }
     }
 
@@ -253,9 +260,9 @@ pub enum Outcome {
     Stream(TaskStream),
     /// GetExtendedAgentCard.
     Card(Box<AgentCard>),
-    /// A result already serialised as ProtoJSON (only for bindings that asked for one:
-    /// `Context::json_results`).
-    Json(Arc<RawValue>),
+    /// A result already written in the binding's encoding (`Context::task_encoding`): sent
+    /// as it is.
+    Encoded(Arc<[u8]>),
 }
 
 impl std::fmt::Debug for Outcome {
@@ -294,7 +301,7 @@ impl serde::Serialize for Outcome {
             Self::PushConfigs(r) => r.serialize(s),
             Self::Empty => s.serialize_map(Some(0))?.end(),
             Self::Card(c) => c.serialize(s),
-            Self::Json(j) => j.serialize(s),
+            Self::Encoded(_) => Err(S::Error::custom("an encoded result is sent as it is")),
             Self::Stream(_) => Err(S::Error::custom("a stream has no single result")),
         }
     }
@@ -318,28 +325,18 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
             Outcome::Sent(svc.send_message(who, req, ctx.idempotency).await?)
         }
         // As sent before, while the task has not changed (ADR 026).
-        Operation::GetTask(req) if ctx.json_results => {
-            let version = ctx.version;
-            let render = |task| match generations::outcome_for(version, Outcome::Task(task)) {
-                Outcome::Task(t) => {
-                    serde_json::value::to_raw_value(&t)
-                        .map(Arc::from)
-                        .map_err(|e| {
-                            AppError::protocol(
-                                ErrorKind::Internal,
-                                format!("cannot serialise the result: {e}"),
-                            )
-                        })
-                }
-                other => Err(AppError::protocol(
-                    ErrorKind::Internal,
-                    format!("a task rendered as {other:?}"),
-                )),
-            };
-            let variant = u8::from(version.generations());
-            Outcome::Json(svc.get_task_rendered(who, req, variant, render).await?)
-        }
-        Operation::GetTask(req) => Outcome::Task(svc.get_task(who, req).await?),
+        Operation::GetTask(req) => match ctx.task_encoding {
+            Some(encoding) => {
+                let version = ctx.version;
+                let render = |task| {
+                    let outcome = generations::outcome_for(version, Outcome::Task(task));
+                    (encoding.encode)(&outcome).map(Arc::from)
+                };
+                let variant = encoding.id * 2 + u8::from(version.generations());
+                Outcome::Encoded(svc.get_task_rendered(who, req, variant, render).await?)
+            }
+            None => Outcome::Task(svc.get_task(who, req).await?),
+        },
         Operation::ListTasks(req) => Outcome::Tasks(svc.list_tasks(who, req).await?),
         Operation::CancelTask(req) => Outcome::Task(svc.cancel_task(who, req).await?),
         Operation::CreatePushConfig(req) => {

@@ -1,4 +1,4 @@
-//! GetTask's answers as they were sent (ProtoJSON), kept while the store's change stamp says
+//! GetTask's answers as they were sent (in the binding's encoding), kept while the store's change stamp says
 //! nothing has been committed since they were read (ADR 026): a client polling a task that has
 //! not moved gets the same bytes without a read of the store. Any commit, by this process or
 //! another on the same store, moves the stamp; then every answer is read afresh.
@@ -6,7 +6,6 @@
 use std::sync::{Arc, Mutex};
 
 use hashlink::LruCache;
-use serde_json::value::RawValue;
 use taskledger_domain::ids::{HistoryLength, Principal, TaskId};
 
 /// Bytes of answers kept at most (the least recently used go first).
@@ -41,19 +40,19 @@ impl Audience {
 struct Entry {
     stamp: u64,
     audience: Audience,
-    json: Arc<RawValue>,
+    answer: Arc<[u8]>,
 }
 
 impl Entry {
     fn cost(&self) -> usize {
-        self.json.get().len() + ENTRY_OVERHEAD
+        self.answer.len() + ENTRY_OVERHEAD
     }
 }
 
 /// What the cache knows of an answer.
 pub(crate) enum Lookup {
     /// Current, and the caller may see it.
-    Hit(Arc<RawValue>),
+    Hit(Arc<[u8]>),
     /// Not kept, or kept from before the last commit: read it.
     Miss,
 }
@@ -86,14 +85,16 @@ impl AnswerCache {
             return Lookup::Miss;
         };
         match inner.entries.get(key) {
-            Some(e) if e.stamp == stamp && e.audience.includes(who) => Lookup::Hit(e.json.clone()),
+            Some(e) if e.stamp == stamp && e.audience.includes(who) => {
+                Lookup::Hit(e.answer.clone())
+            }
             _ => Lookup::Miss,
         }
     }
 
     /// Keeps an answer read after `stamp` was taken (older ones for the key go).
-    pub(crate) fn put(&self, key: AnswerKey, stamp: u64, audience: Audience, json: Arc<RawValue>) {
-        if json.get().len() > ANSWER_MAX_BYTES {
+    pub(crate) fn put(&self, key: AnswerKey, stamp: u64, audience: Audience, answer: Arc<[u8]>) {
+        if answer.len() > ANSWER_MAX_BYTES {
             return;
         }
         let Ok(mut inner) = self.inner.lock() else {
@@ -102,7 +103,7 @@ impl AnswerCache {
         let entry = Entry {
             stamp,
             audience,
-            json,
+            answer,
         };
         inner.bytes += entry.cost();
         if let Some(old) = inner.entries.insert(key, entry) {
@@ -139,8 +140,8 @@ mod tests {
     fn bob() -> Principal {
         Principal::new("acme", "bob").unwrap()
     }
-    fn json(s: &str) -> Arc<RawValue> {
-        Arc::from(RawValue::from_string(s.to_string()).unwrap())
+    fn json(s: &str) -> Arc<[u8]> {
+        Arc::from(s.as_bytes())
     }
     fn owned_by(p: Principal) -> Audience {
         Audience {
@@ -150,7 +151,7 @@ mod tests {
     }
     fn hit(l: Lookup) -> Option<String> {
         match l {
-            Lookup::Hit(j) => Some(j.get().to_string()),
+            Lookup::Hit(j) => Some(String::from_utf8(j.to_vec()).unwrap()),
             Lookup::Miss => None,
         }
     }

@@ -12,8 +12,6 @@ use taskledger_domain::wire::{
 
 use std::sync::Arc;
 
-use serde_json::value::RawValue;
-
 use super::answers::{AnswerKey, Audience, Lookup};
 use super::{task_id_of, Actor, Service};
 use crate::error::AppError;
@@ -86,8 +84,8 @@ impl Service {
         who: &Principal,
         req: GetTaskRequest,
         variant: u8,
-        render: impl FnOnce(Task) -> Result<Arc<RawValue>, AppError>,
-    ) -> Result<Arc<RawValue>, AppError> {
+        render: impl FnOnce(Task) -> Result<Arc<[u8]>, AppError>,
+    ) -> Result<Arc<[u8]>, AppError> {
         let (task_id, history) = self.get_task_request(who, &req).await?;
         let kept = match (&self.answers, req.current_generation) {
             // A long poll's answer is the task as the wait left it.
@@ -102,8 +100,8 @@ impl Service {
             history,
             variant,
         };
-        if let Lookup::Hit(json) = cache.get(&key, stamp, who) {
-            return Ok(json);
+        if let Lookup::Hit(answer) = cache.get(&key, stamp, who) {
+            return Ok(answer);
         }
         let v = self
             .reads
@@ -114,9 +112,9 @@ impl Service {
             owner: v.head.owner.clone(),
             shared: v.head.shared_with(),
         };
-        let json = render(assemble(&v.head, v.history, v.chunks))?;
-        cache.put(key, stamp, audience, json.clone());
-        Ok(json)
+        let answer = render(assemble(&v.head, v.history, v.chunks))?;
+        cache.put(key, stamp, audience, answer.clone());
+        Ok(answer)
     }
 
     /// A GetTask's task id and history length, once a long poll (draft A2A 1.1:
