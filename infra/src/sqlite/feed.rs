@@ -21,11 +21,13 @@ impl WorkFeed for SqliteStore {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT pos, task_id, seq, event_type, pushed FROM feed WHERE pos > ?1 \
-                     ORDER BY pos LIMIT ?2",
+                     ORDER BY pos",
                 )
                 .map_err(db_err)?;
+            // No `LIMIT ?`: SQLite compiles a bound LIMIT into the plan and prepares the
+            // statement again at every call; the rows are stepped lazily instead.
             let rows = stmt
-                .query_map(params![cursor as i64, limit as i64], |r| {
+                .query_map(params![cursor as i64], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
                         r.get::<_, String>(1)?,
@@ -36,7 +38,7 @@ impl WorkFeed for SqliteStore {
                 })
                 .map_err(db_err)?;
             let mut entries = Vec::new();
-            for row in rows {
+            for row in rows.take(limit as usize) {
                 let (pos, task_id, seq, event_type, pushed) = row.map_err(db_err)?;
                 // Rows are written with a commit's task id; one that does not read as a task
                 // id (a manual edit) is skipped rather than allowed to stop the feed.

@@ -33,6 +33,9 @@ const WRITER_CACHE_KIB: i64 = 8_000;
 /// Page cache of each reader, in KiB: a reader's cache starts empty after every commit of the
 /// writer (WAL), so it only ever holds what one read touches.
 const READER_CACHE_KIB: i64 = 1_000;
+/// Prepared statements each connection keeps (rusqlite's default, 16, is fewer than the writer
+/// uses: a commit, the feed's cursor and the push outbox).
+const STATEMENT_CACHE: usize = 64;
 /// Page cache of the connection that watches for commits (it reads the file's header only).
 const WATCHER_CACHE_KIB: i64 = 64;
 /// WAL pages after which the writer checkpoints itself: only when the checkpointer thread,
@@ -86,6 +89,7 @@ enum Changes {
 
 fn configure(conn: &Connection, wal: bool, cache_kib: i64) -> rusqlite::Result<()> {
     conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     if wal {
         conn.pragma_update(None, "journal_mode", "WAL")?;
         // Durable across a crash of the process; an OS crash may lose the last commits (ADR 002).

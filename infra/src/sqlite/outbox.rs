@@ -124,11 +124,12 @@ impl PushOutbox for SqliteStore {
                     "SELECT o.id, o.delivery, o.attempts, o.first_ms FROM push_outbox o \
                      WHERE o.dead = 0 AND o.due_ms <= ?1 \
                      AND o.id = (SELECT MIN(id) FROM push_outbox WHERE grp = o.grp AND dead = 0) \
-                     ORDER BY o.due_ms, o.id LIMIT ?2",
+                     ORDER BY o.due_ms, o.id",
                 )
                 .map_err(db_err)?;
+            // Stepped lazily, not `LIMIT ?` (a bound LIMIT prepares the statement again).
             let rows = stmt
-                .query_map(params![now_ms, i64::from(limit) + busy.len() as i64], |r| {
+                .query_map(params![now_ms], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
                         r.get::<_, String>(1)?,
@@ -139,6 +140,9 @@ impl PushOutbox for SqliteStore {
                 .map_err(db_err)?;
             let mut out = Vec::new();
             for row in rows {
+                if out.len() >= limit as usize {
+                    break;
+                }
                 let (id, delivery, attempts, first_ms) = row.map_err(db_err)?;
                 if busy.contains(&(id as u64)) {
                     continue;
@@ -149,9 +153,6 @@ impl PushOutbox for SqliteStore {
                     attempts: attempts as u32,
                     first_attempt_ms: first_ms,
                 });
-                if out.len() >= limit as usize {
-                    break;
-                }
             }
             Ok(out)
         })
@@ -222,11 +223,12 @@ impl PushOutbox for SqliteStore {
             let mut stmt = conn
                 .prepare_cached(
                     "SELECT id, delivery, attempts, COALESCE(reason, '') FROM push_outbox \
-                     WHERE dead = 1 ORDER BY id LIMIT ?1",
+                     WHERE dead = 1 ORDER BY id",
                 )
                 .map_err(db_err)?;
+            // Stepped lazily, not `LIMIT ?` (a bound LIMIT prepares the statement again).
             let rows = stmt
-                .query_map(params![limit], |r| {
+                .query_map([], |r| {
                     Ok((
                         r.get::<_, i64>(0)?,
                         r.get::<_, String>(1)?,
@@ -235,16 +237,17 @@ impl PushOutbox for SqliteStore {
                     ))
                 })
                 .map_err(db_err)?;
-            rows.map(|row| {
-                let (id, delivery, attempts, reason) = row.map_err(db_err)?;
-                Ok(DeadLetter {
-                    id: id as u64,
-                    delivery: parse(&delivery)?,
-                    attempts: attempts as u32,
-                    reason,
+            rows.take(limit as usize)
+                .map(|row| {
+                    let (id, delivery, attempts, reason) = row.map_err(db_err)?;
+                    Ok(DeadLetter {
+                        id: id as u64,
+                        delivery: parse(&delivery)?,
+                        attempts: attempts as u32,
+                        reason,
+                    })
                 })
-            })
-            .collect()
+                .collect()
         })
     }
 
