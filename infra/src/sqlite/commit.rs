@@ -1,47 +1,179 @@
-//! What one commit writes, inside the writer's transaction: message and idempotency keys, the
-//! version check, events, the feed of work after the commit, the head and the read model.
+//! What one commit writes, as rows: prepared on the committing task's thread (every JSON column
+//! serialised there), then applied by the writer thread inside its transaction — first the
+//! checks (message and idempotency keys, the version), then the writes (events, the feed of
+//! work after the commit, the head and the read model). A commit refused by a check has written
+//! nothing, so commits share a transaction without a savepoint each.
 
 use rusqlite::{params, Connection, OptionalExtension};
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::{Commit, StoreError, SNAPSHOT_SCHEMA};
+use taskledger_domain::ports::{
+    Commit, IdempotencyRecord, MessageKey, StoreError, SNAPSHOT_SCHEMA,
+};
 use taskledger_domain::projection::ReadWrite;
 use taskledger_domain::turns::WORK_EVENT;
 
 use super::codec::{db_err, head_version, is_constraint, json};
 
-/// A deleted config's pending deliveries go with it, in the same transaction.
-fn drop_deleted_configs_deliveries(tx: &Connection, c: &Commit) -> Result<(), StoreError> {
-    for e in &c.events {
-        if e.event_type == "PushConfigDeleted" {
-            if let Some(id) = e
-                .payload
-                .pointer("/PushConfigDeleted/id")
-                .and_then(|v| v.as_str())
-            {
-                tx.prepare_cached(
-                    "DELETE FROM push_outbox WHERE task_id = ?1 AND config_id = ?2 AND dead = 0",
-                )
-                .and_then(|mut st| st.execute(params![c.task_id.as_str(), id]))
-                .map_err(db_err)?;
-            }
-        }
-    }
-    Ok(())
+/// A commit as the rows it writes.
+pub(super) struct CommitRows {
+    task_id: String,
+    expected_version: u64,
+    /// A user message's key: a retry appends nothing.
+    message_key: Option<MessageKey>,
+    idempotency: Option<IdempotencyRecord>,
+    events: Vec<EventRow>,
+    /// Configs a `PushConfigDeleted` removed: their pending deliveries go with them.
+    deleted_configs: Vec<String>,
+    head: HeadRow,
+    /// Whom the task is shared with, when that changed.
+    members: Option<Vec<(String, String)>>,
+    writes: Vec<RowWrite>,
 }
 
-pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError> {
-    let head = c
-        .head()
-        .ok_or_else(|| StoreError::Other("a commit must leave a created task".into()))?;
-    let task_id = c.task_id.as_str();
+struct EventRow {
+    seq: i64,
+    event_type: String,
+    event_version: String,
+    payload: String,
+    recorded_at: i64,
+    generation: Option<i64>,
+    status_state: Option<&'static str>,
+    status_body: Option<String>,
+    /// The feed entry the event makes (a work request, or a pushed update's body).
+    feed: Option<Option<String>>,
+}
+
+struct HeadRow {
+    tenant: String,
+    owner: String,
+    context_id: String,
+    state: &'static str,
+    status_nanos: i64,
+    version: i64,
+    snapshot: String,
+}
+
+enum RowWrite {
+    History {
+        pos: i64,
+        message: String,
+    },
+    ArtifactReset {
+        ord: i64,
+    },
+    ArtifactChunk {
+        ord: i64,
+        chunk: i64,
+        artifact: String,
+    },
+}
+
+impl CommitRows {
+    /// The rows of `c`, every JSON column serialised.
+    pub(super) fn of(c: &Commit) -> Result<Self, StoreError> {
+        let head = c
+            .head()
+            .ok_or_else(|| StoreError::Other("a commit must leave a created task".into()))?;
+        let events = c
+            .events
+            .iter()
+            .map(|e| {
+                let status = e.update.as_ref().and_then(|u| u.status.as_ref());
+                let pushed = c.pushes.iter().find(|p| p.seq == e.seq).map(|p| &p.body);
+                let feed =
+                    (e.event_type == WORK_EVENT || pushed.is_some()).then(|| pushed.cloned());
+                Ok(EventRow {
+                    seq: e.seq as i64,
+                    event_type: e.event_type.clone(),
+                    event_version: e.event_version.clone(),
+                    payload: json(&e.payload)?,
+                    recorded_at: e.recorded_at.unix_nanos(),
+                    generation: e.update.as_ref().map(|u| u.generation as i64),
+                    status_state: status.map(|s| s.state.as_str()),
+                    status_body: status.map(|s| s.body.clone()),
+                    feed,
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        let deleted_configs = c
+            .events
+            .iter()
+            .filter(|e| e.event_type == "PushConfigDeleted")
+            .filter_map(|e| e.payload.pointer("/PushConfigDeleted/id")?.as_str())
+            .map(str::to_string)
+            .collect();
+        let writes = c
+            .writes
+            .iter()
+            .map(|w| {
+                Ok(match w {
+                    ReadWrite::History(h) => RowWrite::History {
+                        pos: h.pos as i64,
+                        message: json(&h.message)?,
+                    },
+                    ReadWrite::ArtifactReset { ord, .. } => {
+                        RowWrite::ArtifactReset { ord: *ord as i64 }
+                    }
+                    ReadWrite::ArtifactChunk(ch) => RowWrite::ArtifactChunk {
+                        ord: ch.ord as i64,
+                        chunk: ch.chunk as i64,
+                        artifact: json(&ch.artifact)?,
+                    },
+                })
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(Self {
+            task_id: c.task_id.to_string(),
+            expected_version: c.expected_version,
+            message_key: c.message_key.clone(),
+            idempotency: c.idempotency.clone(),
+            events,
+            deleted_configs,
+            head: HeadRow {
+                tenant: head.owner.tenant.to_string(),
+                owner: head.owner.subject.to_string(),
+                context_id: head.context_id.to_string(),
+                state: head.status.state.as_str(),
+                status_nanos: head
+                    .status
+                    .timestamp
+                    .unwrap_or(head.created_at)
+                    .unix_nanos(),
+                version: c.snapshot.version as i64,
+                snapshot: json(&c.snapshot)?,
+            },
+            members: c.sharing.changed.then(|| {
+                c.sharing
+                    .members
+                    .iter()
+                    .map(|m| (m.tenant.to_string(), m.subject.to_string()))
+                    .collect()
+            }),
+            writes,
+        })
+    }
+}
+
+#[cfg(test)]
+impl CommitRows {
+    pub(super) fn events_len(&self) -> usize {
+        self.events.len()
+    }
+}
+
+/// Whether the commit may be written: its message and idempotency keys are new and the task
+/// is still at the version the commit was decided on. Reads only.
+pub(super) fn check(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
     if let Some(k) = &c.message_key {
-        let n = tx
+        let seen = tx
             .prepare_cached(
-                "INSERT OR IGNORE INTO message_keys (task_id, message_id, fingerprint) VALUES (?1, ?2, ?3)",
+                "SELECT 1 FROM message_keys WHERE task_id = ?1 AND message_id = ?2 AND fingerprint = ?3",
             )
-            .and_then(|mut s| s.execute(params![k.task_id.as_str(), k.message_id.as_str(), k.fingerprint]))
+            .and_then(|mut s| {
+                s.exists(params![k.task_id.as_str(), k.message_id.as_str(), k.fingerprint])
+            })
             .map_err(db_err)?;
-        if n == 0 {
+        if seen {
             return Err(StoreError::DuplicateMessage(k.message_id.clone()));
         }
     }
@@ -65,6 +197,38 @@ pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError
                 fingerprint,
             });
         }
+    }
+    if head_version(tx, &c.task_id)?.unwrap_or(0) != c.expected_version {
+        return Err(conflict(&c.task_id));
+    }
+    Ok(())
+}
+
+fn conflict(task_id: &str) -> StoreError {
+    match TaskId::parse(task_id) {
+        Ok(id) => StoreError::Conflict(id),
+        Err(e) => StoreError::Corrupt(e),
+    }
+}
+
+/// Writes a checked commit. An error here leaves the transaction with part of the commit: the
+/// writer rolls the whole transaction back.
+pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
+    let task_id = c.task_id.as_str();
+    if let Some(k) = &c.message_key {
+        tx.prepare_cached(
+            "INSERT INTO message_keys (task_id, message_id, fingerprint) VALUES (?1, ?2, ?3)",
+        )
+        .and_then(|mut s| {
+            s.execute(params![
+                k.task_id.as_str(),
+                k.message_id.as_str(),
+                k.fingerprint
+            ])
+        })
+        .map_err(db_err)?;
+    }
+    if let Some(i) = &c.idempotency {
         tx.prepare_cached(
             "INSERT INTO idempotency (tenant, owner, key, fingerprint, task_id) VALUES (?1, ?2, ?3, ?4, ?5)",
         )
@@ -79,9 +243,6 @@ pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError
         })
         .map_err(db_err)?;
     }
-    if head_version(tx, task_id)?.unwrap_or(0) != c.expected_version {
-        return Err(StoreError::Conflict(c.task_id.clone()));
-    }
     {
         let mut ins = tx
             .prepare_cached(
@@ -90,38 +251,43 @@ pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError
             )
             .map_err(db_err)?;
         for e in &c.events {
-            let status = e.update.as_ref().and_then(|u| u.status.as_ref());
             ins.execute(params![
                 task_id,
-                e.seq as i64,
+                e.seq,
                 e.event_type,
                 e.event_version,
-                json(&e.payload)?,
-                e.recorded_at.unix_nanos(),
-                e.update.as_ref().map(|u| u.generation as i64),
-                status.map(|s| s.state.as_str()),
-                status.map(|s| s.body.as_str()),
+                e.payload,
+                e.recorded_at,
+                e.generation,
+                e.status_state,
+                e.status_body,
             ])
             .map_err(|err| {
                 if is_constraint(&err) {
-                    StoreError::Conflict(c.task_id.clone())
+                    conflict(task_id)
                 } else {
                     db_err(err)
                 }
             })?;
             // The feed of work after the commit (agent turns, webhook deliveries), in the same
             // transaction as the event: the relay fans pushed updates out to subscriptions.
-            let pushed = c.pushes.iter().find(|p| p.seq == e.seq).map(|p| &p.body);
-            if e.event_type == WORK_EVENT || pushed.is_some() {
+            if let Some(pushed) = &e.feed {
                 tx.prepare_cached(
                     "INSERT INTO feed (task_id, seq, event_type, pushed) VALUES (?1, ?2, ?3, ?4)",
                 )
-                .and_then(|mut st| st.execute(params![task_id, e.seq as i64, e.event_type, pushed]))
+                .and_then(|mut st| st.execute(params![task_id, e.seq, e.event_type, pushed]))
                 .map_err(db_err)?;
             }
         }
     }
-    drop_deleted_configs_deliveries(tx, c)?;
+    for config_id in &c.deleted_configs {
+        tx.prepare_cached(
+            "DELETE FROM push_outbox WHERE task_id = ?1 AND config_id = ?2 AND dead = 0",
+        )
+        .and_then(|mut st| st.execute(params![task_id, config_id]))
+        .map_err(db_err)?;
+    }
+    let h = &c.head;
     tx.prepare_cached(
         "INSERT OR REPLACE INTO heads (task_id, tenant, owner, context_id, state, status_nanos, version, \
          snapshot_schema, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
@@ -129,52 +295,49 @@ pub(super) fn apply_commit(tx: &Connection, c: &Commit) -> Result<(), StoreError
     .and_then(|mut s| {
         s.execute(params![
             task_id,
-            head.owner.tenant.as_str(),
-            head.owner.subject.as_str(),
-            head.context_id.as_str(),
-            head.status.state.as_str(),
-            head.status.timestamp.unwrap_or(head.created_at).unix_nanos(),
-            c.snapshot.version as i64,
+            h.tenant,
+            h.owner,
+            h.context_id,
+            h.state,
+            h.status_nanos,
+            h.version,
             SNAPSHOT_SCHEMA,
-            json(&c.snapshot).unwrap_or_default()
+            h.snapshot
         ])
     })
     .map_err(db_err)?;
     // Whom the task is shared with: one row per principal, rewritten when the set changes.
-    if c.sharing.changed {
+    if let Some(members) = &c.members {
         tx.prepare_cached("DELETE FROM members WHERE task_id = ?1")
             .and_then(|mut s| s.execute(params![task_id]))
             .map_err(db_err)?;
-        for m in &c.sharing.members {
+        for (tenant, subject) in members {
             tx.prepare_cached(
                 "INSERT OR IGNORE INTO members (tenant, subject, task_id) VALUES (?1, ?2, ?3)",
             )
-            .and_then(|mut s| s.execute(params![m.tenant.as_str(), m.subject.as_str(), task_id]))
+            .and_then(|mut s| s.execute(params![tenant, subject, task_id]))
             .map_err(db_err)?;
         }
     }
     for w in &c.writes {
         match w {
-            ReadWrite::History(h) => tx
+            RowWrite::History { pos, message } => tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO history (task_id, pos, message) VALUES (?1, ?2, ?3)",
                 )
-                .and_then(|mut s| s.execute(params![task_id, h.pos as i64, json(&h.message).unwrap_or_default()])),
-            ReadWrite::ArtifactReset { ord, .. } => tx
+                .and_then(|mut s| s.execute(params![task_id, pos, message])),
+            RowWrite::ArtifactReset { ord } => tx
                 .prepare_cached("DELETE FROM artifact_chunks WHERE task_id = ?1 AND ord = ?2")
-                .and_then(|mut s| s.execute(params![task_id, *ord as i64])),
-            ReadWrite::ArtifactChunk(ch) => tx
+                .and_then(|mut s| s.execute(params![task_id, ord])),
+            RowWrite::ArtifactChunk {
+                ord,
+                chunk,
+                artifact,
+            } => tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO artifact_chunks (task_id, ord, chunk, artifact) VALUES (?1, ?2, ?3, ?4)",
                 )
-                .and_then(|mut s| {
-                    s.execute(params![
-                        task_id,
-                        ch.ord as i64,
-                        ch.chunk as i64,
-                        json(&ch.artifact).unwrap_or_default()
-                    ])
-                }),
+                .and_then(|mut s| s.execute(params![task_id, ord, chunk, artifact])),
         }
         .map_err(db_err)?;
     }

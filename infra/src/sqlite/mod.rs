@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OpenFlags};
 use taskledger_domain::ports::{Commit, StoreError};
 
+use commit::CommitRows;
 use schema::{migrate, SCHEMA};
 use writer::{checkpoint_loop, writer_loop, WriteJob};
 
@@ -196,10 +197,13 @@ impl SqliteStore {
     }
 
     async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+        // Serialised here, on the committing task's thread: the writer thread only writes.
+        let rows = CommitRows::of(&commit)?;
+        drop(commit);
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.inner
             .jobs
-            .send(WriteJob { commit, reply })
+            .send(WriteJob { rows, reply })
             .map_err(|_| StoreError::Unavailable("the SQLite writer has stopped".into()))?;
         answer
             .await

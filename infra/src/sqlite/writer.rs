@@ -1,14 +1,15 @@
 //! The writer thread: commits queued by appends are applied in groups, many per SQLite
-//! transaction, each in its own savepoint (group commit).
+//! transaction (group commit). Each commit is checked before anything of it is written, so a
+//! refused commit leaves nothing behind and needs no savepoint.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-use rusqlite::{Connection, TransactionBehavior};
-use taskledger_domain::ports::{Commit, StoreError};
+use rusqlite::Connection;
+use taskledger_domain::ports::StoreError;
 
 use super::codec::db_err;
-use super::commit::apply_commit;
+use super::commit::{check, write, CommitRows};
 
 /// Most commits applied in one SQLite transaction (group commit).
 pub const MAX_GROUP_COMMIT: usize = 64;
@@ -16,13 +17,12 @@ pub const MAX_GROUP_COMMIT: usize = 64;
 pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 pub(super) struct WriteJob {
-    pub(super) commit: Commit,
+    pub(super) rows: CommitRows,
     pub(super) reply: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
 }
 
-/// Applies queued commits, many per transaction, each in its own savepoint so that one
-/// refused commit does not affect the others. Replies only after the transaction is durable.
-/// `commits` (a private in-memory store's change stamp) counts the transactions committed.
+/// Applies queued commits, many per transaction; replies only after the transaction is
+/// durable. `commits` (a private in-memory store's change stamp) counts the transactions.
 pub(super) fn writer_loop(
     conn: Arc<Mutex<Connection>>,
     jobs: std::sync::mpsc::Receiver<WriteJob>,
@@ -37,7 +37,7 @@ pub(super) fn writer_loop(
             }
         }
         let results = match conn.lock() {
-            Ok(mut c) => apply_group(&mut c, &batch),
+            Ok(c) => apply_group(&c, &batch),
             Err(_) => batch
                 .iter()
                 .map(|_| Err(StoreError::Other("writer lock poisoned".into())))
@@ -54,28 +54,66 @@ pub(super) fn writer_loop(
     }
 }
 
-fn apply_group(conn: &mut Connection, batch: &[WriteJob]) -> Vec<Result<(), StoreError>> {
-    let fail_all = |e: StoreError| batch.iter().map(|_| Err(e.clone())).collect::<Vec<_>>();
-    let mut tx = match conn.transaction_with_behavior(TransactionBehavior::Immediate) {
-        Ok(tx) => tx,
-        Err(e) => return fail_all(db_err(e)),
-    };
-    let mut results = Vec::with_capacity(batch.len());
-    for job in batch {
-        let r = match tx.savepoint() {
-            Ok(sp) => match apply_commit(&sp, &job.commit) {
-                // Dropping an unreleased savepoint rolls it back.
-                Ok(()) => sp.commit().map_err(db_err),
-                Err(e) => Err(e),
-            },
-            Err(e) => Err(db_err(e)),
-        };
-        results.push(r);
+/// One transaction for the batch: each commit checked, then written. A commit whose writes
+/// fail (not a check: the disk, a damaged file) takes the transaction down with it; it gets the
+/// error and the others are applied again in a new transaction.
+fn apply_group(conn: &Connection, batch: &[WriteJob]) -> Vec<Result<(), StoreError>> {
+    let mut results: Vec<Option<Result<(), StoreError>>> = batch.iter().map(|_| None).collect();
+    loop {
+        if let Err(e) = run(conn, "BEGIN IMMEDIATE") {
+            return finish(results, &e);
+        }
+        let mut round = Vec::new();
+        let mut broken = None;
+        for (i, job) in batch
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| results[*i].is_none())
+        {
+            let r = check(conn, &job.rows);
+            if r.is_ok() {
+                if let Err(e) = write(conn, &job.rows) {
+                    broken = Some((i, e));
+                    break;
+                }
+            }
+            round.push((i, r));
+        }
+        if let Some((i, e)) = broken {
+            if let Err(rollback) = run(conn, "ROLLBACK") {
+                tracing::warn!(error = %rollback, "a failed group could not be rolled back");
+            }
+            results[i] = Some(Err(e));
+            continue;
+        }
+        if let Err(e) = run(conn, "COMMIT") {
+            let _ = run(conn, "ROLLBACK");
+            return finish(results, &e);
+        }
+        for (i, r) in round {
+            results[i] = Some(r);
+        }
+        return finish(results, &StoreError::Other("not applied".into()));
     }
-    match tx.commit() {
-        Ok(()) => results,
-        Err(e) => fail_all(db_err(e)),
-    }
+}
+
+/// The results, `e` for every commit without one.
+fn finish(
+    results: Vec<Option<Result<(), StoreError>>>,
+    e: &StoreError,
+) -> Vec<Result<(), StoreError>> {
+    results
+        .into_iter()
+        .map(|r| r.unwrap_or_else(|| Err(e.clone())))
+        .collect()
+}
+
+/// A statement without rows (transaction control), prepared once per connection.
+fn run(conn: &Connection, sql: &str) -> Result<(), StoreError> {
+    conn.prepare_cached(sql)
+        .and_then(|mut s| s.execute([]))
+        .map(|_| ())
+        .map_err(db_err)
 }
 
 /// Copies the WAL into the database every `CHECKPOINT_EVERY` (a passive checkpoint: it never
@@ -88,5 +126,98 @@ pub(super) fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<
         if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
             tracing::debug!(error = %e, "checkpoint put off");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskledger_domain::ids::{ContextId, TaskId};
+    use taskledger_domain::ports::commit_for;
+    use taskledger_domain::task::{CreateTask, TaskAggregate, TaskCommand};
+    use taskledger_domain::time::Timestamp;
+
+    fn creation(id: &str) -> CommitRows {
+        let task_id = TaskId::parse(id).unwrap();
+        let before = TaskAggregate::default();
+        let events = before
+            .decide(TaskCommand::CreateTask(CreateTask {
+                task_id: task_id.clone(),
+                context_id: ContextId::parse("c").unwrap(),
+                owner: crate::contract::alice(),
+                message: crate::contract::user_message("m-1", "hi"),
+                at: Timestamp::now(),
+                extension: None,
+                awaiting_assignee: None,
+            }))
+            .unwrap();
+        CommitRows::of(&commit_for(task_id, &before, &events, Timestamp::now())).unwrap()
+    }
+
+    fn job(rows: CommitRows) -> WriteJob {
+        // Nobody waits for these replies: the results are read from `apply_group`.
+        let (reply, _) = tokio::sync::oneshot::channel();
+        WriteJob { rows, reply }
+    }
+
+    fn heads(conn: &Connection) -> Vec<String> {
+        conn.prepare("SELECT task_id FROM heads ORDER BY task_id")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap()
+    }
+
+    #[test]
+    fn given_a_group_when_one_commit_fails_to_write_then_the_others_are_applied_again_without_it() {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::SCHEMA).unwrap();
+        conn.execute_batch(
+            "CREATE TEMP TRIGGER fail_bad BEFORE INSERT ON events WHEN NEW.task_id = 't-bad' \
+             BEGIN SELECT RAISE(ABORT, 'the disk is full'); END;",
+        )
+        .unwrap();
+        let batch = [
+            job(creation("t-a")),
+            job(creation("t-bad")),
+            job(creation("t-b")),
+        ];
+        let results = apply_group(&conn, &batch);
+        assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+        assert!(results[1].is_err());
+        assert_eq!(heads(&conn), ["t-a", "t-b"], "nothing of the failed commit");
+    }
+
+    #[test]
+    fn given_a_group_when_a_commit_is_refused_by_its_check_then_it_writes_nothing_and_the_rest_stand(
+    ) {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::SCHEMA).unwrap();
+        // The same task created twice in one group: the second was decided on no task.
+        let batch = [
+            job(creation("t-a")),
+            job(creation("t-a")),
+            job(creation("t-b")),
+        ];
+        let results = apply_group(&conn, &batch);
+        assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
+        assert!(
+            matches!(results[1], Err(StoreError::Conflict(_))),
+            "{results:?}"
+        );
+        assert_eq!(heads(&conn), ["t-a", "t-b"]);
+        let events: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM events WHERE task_id = 't-a'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(
+            events as usize,
+            batch[0].rows.events_len(),
+            "one creation's events"
+        );
     }
 }
