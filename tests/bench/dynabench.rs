@@ -63,7 +63,7 @@ async fn seed_task(store: &DynamoStore, owner: &Principal, id: &str, events: u64
         }
         let commit = commit_for(task_id.clone(), &state, &pending, Timestamp::now());
         let after = commit.snapshot.clone();
-        store.append(commit).await.expect("seed commit");
+        store.append(&commit).await.expect("seed commit");
         state = after;
         pending = Vec::new();
     }

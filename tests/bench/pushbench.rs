@@ -86,7 +86,7 @@ async fn throughput() {
             }
         }
         store
-            .append(commit_for(id, &before, &events, Timestamp::now()))
+            .append(&commit_for(id, &before, &events, Timestamp::now()))
             .await
             .unwrap();
     }

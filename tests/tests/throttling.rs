@@ -113,7 +113,7 @@ async fn append_one(
         }))
         .unwrap();
     store
-        .append(commit_for(id.clone(), &before, &events, Timestamp::now()))
+        .append(&commit_for(id.clone(), &before, &events, Timestamp::now()))
         .await
 }
 

@@ -127,7 +127,7 @@ pub trait EventStore: Send + Sync {
     async fn load(&self, task_id: &TaskId) -> Result<Option<Loaded>, StoreError>;
     /// Every event of a task with `seq > after`, in order (replays and rebuilds).
     async fn events(&self, task_id: &TaskId, after: u64) -> Result<Vec<StoredEvent>, StoreError>;
-    async fn append(&self, commit: Commit) -> Result<(), StoreError>;
+    async fn append(&self, commit: &Commit) -> Result<(), StoreError>;
     /// The idempotency record stored under a key, if any.
     async fn idempotency(
         &self,

@@ -57,7 +57,7 @@ pub async fn a_first_commit_reads_back_as_its_events_show<S: Store>(store: Arc<S
             .expect("artifact"),
     );
     store
-        .append(commit_for(
+        .append(&commit_for(
             task_id.clone(),
             &before,
             &events,

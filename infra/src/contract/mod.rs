@@ -53,7 +53,7 @@ async fn run<S: Store + ?Sized>(
     let events = before.decide(cmd).expect("command accepted");
     let commit = commit_for(id.clone(), &before, &events, Timestamp::now());
     let after = commit.snapshot.clone();
-    store.append(commit).await?;
+    store.append(&commit).await?;
     Ok(after)
 }
 
@@ -160,11 +160,11 @@ pub async fn stale_version_conflicts_and_writes_nothing<S: Store>(store: Arc<S>)
     let first = before.decide(append_cmd("m-1", "a")).expect("decide");
     let second = before.decide(append_cmd("m-2", "b")).expect("decide");
     store
-        .append(commit_for(id.clone(), &before, &first, Timestamp::now()))
+        .append(&commit_for(id.clone(), &before, &first, Timestamp::now()))
         .await
         .expect("first append wins");
     let err = store
-        .append(commit_for(id.clone(), &before, &second, Timestamp::now()))
+        .append(&commit_for(id.clone(), &before, &second, Timestamp::now()))
         .await
         .expect_err("stale append must conflict");
     assert_eq!(err, StoreError::Conflict(id.clone()));
@@ -189,7 +189,7 @@ pub async fn stale_version_conflicts_and_writes_nothing<S: Store>(store: Arc<S>)
         }))
         .expect("decide");
     let err = store
-        .append(commit_for(id.clone(), &fresh, &create, Timestamp::now()))
+        .append(&commit_for(id.clone(), &fresh, &create, Timestamp::now()))
         .await
         .expect_err("re-creation must conflict");
     assert_eq!(err, StoreError::Conflict(id));
@@ -208,7 +208,7 @@ pub async fn a_repeated_message_key_appends_nothing<S: Store>(store: Arc<S>) {
         let events = before.decide(append_cmd("m-1", "hello")).expect("decide");
         let mut c = commit_for(id.clone(), &before, &events, Timestamp::now());
         c.message_key = Some(key.clone());
-        let r = store.append(c).await;
+        let r = store.append(&c).await;
         if attempt == 0 {
             r.expect("first append");
         } else {
@@ -227,7 +227,7 @@ pub async fn a_repeated_message_key_appends_nothing<S: Store>(store: Arc<S>) {
         ..key
     });
     store
-        .append(c)
+        .append(&c)
         .await
         .expect("other content is a new message");
     assert_eq!(state_of(&*store, &id).await.version, 7);
@@ -258,8 +258,8 @@ pub async fn an_idempotency_key_finds_the_first_task<S: Store>(store: Arc<S>) {
         });
         c
     };
-    store.append(make("t-idem-1")).await.expect("first");
-    let err = store.append(make("t-idem-2")).await.expect_err("second");
+    store.append(&make("t-idem-1")).await.expect("first");
+    let err = store.append(&make("t-idem-2")).await.expect_err("second");
     assert_eq!(
         err,
         StoreError::IdempotencyKeyUsed {

@@ -40,7 +40,7 @@ pub async fn events_read_back_with_what_streams_show<S: Store>(store: Arc<S>) {
     ];
     let commit = commit_for(id.clone(), &before, &events, now);
     let written: Vec<_> = commit.events.iter().map(|e| e.update.clone()).collect();
-    store.append(commit).await.expect("append");
+    store.append(&commit).await.expect("append");
 
     let read = store.events(&id, before.version).await.expect("events");
     let updates: Vec<_> = read.iter().map(|e| e.update.clone()).collect();

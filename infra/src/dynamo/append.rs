@@ -273,8 +273,8 @@ impl DynamoStore {
     }
 
     /// Commits as one `TransactWriteItems`; a canceled transaction says why, as a store error.
-    pub(super) async fn transact(&self, commit: Commit) -> Result<(), StoreError> {
-        let (items, slots) = self.transaction(&commit)?;
+    pub(super) async fn transact(&self, commit: &Commit) -> Result<(), StoreError> {
+        let (items, slots) = self.transaction(commit)?;
         let result = self
             .client
             .transact_write_items()
@@ -364,7 +364,7 @@ mod tests {
             .unwrap();
         let commit =
             taskledger_domain::ports::commit_for(id.clone(), &before, &events, Timestamp::now());
-        let err = store.append(commit).await.expect_err("too large");
+        let err = store.append(&commit).await.expect_err("too large");
         assert!(matches!(err, StoreError::TooLarge(_)), "{err}");
         assert_eq!(
             store.events(&id, 0).await.unwrap().len(),

@@ -157,7 +157,7 @@ impl EventStore for DynamoStore {
         items.iter().map(decode_event).collect()
     }
 
-    async fn append(&self, commit: Commit) -> Result<(), StoreError> {
+    async fn append(&self, commit: &Commit) -> Result<(), StoreError> {
         self.transact(commit).await
     }
 

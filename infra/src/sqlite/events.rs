@@ -123,7 +123,7 @@ impl EventStore for SqliteStore {
         self.read_now(move |conn| load_events(conn, &id, after))
     }
 
-    async fn append(&self, commit: Commit) -> Result<(), StoreError> {
+    async fn append(&self, commit: &Commit) -> Result<(), StoreError> {
         self.commit(commit).await
     }
 

@@ -196,10 +196,9 @@ impl SqliteStore {
         }
     }
 
-    async fn commit(&self, commit: Commit) -> Result<(), StoreError> {
+    async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
         // Serialised here, on the committing task's thread: the writer thread only writes.
-        let rows = CommitRows::of(&commit)?;
-        drop(commit);
+        let rows = CommitRows::of(commit)?;
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.inner
             .jobs

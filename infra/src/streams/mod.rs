@@ -431,7 +431,7 @@ mod emulator_tests {
             }))
             .expect("decide");
         let err = store
-            .append(commit_for(
+            .append(&commit_for(
                 ids[0].clone(),
                 &stale,
                 &events,

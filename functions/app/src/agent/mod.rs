@@ -46,9 +46,9 @@ pub trait TaskPort: Send + Sync {
         &self,
         task_id: &TaskId,
         build: Build<'_>,
-    ) -> Result<(TaskAggregate, Vec<TaskEvent>), AppError>;
+    ) -> Result<(Arc<TaskAggregate>, Vec<TaskEvent>), AppError>;
     /// The task's state and its whole history.
-    async fn view(&self, task_id: &TaskId) -> Result<(TaskAggregate, Vec<Message>), AppError>;
+    async fn view(&self, task_id: &TaskId) -> Result<(Arc<TaskAggregate>, Vec<Message>), AppError>;
     /// Starts a sub-task `<parent>.<n>`; returns its id.
     async fn spawn_subtask(&self, parent: &TaskId, sub: SubTask) -> Result<TaskId, AppError>;
     /// Fails the task with a reason the agent cannot recover from (a finished task stays so).

@@ -18,11 +18,11 @@ impl TaskPort for Service {
         &self,
         task_id: &TaskId,
         build: Build<'_>,
-    ) -> Result<(TaskAggregate, Vec<TaskEvent>), AppError> {
+    ) -> Result<(Arc<TaskAggregate>, Vec<TaskEvent>), AppError> {
         Service::execute(self, Actor::Agent, task_id, None, build).await
     }
 
-    async fn view(&self, task_id: &TaskId) -> Result<(TaskAggregate, Vec<Message>), AppError> {
+    async fn view(&self, task_id: &TaskId) -> Result<View, AppError> {
         self.agent_view(task_id).await
     }
 
@@ -44,17 +44,17 @@ impl TaskPort for Service {
 }
 
 /// The task as a turn's first step sees it.
-pub(crate) type View = (TaskAggregate, Vec<Message>);
+pub(crate) type View = (Arc<TaskAggregate>, Vec<Message>);
 
 /// The service for one turn: its first view is of the state the turn started from (no second
 /// read of what the turn just looked at); every later view is read as usual.
 pub(crate) struct TurnPort {
     service: Arc<Service>,
-    first: Mutex<Option<TaskAggregate>>,
+    first: Mutex<Option<Arc<TaskAggregate>>>,
 }
 
 impl TurnPort {
-    pub(crate) fn new(service: Arc<Service>, started_from: TaskAggregate) -> Self {
+    pub(crate) fn new(service: Arc<Service>, started_from: Arc<TaskAggregate>) -> Self {
         Self {
             service,
             first: Mutex::new(Some(started_from)),
@@ -68,7 +68,7 @@ impl TaskPort for TurnPort {
         &self,
         task_id: &TaskId,
         build: Build<'_>,
-    ) -> Result<(TaskAggregate, Vec<TaskEvent>), AppError> {
+    ) -> Result<(Arc<TaskAggregate>, Vec<TaskEvent>), AppError> {
         TaskPort::execute(self.service.as_ref(), task_id, build).await
     }
 

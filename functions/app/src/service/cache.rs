@@ -34,7 +34,7 @@ impl CommitEvents {
 }
 
 struct Kept {
-    state: TaskAggregate,
+    state: Arc<TaskAggregate>,
     /// Set when the state was kept by this process's commit that asked for agent work.
     commit: Option<Arc<CommitEvents>>,
 }
@@ -51,7 +51,7 @@ impl StateCache {
     }
 
     /// The state last seen of `task_id`, if kept.
-    pub(crate) fn get(&self, task_id: &TaskId) -> Option<TaskAggregate> {
+    pub(crate) fn get(&self, task_id: &TaskId) -> Option<Arc<TaskAggregate>> {
         self.tasks
             .lock()
             .ok()?
@@ -64,7 +64,7 @@ impl StateCache {
     pub(crate) fn get_with_commit(
         &self,
         task_id: &TaskId,
-    ) -> Option<(TaskAggregate, Option<Arc<CommitEvents>>)> {
+    ) -> Option<(Arc<TaskAggregate>, Option<Arc<CommitEvents>>)> {
         let mut tasks = self.tasks.lock().ok()?;
         tasks
             .get(task_id)
@@ -73,7 +73,7 @@ impl StateCache {
 
     /// Keeps `state` unless a newer version of the task is kept already (a read that started
     /// before a commit may end after it).
-    pub(crate) fn put(&self, task_id: &TaskId, state: &TaskAggregate) {
+    pub(crate) fn put(&self, task_id: &TaskId, state: &Arc<TaskAggregate>) {
         self.insert(task_id, state, None);
     }
 
@@ -81,13 +81,18 @@ impl StateCache {
     pub(crate) fn put_committed(
         &self,
         task_id: &TaskId,
-        state: &TaskAggregate,
+        state: &Arc<TaskAggregate>,
         commit: Option<Arc<CommitEvents>>,
     ) {
         self.insert(task_id, state, commit);
     }
 
-    fn insert(&self, task_id: &TaskId, state: &TaskAggregate, commit: Option<Arc<CommitEvents>>) {
+    fn insert(
+        &self,
+        task_id: &TaskId,
+        state: &Arc<TaskAggregate>,
+        commit: Option<Arc<CommitEvents>>,
+    ) {
         let Ok(mut tasks) = self.tasks.lock() else {
             return;
         };
@@ -117,11 +122,11 @@ mod tests {
     use super::*;
     use taskledger_domain::task::TaskAggregate;
 
-    fn at(version: u64) -> TaskAggregate {
-        TaskAggregate {
+    fn at(version: u64) -> Arc<TaskAggregate> {
+        Arc::new(TaskAggregate {
             version,
             ..Default::default()
-        }
+        })
     }
 
     fn id(s: &str) -> TaskId {

@@ -2,6 +2,7 @@
 //! one left, fold, append with optimistic concurrency (deciding again after a lost race), and
 //! only after the append: announce the change, wake the push worker, dispatch agent work.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use taskledger_domain::error::DomainError;
@@ -39,7 +40,7 @@ pub(crate) struct Keys {
 
 /// The state a commit reached and the events it appended (none: nothing to do).
 pub(crate) struct Committed {
-    pub state: TaskAggregate,
+    pub state: Arc<TaskAggregate>,
     pub events: Vec<TaskEvent>,
 }
 
@@ -78,11 +79,12 @@ impl Service {
                         None => return Err(AppError::task_not_found(task_id.as_str())),
                     }
                 }
-                Target::New => (TaskAggregate::default(), false),
+                Target::New => (Arc::new(TaskAggregate::default()), false),
             };
             let version = before.version;
             let commands = build(&before);
-            let mut b = CommitBuilder::new(task_id.clone(), before);
+            // The kept state stays as it is for others holding it: the builder works on a copy.
+            let mut b = CommitBuilder::new(task_id.clone(), Arc::unwrap_or_clone(before));
             let mut refused = None;
             for command in commands {
                 match b.state().decide(command) {
@@ -106,7 +108,7 @@ impl Service {
             }
             if b.events().is_empty() {
                 return Ok(Committed {
-                    state: b.into_state(),
+                    state: Arc::new(b.into_state()),
                     events: Vec::new(),
                 });
             }
@@ -115,14 +117,14 @@ impl Service {
             commit.idempotency = keys.idempotency.clone();
             let pushes = !commit.pushes.is_empty();
             let turns = turns_from(task_id, &commit.events);
-            let state = commit.snapshot.clone();
-            // A turn this commit asks for starts from what it left (its events included).
-            let kept_events = (!turns.is_empty()).then(|| CommitEvents {
-                first_seq: version + 1,
-                events: events.clone(),
-            });
-            match self.store.append(commit).await {
+            match self.store.append(&commit).await {
                 Ok(()) => {
+                    let state = Arc::new(commit.snapshot);
+                    // A turn this commit asks for starts from what it left (its events too).
+                    let kept_events = (!turns.is_empty()).then(|| CommitEvents {
+                        first_seq: version + 1,
+                        events: events.clone(),
+                    });
                     self.keep_committed(task_id, &state, kept_events);
                     self.announce(task_id, state.version);
                     if !turns.is_empty() || pushes {

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::{ParticipantId, TaskId};
@@ -27,7 +28,7 @@ impl Service {
         task_id: &TaskId,
         message_key: Option<MessageKey>,
         build: F,
-    ) -> Result<(TaskAggregate, Vec<TaskEvent>), AppError>
+    ) -> Result<(Arc<TaskAggregate>, Vec<TaskEvent>), AppError>
     where
         F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
     {

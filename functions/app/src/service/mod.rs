@@ -275,6 +275,14 @@ impl Service {
 
     /// Loads the current state of a task (snapshot + tail; full replay if the snapshot is stale).
     pub async fn load(&self, task_id: &TaskId) -> Result<Option<TaskAggregate>, AppError> {
+        Ok(self.load_shared(task_id).await?.map(Arc::unwrap_or_clone))
+    }
+
+    /// The current state of a task, as kept if the store's head is still at its version.
+    pub(crate) async fn load_shared(
+        &self,
+        task_id: &TaskId,
+    ) -> Result<Option<Arc<TaskAggregate>>, AppError> {
         if let Some(kept) = self.kept(task_id) {
             if self.store.version(task_id).await? == Some(kept.version) {
                 return Ok(Some(kept));
@@ -288,7 +296,7 @@ impl Service {
     async fn load_for_command(
         &self,
         task_id: &TaskId,
-    ) -> Result<(Option<TaskAggregate>, bool), AppError> {
+    ) -> Result<(Option<Arc<TaskAggregate>>, bool), AppError> {
         match self.kept(task_id) {
             Some(kept) => Ok((Some(kept), true)),
             None => Ok((self.load_stored(task_id).await?, false)),
@@ -296,7 +304,7 @@ impl Service {
     }
 
     /// Reads the task from the store (and keeps it).
-    async fn load_stored(&self, task_id: &TaskId) -> Result<Option<TaskAggregate>, AppError> {
+    async fn load_stored(&self, task_id: &TaskId) -> Result<Option<Arc<TaskAggregate>>, AppError> {
         let Some(loaded) = self.store.load(task_id).await? else {
             return Ok(None);
         };
@@ -304,17 +312,18 @@ impl Service {
             Some(state) => state,
             None => replay_state(&self.store.events(task_id, 0).await?)?,
         };
+        let state = Arc::new(state);
         self.keep(task_id, &state);
         Ok(Some(state))
     }
 
     /// The state kept of a task, if there is a state cache and it holds one.
-    fn kept(&self, task_id: &TaskId) -> Option<TaskAggregate> {
+    fn kept(&self, task_id: &TaskId) -> Option<Arc<TaskAggregate>> {
         self.states.as_ref().and_then(|c| c.get(task_id))
     }
 
     /// Keeps a state just read (if there is a state cache).
-    fn keep(&self, task_id: &TaskId, state: &TaskAggregate) {
+    fn keep(&self, task_id: &TaskId, state: &Arc<TaskAggregate>) {
         if let Some(c) = &self.states {
             c.put(task_id, state);
         }
@@ -324,7 +333,7 @@ impl Service {
     fn keep_committed(
         &self,
         task_id: &TaskId,
-        state: &TaskAggregate,
+        state: &Arc<TaskAggregate>,
         events: Option<cache::CommitEvents>,
     ) {
         if let Some(c) = &self.states {
@@ -342,7 +351,7 @@ impl Service {
         &self,
         task_id: &TaskId,
         work_seq: u64,
-    ) -> Option<(TaskAggregate, Option<Arc<cache::CommitEvents>>)> {
+    ) -> Option<(Arc<TaskAggregate>, Option<Arc<cache::CommitEvents>>)> {
         self.states
             .as_ref()?
             .get_with_commit(task_id)

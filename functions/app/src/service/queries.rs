@@ -231,9 +231,9 @@ impl Service {
     pub async fn agent_view(
         &self,
         task_id: &TaskId,
-    ) -> Result<(TaskAggregate, Vec<Message>), AppError> {
+    ) -> Result<(Arc<TaskAggregate>, Vec<Message>), AppError> {
         let state = self
-            .load(task_id)
+            .load_shared(task_id)
             .await?
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
         let history = self.history_of(&state, task_id).await?;

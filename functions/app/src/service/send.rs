@@ -42,7 +42,7 @@ pub(crate) struct Submitted {
     /// The version the message's commit reached and whether it asked the agent for a turn;
     /// `None` when it was a retry answered as before.
     pub since: Option<(u64, bool)>,
-    committed: Option<TaskAggregate>,
+    committed: Option<Arc<TaskAggregate>>,
     /// The events of a new task's first commit (none for a message to an existing task).
     first: Option<Vec<TaskEvent>>,
     pub history: HistoryLength,
@@ -172,7 +172,7 @@ impl Service {
         message: Message,
         push: Option<PushConfigSpec>,
         guard: Option<TaskCommand>,
-    ) -> Result<Option<(TaskAggregate, Vec<TaskEvent>)>, AppError> {
+    ) -> Result<Option<(Arc<TaskAggregate>, Vec<TaskEvent>)>, AppError> {
         let key = MessageKey {
             task_id: task_id.clone(),
             message_id: message_id.clone(),
@@ -241,7 +241,7 @@ impl Service {
         idempotency: Option<(IdempotencyKey, String)>,
         push: Option<PushConfigSpec>,
         handoff: Option<HandoffWork>,
-    ) -> Result<(TaskId, Option<(TaskAggregate, Vec<TaskEvent>)>), AppError> {
+    ) -> Result<(TaskId, Option<(Arc<TaskAggregate>, Vec<TaskEvent>)>), AppError> {
         let context_id = match message.context_id.clone() {
             Some(c) => {
                 ContextId::parse(c).map_err(|e| AppError::invalid_params("message.contextId", e))?
@@ -321,8 +321,8 @@ impl Service {
         &self,
         task_id: &TaskId,
         since: u64,
-        known: Option<TaskAggregate>,
-    ) -> Result<TaskAggregate, AppError> {
+        known: Option<Arc<TaskAggregate>>,
+    ) -> Result<Arc<TaskAggregate>, AppError> {
         let bound = self.settings.blocking_timeout;
         self.wait_for(task_id, bound, known, |s| s.settled_since(since))
             .await
@@ -335,9 +335,9 @@ impl Service {
         &self,
         task_id: &TaskId,
         bound: Duration,
-        mut known: Option<TaskAggregate>,
+        mut known: Option<Arc<TaskAggregate>>,
         done: impl Fn(&TaskAggregate) -> bool,
-    ) -> Result<TaskAggregate, AppError> {
+    ) -> Result<Arc<TaskAggregate>, AppError> {
         let mut changes = self.changes.subscribe();
         let deadline = tokio::time::Instant::now() + bound;
         loop {
@@ -345,7 +345,7 @@ impl Service {
             let state = match known.take() {
                 Some(s) => s,
                 None => self
-                    .load(task_id)
+                    .load_shared(task_id)
                     .await?
                     .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?,
             };

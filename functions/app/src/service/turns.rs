@@ -78,7 +78,7 @@ pub(crate) async fn run_turn(
     // What this process's commit of the request left, if it kept it; else the store's state.
     let (state, commit) = match svc.kept_for_turn(task_id, turn.work_seq) {
         Some(kept) => kept,
-        None => match svc.load(task_id).await? {
+        None => match svc.load_shared(task_id).await? {
             Some(state) => (state, None),
             None => return Ok(TurnOutcome::Nothing),
         },

@@ -295,7 +295,7 @@ impl LlmAgent {
 }
 
 /// The task and its history, as a step reads them.
-type View = (TaskAggregate, Vec<Message>);
+type View = (Arc<TaskAggregate>, Vec<Message>);
 
 /// Whether the turn has said the task is WORKING yet.
 struct Start {
