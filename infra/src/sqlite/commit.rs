@@ -287,10 +287,16 @@ pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
         .and_then(|mut st| st.execute(params![task_id, config_id]))
         .map_err(db_err)?;
     }
+    // An update in place: the row keeps its rowid, and an index whose columns did not change
+    // is not touched.
     let h = &c.head;
     tx.prepare_cached(
-        "INSERT OR REPLACE INTO heads (task_id, tenant, owner, context_id, state, status_nanos, version, \
-         snapshot_schema, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO heads (task_id, tenant, owner, context_id, state, status_nanos, version, \
+         snapshot_schema, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+         ON CONFLICT (task_id) DO UPDATE SET tenant = excluded.tenant, owner = excluded.owner, \
+         context_id = excluded.context_id, state = excluded.state, \
+         status_nanos = excluded.status_nanos, version = excluded.version, \
+         snapshot_schema = excluded.snapshot_schema, snapshot = excluded.snapshot",
     )
     .and_then(|mut s| {
         s.execute(params![

@@ -2,19 +2,24 @@
 //! (`CREATE … IF NOT EXISTS`, so opening an existing file changes nothing), and the migrations
 //! that bring a file written by an older version up to date.
 
-use rusqlite::Connection;
+use rusqlite::{Connection, OptionalExtension};
 use taskledger_domain::task::TaskAggregate;
 
+/// `events` and `heads` are rowid tables (ADR 027): their rows (an event with its rendered
+/// update, a head with its snapshot) are larger than a `WITHOUT ROWID` leaf keeps in place, and
+/// spilled into overflow pages and rebalanced neighbours on every write. As rowid tables an
+/// event is appended to the last page, shared by the commits of a transaction, and a head is
+/// updated in place; their keys are unique indexes.
 pub(super) const SCHEMA: &str = r#"
 CREATE TABLE IF NOT EXISTS events (
     task_id TEXT NOT NULL, seq INTEGER NOT NULL, event_type TEXT NOT NULL,
     event_version TEXT NOT NULL, payload TEXT NOT NULL, recorded_at INTEGER NOT NULL,
     generation INTEGER, status_state TEXT, status_update TEXT,
-    PRIMARY KEY (task_id, seq)) WITHOUT ROWID;
+    PRIMARY KEY (task_id, seq));
 CREATE TABLE IF NOT EXISTS heads (
     task_id TEXT NOT NULL PRIMARY KEY, tenant TEXT NOT NULL, owner TEXT NOT NULL,
     context_id TEXT NOT NULL, state TEXT NOT NULL, status_nanos INTEGER NOT NULL,
-    version INTEGER NOT NULL, snapshot_schema INTEGER NOT NULL, snapshot TEXT NOT NULL) WITHOUT ROWID;
+    version INTEGER NOT NULL, snapshot_schema INTEGER NOT NULL, snapshot TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS heads_by_owner ON heads (tenant, owner, status_nanos DESC, task_id DESC);
 CREATE INDEX IF NOT EXISTS heads_by_context ON heads (tenant, owner, context_id, status_nanos DESC, task_id DESC);
 CREATE TABLE IF NOT EXISTS members (
@@ -66,6 +71,12 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
              ALTER TABLE events ADD COLUMN status_update TEXT;",
         )?;
     }
+    // Before ADR 027, events and heads were `WITHOUT ROWID` tables: rebuilt once as rowid
+    // tables (their indexes with them).
+    let rebuilt = rebuild_as_rowid_table(conn, "events")? | rebuild_as_rowid_table(conn, "heads")?;
+    if rebuilt {
+        conn.execute_batch(SCHEMA)?;
+    }
     // Before tasks were shared with their participants' principals (ADR 021), nobody but the
     // owner saw a task: a file from then gets the members of its tasks once.
     let version: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
@@ -95,6 +106,36 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
 
 /// The file's `user_version` once its tasks' members are indexed.
 const SHARING_VERSION: i64 = 1;
+
+/// Rebuilds `table` (a `WITHOUT ROWID` table of an older file) as SCHEMA defines it now, its
+/// rows copied, in one transaction; whether it did.
+fn rebuild_as_rowid_table(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
+    let sql: Option<String> = conn
+        .prepare("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1")?
+        .query_row([table], |r| r.get(0))
+        .optional()?;
+    if !sql.is_some_and(|s| s.to_ascii_uppercase().contains("WITHOUT ROWID")) {
+        return Ok(false);
+    }
+    let definition = SCHEMA
+        .split(';')
+        .map(str::trim)
+        .find(|d| d.starts_with(&format!("CREATE TABLE IF NOT EXISTS {table} (")))
+        .ok_or_else(|| rusqlite::Error::InvalidParameterName(table.to_string()))?
+        .replace(
+            &format!("CREATE TABLE IF NOT EXISTS {table} ("),
+            &format!("CREATE TABLE {table}_rebuilt ("),
+        );
+    conn.execute_batch(&format!(
+        "BEGIN IMMEDIATE;
+         {definition};
+         INSERT INTO {table}_rebuilt SELECT * FROM {table};
+         DROP TABLE {table};
+         ALTER TABLE {table}_rebuilt RENAME TO {table};
+         COMMIT;"
+    ))?;
+    Ok(true)
+}
 
 fn has_table(conn: &Connection, table: &str) -> rusqlite::Result<bool> {
     let mut stmt =
@@ -151,6 +192,69 @@ mod tests {
             .query_row("SELECT generation FROM events", [], |r| r.get(0))
             .unwrap();
         assert_eq!(generation, None);
+    }
+
+    #[test]
+    fn events_and_heads_of_a_file_from_before_adr_027_become_rowid_tables_once() {
+        let conn = Connection::open_in_memory().unwrap();
+        let old_schema = SCHEMA
+            .replace(
+                "PRIMARY KEY (task_id, seq));",
+                "PRIMARY KEY (task_id, seq)) WITHOUT ROWID;",
+            )
+            .replace(
+                "snapshot TEXT NOT NULL);",
+                "snapshot TEXT NOT NULL) WITHOUT ROWID;",
+            );
+        conn.execute_batch(&old_schema).unwrap();
+        conn.execute_batch(
+            "INSERT INTO events VALUES ('t', 1, 'TaskCreated', '1.0', '{}', 5, 1, 'TASK_STATE_SUBMITTED', '{}');
+             INSERT INTO heads VALUES ('t', 'acme', 'alice', 'c', 'TASK_STATE_SUBMITTED', 5, 1, 1, '{}');
+             PRAGMA user_version = 1;",
+        )
+        .unwrap();
+        let without_rowid = |table: &str| -> bool {
+            conn.query_row(
+                "SELECT sql FROM sqlite_master WHERE type = 'table' AND name = ?1",
+                [table],
+                |r| r.get::<_, String>(0),
+            )
+            .unwrap()
+            .contains("WITHOUT ROWID")
+        };
+        assert!(without_rowid("events") && without_rowid("heads"));
+        conn.execute_batch(SCHEMA).unwrap();
+        migrate(&conn).unwrap();
+        migrate(&conn).unwrap();
+        assert!(!without_rowid("events") && !without_rowid("heads"));
+        let event: (String, i64, Option<String>) = conn
+            .query_row("SELECT task_id, seq, status_state FROM events", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .unwrap();
+        assert_eq!(event, ("t".into(), 1, Some("TASK_STATE_SUBMITTED".into())));
+        let head: (String, i64) = conn
+            .query_row(
+                "SELECT owner, version FROM heads WHERE task_id = 't'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(head, ("alice".into(), 1));
+        let indexes: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'index' AND tbl_name = 'heads' AND sql IS NOT NULL ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(indexes, ["heads_by_context", "heads_by_owner"]);
+        let duplicate = conn.execute(
+            "INSERT INTO events (task_id, seq, event_type, event_version, payload, recorded_at) \
+             VALUES ('t', 1, 'X', '1.0', '{}', 6)",
+            [],
+        );
+        assert!(duplicate.is_err(), "(task_id, seq) stays unique");
     }
 
     #[test]
