@@ -1,6 +1,7 @@
 //! The embedded default store: SQLite in one file (WAL), behind the same ports as DynamoDB.
 //! Owns the store handle and its connections: one writer serialises appends, readers serve reads.
 
+mod checkpoint;
 mod codec;
 mod commit;
 mod events;
@@ -17,9 +18,10 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OpenFlags};
 use taskledger_domain::ports::{Commit, StoreError};
 
+use checkpoint::{checkpoint_loop, wait_for_lock};
 use commit::CommitRows;
 use schema::{migrate, SCHEMA};
-use writer::{checkpoint_loop, writer_loop, WriteJob};
+use writer::{writer_loop, WriteJob};
 
 pub use writer::MAX_GROUP_COMMIT;
 
@@ -27,7 +29,8 @@ pub use writer::MAX_GROUP_COMMIT;
 pub const DB_FILE: &str = "taskledger.sqlite";
 /// Reader connections opened next to the writer (file mode).
 pub const READERS: usize = 4;
-/// How long a connection waits for a lock before reporting the store busy.
+/// How long a connection waits for a lock before reporting the store busy (in the steps of
+/// `checkpoint::lock_wait`).
 const BUSY_TIMEOUT_MS: u64 = 5_000;
 /// Page cache of the writer (and of the in-memory store's one connection), in KiB.
 const WRITER_CACHE_KIB: i64 = 8_000;
@@ -89,7 +92,7 @@ enum Changes {
 }
 
 fn configure(conn: &Connection, wal: bool, cache_kib: i64) -> rusqlite::Result<()> {
-    conn.busy_timeout(std::time::Duration::from_millis(BUSY_TIMEOUT_MS))?;
+    conn.busy_handler(Some(wait_for_lock))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     if wal {
         conn.pragma_update(None, "journal_mode", "WAL")?;

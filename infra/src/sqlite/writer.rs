@@ -13,8 +13,6 @@ use super::commit::{check, write, CommitRows};
 
 /// Most commits applied in one SQLite transaction (group commit).
 pub const MAX_GROUP_COMMIT: usize = 64;
-/// How often the checkpointer copies what the WAL gained into the database file.
-pub const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_millis(100);
 
 pub(super) struct WriteJob {
     pub(super) rows: CommitRows,
@@ -114,19 +112,6 @@ fn run(conn: &Connection, sql: &str) -> Result<(), StoreError> {
         .and_then(|mut s| s.execute([]))
         .map(|_| ())
         .map_err(db_err)
-}
-
-/// Copies the WAL into the database every `CHECKPOINT_EVERY` (a passive checkpoint: it never
-/// waits for the writer or readers, and the writer goes on appending meanwhile), until the
-/// store is dropped.
-pub(super) fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
-    use std::sync::mpsc::RecvTimeoutError;
-    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
-        // A checkpoint that cannot finish now (busy) is simply tried again next time.
-        if let Err(e) = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(())) {
-            tracing::debug!(error = %e, "checkpoint put off");
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,209 @@
+//! The checkpointer: copies what the WAL gained into the database file, beside the writer, and
+//! restarts the WAL from its first page once it has grown past `RESTART_AFTER_PAGES` (ADR 027).
+//!
+//! A passive checkpoint never waits for the writer, but it can only leave the whole WAL copied
+//! while nobody commits; under steady commits the WAL then never restarts, grows to the
+//! writer's backstop and is copied inside a commit (a 20-70 ms stall every half second at one
+//! client). A restarting checkpoint holds the write lock for the little a passive one left and
+//! lets the next commit write at the WAL's start again, over blocks the file already has.
+
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+/// How often the checkpointer copies what the WAL gained into the database file.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(30);
+/// WAL pages (4 KiB each) after which a checkpoint also restarts the WAL from its first page.
+pub const RESTART_AFTER_PAGES: i64 = 1_000;
+
+/// What one checkpoint did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Checkpoint {
+    /// Copied what it could without waiting for anyone.
+    Passive { wal_pages: i64 },
+    /// Copied everything and restarted the WAL: the next commit writes at its start.
+    Restarted { wal_pages: i64 },
+}
+
+/// One checkpoint: passive, then restarting if the WAL is at least `RESTART_AFTER_PAGES` long.
+pub(super) fn checkpoint_once(conn: &Connection) -> rusqlite::Result<Checkpoint> {
+    let wal_pages = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))?;
+    if !needs_restart(wal_pages) {
+        return Ok(Checkpoint::Passive { wal_pages });
+    }
+    // Busy (the first column) when a lock could not be had within the lock wait: the WAL is
+    // then restarted at a later checkpoint.
+    let busy = conn.query_row("PRAGMA wal_checkpoint(RESTART)", [], |r| r.get::<_, i64>(0))?;
+    Ok(if busy == 0 {
+        Checkpoint::Restarted { wal_pages }
+    } else {
+        Checkpoint::Passive { wal_pages }
+    })
+}
+
+/// Whether a WAL of `wal_pages` pages is restarted.
+fn needs_restart(wal_pages: i64) -> bool {
+    wal_pages >= RESTART_AFTER_PAGES
+}
+
+/// Checkpoints every `CHECKPOINT_EVERY` until the store is dropped.
+pub(super) fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
+    use std::sync::mpsc::RecvTimeoutError;
+    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
+        // A checkpoint that cannot finish now is simply tried again next time.
+        if let Err(e) = checkpoint_once(&conn) {
+            tracing::debug!(error = %e, "checkpoint put off");
+        }
+    }
+}
+
+/// Attempts at a held lock that wait `FINE_LOCK_STEP` each (at least 100 ms in all).
+pub const FINE_LOCK_ATTEMPTS: i32 = 2_000;
+/// The wait between the first attempts: the locks of this store's own connections are held
+/// for a commit or a checkpoint's last copy, tens of microseconds to a few milliseconds.
+pub const FINE_LOCK_STEP: Duration = Duration::from_micros(50);
+/// The wait between later attempts (another process holds the lock, or a long checkpoint).
+pub const COARSE_LOCK_STEP: Duration = Duration::from_millis(5);
+/// Attempts after the fine ones before a connection reports the store busy: with them, a
+/// connection waits `BUSY_TIMEOUT_MS` in all.
+pub const COARSE_LOCK_ATTEMPTS: i32 = ((super::BUSY_TIMEOUT_MS
+    - FINE_LOCK_ATTEMPTS as u64 * FINE_LOCK_STEP.as_micros() as u64 / 1_000)
+    / COARSE_LOCK_STEP.as_millis() as u64) as i32;
+
+/// How long to wait before attempt `attempt + 1` at a lock another connection holds; `None`
+/// once the wait is over. SQLite's own busy timeout sleeps 1, 2, 5, 10 … ms between attempts,
+/// which turned every restarting checkpoint into a stall of several milliseconds.
+pub(super) fn lock_wait(attempt: i32) -> Option<Duration> {
+    if attempt < FINE_LOCK_ATTEMPTS {
+        Some(FINE_LOCK_STEP)
+    } else if attempt < FINE_LOCK_ATTEMPTS + COARSE_LOCK_ATTEMPTS {
+        Some(COARSE_LOCK_STEP)
+    } else {
+        None
+    }
+}
+
+/// SQLite's busy handler for every connection of the store (see `lock_wait`).
+pub(super) fn wait_for_lock(attempt: i32) -> bool {
+    match lock_wait(attempt) {
+        Some(step) => {
+            std::thread::sleep(step);
+            true
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn open(path: &std::path::Path) -> Connection {
+        let conn = Connection::open(path).unwrap();
+        conn.busy_handler(Some(wait_for_lock)).unwrap();
+        conn.pragma_update(None, "journal_mode", "WAL").unwrap();
+        conn
+    }
+
+    /// Pages in the WAL file (its 32-byte header, then 24-byte frame headers and pages).
+    fn wal_frames(path: &std::path::Path) -> i64 {
+        let len = std::fs::metadata(path.with_extension("sqlite-wal")).map_or(0, |m| m.len());
+        (len.saturating_sub(32) / (4096 + 24)) as i64
+    }
+
+    /// Commits one 4 KiB row at a time until the WAL holds at least `pages` pages.
+    fn fill_wal(conn: &Connection, path: &std::path::Path, pages: i64) -> i64 {
+        let mut rows = 0;
+        while wal_frames(path) < pages {
+            conn.execute("INSERT INTO t VALUES (randomblob(4000))", [])
+                .unwrap();
+            rows += 1;
+        }
+        rows
+    }
+
+    /// The WAL header's checkpoint sequence: it moves when the WAL restarts.
+    fn wal_generation(path: &std::path::Path) -> u32 {
+        let wal = std::fs::read(path.with_extension("sqlite-wal")).unwrap();
+        u32::from_be_bytes(wal[12..16].try_into().unwrap())
+    }
+
+    fn scratch(name: &str) -> (std::path::PathBuf, Connection, Connection) {
+        let dir = std::env::temp_dir().join(format!("tl-ckpt-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("db.sqlite");
+        let (writer, checkpointer) = (open(&path), open(&path));
+        writer.pragma_update(None, "wal_autocheckpoint", 0).unwrap();
+        writer.execute_batch("CREATE TABLE t (b BLOB)").unwrap();
+        (path, writer, checkpointer)
+    }
+
+    #[test]
+    fn a_wal_is_restarted_from_the_bound_on() {
+        assert!(!needs_restart(RESTART_AFTER_PAGES - 1));
+        assert!(needs_restart(RESTART_AFTER_PAGES));
+    }
+
+    #[test]
+    fn given_a_wal_short_of_the_bound_when_checkpointed_then_it_is_copied_not_restarted() {
+        let (path, writer, checkpointer) = scratch("short");
+        fill_wal(&writer, &path, RESTART_AFTER_PAGES / 2);
+        let done = checkpoint_once(&checkpointer).unwrap();
+        assert!(
+            matches!(done, Checkpoint::Passive { wal_pages } if wal_pages < RESTART_AFTER_PAGES),
+            "{done:?}"
+        );
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn given_a_wal_past_the_bound_and_a_reader_when_checkpointed_then_the_next_commit_writes_at_its_start(
+    ) {
+        let (path, writer, checkpointer) = scratch("bound");
+        let rows = fill_wal(&writer, &path, RESTART_AFTER_PAGES);
+        let before = wal_generation(&path);
+        // A reader in the middle of a read holds the WAL: the restart waits for it to end.
+        let (began, read) = std::sync::mpsc::channel();
+        let reader_path = path.clone();
+        let ends = std::thread::spawn(move || {
+            let mut reader = open(&reader_path);
+            let reading = reader.transaction().unwrap();
+            let count: i64 = reading
+                .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+                .unwrap();
+            began.send(count).unwrap();
+            std::thread::sleep(Duration::from_millis(20));
+            reading.commit().unwrap();
+        });
+        assert_eq!(read.recv().unwrap(), rows);
+        let done = checkpoint_once(&checkpointer).unwrap();
+        ends.join().unwrap();
+        assert!(
+            matches!(done, Checkpoint::Restarted { wal_pages } if wal_pages >= RESTART_AFTER_PAGES),
+            "{done:?}"
+        );
+        writer
+            .execute("INSERT INTO t VALUES (randomblob(4000))", [])
+            .unwrap();
+        assert_eq!(wal_generation(&path), before + 1, "the WAL began again");
+        let kept: i64 = writer
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, rows + 1, "every commit kept");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn lock_waits_are_fine_first_then_coarse_then_over_after_about_the_busy_timeout() {
+        assert_eq!(lock_wait(0), Some(FINE_LOCK_STEP));
+        assert_eq!(lock_wait(FINE_LOCK_ATTEMPTS - 1), Some(FINE_LOCK_STEP));
+        assert_eq!(lock_wait(FINE_LOCK_ATTEMPTS), Some(COARSE_LOCK_STEP));
+        let last = FINE_LOCK_ATTEMPTS + COARSE_LOCK_ATTEMPTS - 1;
+        assert_eq!(lock_wait(last), Some(COARSE_LOCK_STEP));
+        assert_eq!(lock_wait(last + 1), None);
+        let total: Duration = (0..=last).filter_map(lock_wait).sum();
+        let timeout = Duration::from_millis(super::super::BUSY_TIMEOUT_MS);
+        assert_eq!(total, timeout);
+    }
+}
