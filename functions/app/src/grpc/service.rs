@@ -22,11 +22,13 @@ use super::routes::Rpc;
 use crate::error::AppError;
 use crate::identity::Authenticator;
 use crate::operations::{self, Context, Method, Operation, Outcome, Reply, TaskEncoding};
-use crate::request::{self, EXTENSIONS_HEADER, VERSION_HEADER};
+use crate::request;
 use crate::service::Service;
 
 /// gRPC metadata key echoing the extensions active for a call (`A2A-Extensions`).
 pub const EXTENSIONS_METADATA: &str = "a2a-extensions";
+/// gRPC metadata key of the protocol version a client speaks (`A2A-Version`).
+pub const VERSION_METADATA: &str = "a2a-version";
 
 /// gRPC metadata key a SubscribeToTask call resumes after (the `Last-Event-ID` header).
 pub const LAST_EVENT_ID_METADATA: &str = "last-event-id";
@@ -95,11 +97,10 @@ impl A2aGrpc {
         let who = crate::identity::caller(self.auth.as_ref(), &self.service, &parts).await?;
         let owned = MetadataMap::from_headers(parts.headers);
         let metadata = &owned;
-        let version = metadata_text(metadata, &VERSION_HEADER.to_ascii_lowercase())
-            .map(|v| v.trim().to_string());
+        let version = metadata_text(metadata, VERSION_METADATA).map(|v| v.trim().to_string());
         let version = request::check_version(version)?;
         let listed: Vec<&str> = metadata
-            .get_all(EXTENSIONS_HEADER.to_ascii_lowercase().as_str())
+            .get_all(EXTENSIONS_METADATA)
             .iter()
             .filter_map(|v| v.to_str().ok())
             .collect();
@@ -209,3 +210,15 @@ impl A2aGrpc {
 }
 
 type StreamOf<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn metadata_keys_are_the_headers_lower_cased() {
+        use crate::request::{EXTENSIONS_HEADER, VERSION_HEADER};
+        assert_eq!(VERSION_METADATA, VERSION_HEADER.to_ascii_lowercase());
+        assert_eq!(EXTENSIONS_METADATA, EXTENSIONS_HEADER.to_ascii_lowercase());
+    }
+}

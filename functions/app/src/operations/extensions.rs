@@ -8,6 +8,8 @@
 //! what the task is. An extension whose metadata a client must opt into (DMP's) reads
 //! `Extensions::is_active` before it writes anything.
 
+use std::sync::LazyLock;
+
 use taskledger_domain::card;
 use taskledger_domain::error::ErrorKind;
 
@@ -34,23 +36,29 @@ impl Extensions {
     }
 }
 
+/// The URIs the card declares, each with whether it is required, in the card's order (the
+/// card's extensions are built once: their parameters are documents).
+static DECLARED: LazyLock<Vec<(String, bool)>> = LazyLock::new(|| {
+    card::extensions()
+        .into_iter()
+        .map(|e| (e.uri, e.required))
+        .collect()
+});
+
 /// The active extensions of a request that lists `requested` in its header and `in_message`
 /// on its message.
 pub fn negotiate(requested: &[String], in_message: &[String]) -> Result<Extensions, AppError> {
     let asked = |uri: &str| requested.iter().chain(in_message).any(|r| r == uri);
     let mut active = Vec::new();
-    for ext in card::extensions() {
-        if asked(&ext.uri) {
-            active.push(ext.uri);
-        } else if ext.required {
+    for (uri, required) in DECLARED.iter() {
+        if asked(uri) {
+            active.push(uri.clone());
+        } else if *required {
             return Err(AppError::protocol(
                 ErrorKind::ExtensionSupportRequired,
-                format!(
-                    "extension {} is required: list it in the A2A-Extensions header",
-                    ext.uri
-                ),
+                format!("extension {uri} is required: list it in the A2A-Extensions header"),
             )
-            .with("extension", ext.uri));
+            .with("extension", uri.clone()));
         }
     }
     Ok(Extensions { active })
