@@ -26,9 +26,11 @@ const MI_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 const MI_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
 /// Memory committed as it is used and freed memory handed back at once (ADR 025). Set at the
-/// start of `main`: what mimalloc reserved before (its first arena) keeps the defaults. With
-/// the v2 line and these, peak RSS under the benchmark is 58–63 MiB; the v3 line with its
-/// defaults held 67–75 MiB (set from the environment before start-up, these got it to 46 MiB).
+/// start of `main`: what mimalloc reserved before (its first arena) keeps the defaults, so it
+/// is built without transparent huge pages (`no_thp`): its eagerly committed first arena was
+/// otherwise backed by 2 MiB pages as it was touched (17 MiB resident at idle, 3.9 without).
+/// With the v2 line, `no_thp` and these, peak RSS under the benchmark is 46–48 MiB (58–63
+/// with huge pages); the v3 line with its defaults held 67–75 MiB.
 fn lean_allocator() {
     // SAFETY: setting an option is a plain store into mimalloc's option table; any value is valid.
     unsafe {
