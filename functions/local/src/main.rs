@@ -25,17 +25,22 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 const MI_ARENA_EAGER_COMMIT: libmimalloc_sys::mi_option_t = 4;
 const MI_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
 
-/// Memory committed as it is used and freed memory handed back at once (ADR 025). Set at the
-/// start of `main`: what mimalloc reserved before (its first arena) keeps the defaults, so it
-/// is built without transparent huge pages (`no_thp`): its eagerly committed first arena was
-/// otherwise backed by 2 MiB pages as it was touched (17 MiB resident at idle, 3.9 without).
-/// With the v2 line, `no_thp` and these, peak RSS under the benchmark is 46–48 MiB (58–63
-/// with huge pages); the v3 line with its defaults held 67–75 MiB.
+/// How long mimalloc keeps freed memory before handing it back to the OS, in ms (its default
+/// is 10). Handed back at once (0), a send's freed pages were faulted in again by the next:
+/// ~8 % of a send's CPU in page faults and page set-up.
+const PURGE_DELAY_MS: std::ffi::c_long = 100;
+
+/// Memory committed as it is used (ADR 025), freed memory handed back after `PURGE_DELAY_MS`.
+/// Set at the start of `main`: what mimalloc reserved before (its first arena) keeps the
+/// defaults, so it is built without transparent huge pages (`no_thp`): its eagerly committed
+/// first arena was otherwise backed by 2 MiB pages as it was touched (17 MiB resident at idle,
+/// 3.9 without). Peak RSS under the 16-client SendMessage benchmark: 50–53 MiB (46–48 with
+/// freed memory handed back at once, 58–63 with huge pages); the v3 line held 67–75 MiB.
 fn lean_allocator() {
     // SAFETY: setting an option is a plain store into mimalloc's option table; any value is valid.
     unsafe {
         libmimalloc_sys::mi_option_set(MI_ARENA_EAGER_COMMIT, 0);
-        libmimalloc_sys::mi_option_set(MI_PURGE_DELAY, 0);
+        libmimalloc_sys::mi_option_set(MI_PURGE_DELAY, PURGE_DELAY_MS);
     }
 }
 
