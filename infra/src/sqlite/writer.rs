@@ -145,6 +145,18 @@ mod tests {
         WriteJob { rows, reply }
     }
 
+    /// A group of one creation per id.
+    fn creations<const N: usize>(ids: [&str; N]) -> [WriteJob; N] {
+        ids.map(|id| job(creation(id)))
+    }
+
+    /// A private store with the schema.
+    fn store() -> Connection {
+        let conn = Connection::open_in_memory().unwrap();
+        conn.execute_batch(super::super::SCHEMA).unwrap();
+        conn
+    }
+
     fn heads(conn: &Connection) -> Vec<String> {
         conn.prepare("SELECT task_id FROM heads ORDER BY task_id")
             .unwrap()
@@ -156,18 +168,13 @@ mod tests {
 
     #[test]
     fn given_a_group_when_one_commit_fails_to_write_then_the_others_are_applied_again_without_it() {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(super::super::SCHEMA).unwrap();
+        let conn = store();
         conn.execute_batch(
             "CREATE TEMP TRIGGER fail_bad BEFORE INSERT ON events WHEN NEW.task_id = 't-bad' \
              BEGIN SELECT RAISE(ABORT, 'the disk is full'); END;",
         )
         .unwrap();
-        let batch = [
-            job(creation("t-a")),
-            job(creation("t-bad")),
-            job(creation("t-b")),
-        ];
+        let batch = creations(["t-a", "t-bad", "t-b"]);
         let results = apply_group(&conn, &batch);
         assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
         assert!(results[1].is_err());
@@ -177,14 +184,9 @@ mod tests {
     #[test]
     fn given_a_group_when_a_commit_is_refused_by_its_check_then_it_writes_nothing_and_the_rest_stand(
     ) {
-        let conn = Connection::open_in_memory().unwrap();
-        conn.execute_batch(super::super::SCHEMA).unwrap();
+        let conn = store();
         // The same task created twice in one group: the second was decided on no task.
-        let batch = [
-            job(creation("t-a")),
-            job(creation("t-a")),
-            job(creation("t-b")),
-        ];
+        let batch = creations(["t-a", "t-a", "t-b"]);
         let results = apply_group(&conn, &batch);
         assert!(results[0].is_ok() && results[2].is_ok(), "{results:?}");
         assert!(
