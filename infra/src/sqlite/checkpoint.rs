@@ -25,11 +25,60 @@ pub(super) enum Checkpoint {
     Restarted { wal_pages: i64 },
 }
 
-/// One checkpoint: passive, then restarting if the WAL is at least `RESTART_AFTER_PAGES` long.
+/// Most WAL pages a passive round may have found new for the restart to follow it: the
+/// restart copies and syncs what that round left behind under the write lock, commits waiting.
+pub const RESTART_LEFTOVER_PAGES: i64 = 64;
+/// Passive rounds at most after the first before a restart, however much each found new.
+pub const CATCH_UP_ROUNDS: usize = 4;
+
+/// What follows a passive round of a checkpoint whose WAL is past the bound.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Next {
+    /// Another passive round: the last one found much new, under half what the one before it
+    /// found (the rounds are shortening), and rounds are left.
+    Copy,
+    /// The restart: what the last round left behind is short, or the rounds stopped
+    /// shortening (commits come as fast as a round copies them), or the rounds are spent.
+    Restart,
+}
+
+/// After catch-up round `round` (1-based), which found `found_pages` new WAL pages where the
+/// round before it found `before_pages`.
+fn after_round(round: usize, before_pages: i64, found_pages: i64) -> Next {
+    let shortening = found_pages.saturating_mul(2) < before_pages;
+    if found_pages <= RESTART_LEFTOVER_PAGES || !shortening || round >= CATCH_UP_ROUNDS {
+        Next::Restart
+    } else {
+        Next::Copy
+    }
+}
+
+/// One checkpoint: passive; once the WAL is `RESTART_AFTER_PAGES` long, more passive rounds
+/// until one finds little new, then a restart.
+///
+/// A restart holds the write lock while it copies and syncs what the passive round before it
+/// left behind: the commits made while that round ran, which its two syncs (WAL, database
+/// file) make last milliseconds. Each round copies only what was committed during the one
+/// before, so the rounds shorten, and the restart's own copy and syncs under the lock with
+/// them.
 pub(super) fn checkpoint_once(conn: &Connection) -> rusqlite::Result<Checkpoint> {
-    let wal_pages = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))?;
+    let mut wal_pages = passive(conn)?;
     if !needs_restart(wal_pages) {
         return Ok(Checkpoint::Passive { wal_pages });
+    }
+    let mut found = wal_pages;
+    for round in 1..=CATCH_UP_ROUNDS {
+        let now = passive(conn)?;
+        let before = found;
+        found = now - wal_pages;
+        wal_pages = now;
+        if !needs_restart(wal_pages) {
+            // The writer began the WAL again itself: it found all of it copied.
+            return Ok(Checkpoint::Passive { wal_pages });
+        }
+        if after_round(round, before, found) == Next::Restart {
+            break;
+        }
     }
     // Busy (the first column) when a lock could not be had within the lock wait: the WAL is
     // then restarted at a later checkpoint.
@@ -39,6 +88,12 @@ pub(super) fn checkpoint_once(conn: &Connection) -> rusqlite::Result<Checkpoint>
     } else {
         Checkpoint::Passive { wal_pages }
     })
+}
+
+/// A passive checkpoint: copies what it can without waiting for anyone; the WAL's length in
+/// pages.
+fn passive(conn: &Connection) -> rusqlite::Result<i64> {
+    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
 }
 
 /// Whether a WAL of `wal_pages` pages is restarted.
@@ -146,6 +201,36 @@ mod tests {
     }
 
     #[test]
+    fn a_round_that_found_little_new_is_followed_by_the_restart() {
+        let before = 10 * RESTART_LEFTOVER_PAGES;
+        assert_eq!(
+            after_round(1, before, RESTART_LEFTOVER_PAGES),
+            Next::Restart
+        );
+        assert_eq!(
+            after_round(1, before, RESTART_LEFTOVER_PAGES + 1),
+            Next::Copy
+        );
+        assert_eq!(after_round(1, before, 0), Next::Restart);
+    }
+
+    #[test]
+    fn a_round_that_did_not_halve_what_the_one_before_found_is_followed_by_the_restart() {
+        let found = 4 * RESTART_LEFTOVER_PAGES;
+        assert_eq!(after_round(1, 2 * found + 2, found), Next::Copy);
+        assert_eq!(after_round(1, 2 * found + 1, found), Next::Copy);
+        assert_eq!(after_round(1, 2 * found, found), Next::Restart);
+        assert_eq!(after_round(1, found, found), Next::Restart);
+    }
+
+    #[test]
+    fn the_restart_follows_the_last_round_however_much_it_found() {
+        let (before, found) = (i64::MAX, i64::MAX / 4);
+        assert_eq!(after_round(CATCH_UP_ROUNDS - 1, before, found), Next::Copy);
+        assert_eq!(after_round(CATCH_UP_ROUNDS, before, found), Next::Restart);
+    }
+
+    #[test]
     fn given_a_wal_short_of_the_bound_when_checkpointed_then_it_is_copied_not_restarted() {
         let (path, writer, checkpointer) = scratch("short");
         fill_wal(&writer, &path, RESTART_AFTER_PAGES / 2);
@@ -191,6 +276,48 @@ mod tests {
             .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
             .unwrap();
         assert_eq!(kept, rows + 1, "every commit kept");
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn given_commits_while_it_runs_when_checkpointed_past_the_bound_then_it_catches_up_and_restarts(
+    ) {
+        let (path, writer, checkpointer) = scratch("busy");
+        let rows = fill_wal(&writer, &path, RESTART_AFTER_PAGES);
+        let before = wal_generation(&path);
+        // A second writer commits a row every 100 us all through the checkpoint.
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (busy_path, stopping) = (path.clone(), stop.clone());
+        let busy = std::thread::spawn(move || {
+            let other = open(&busy_path);
+            let mut added = 0;
+            while !stopping.load(std::sync::atomic::Ordering::Relaxed) {
+                other
+                    .execute("INSERT INTO t VALUES (randomblob(4000))", [])
+                    .unwrap();
+                added += 1;
+                std::thread::sleep(Duration::from_micros(100));
+            }
+            added
+        });
+        std::thread::sleep(Duration::from_millis(5));
+        let done = checkpoint_once(&checkpointer).unwrap();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        let added = busy.join().unwrap();
+        // Restarted by the checkpoint, or by the busy writer once a round left nothing behind.
+        assert!(
+            matches!(done, Checkpoint::Restarted { .. })
+                || matches!(done, Checkpoint::Passive { wal_pages } if wal_pages < RESTART_AFTER_PAGES),
+            "{done:?}"
+        );
+        writer
+            .execute("INSERT INTO t VALUES (randomblob(4000))", [])
+            .unwrap();
+        assert!(wal_generation(&path) > before, "the WAL began again");
+        let kept: i64 = writer
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(kept, rows + added + 1, "every commit kept");
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
