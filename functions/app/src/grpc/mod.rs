@@ -4,8 +4,9 @@
 //! `encode` after the plans of `plan`), the error table's gRPC column with ErrorInfo details
 //! (`errors`), the RPCs routed by path with messages as bytes (`routes`), the service that
 //! calls the same `Service` methods as JSON-RPC (`service`), and a server with optional TLS
-//! (`server`). Built with the `grpc` feature only.
+//! (`server`) whose sockets send a reply in one write (`coalesce`). Built with the `grpc` feature only.
 
+mod coalesce;
 pub mod convert;
 mod encode;
 pub mod errors;

@@ -5,10 +5,12 @@
 
 use std::future::Future;
 
+use futures_util::StreamExt;
 use tokio::net::TcpListener;
 use tonic::transport::server::{Router, TcpIncoming};
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
+use super::coalesce::Coalescing;
 use super::routes::A2aServiceServer;
 use super::{A2aGrpc, FILE_DESCRIPTOR_SET};
 
@@ -78,7 +80,10 @@ impl GrpcServer {
         listener: TcpListener,
         shutdown: impl Future<Output = ()> + Send + 'static,
     ) -> Result<(), GrpcServeError> {
-        let incoming = TcpIncoming::from(listener).with_nodelay(Some(true));
+        // Each reply in one write (`coalesce`): h2 flushes after a reply's DATA frame.
+        let incoming = TcpIncoming::from(listener)
+            .with_nodelay(Some(true))
+            .map(|conn| conn.map(Coalescing::new));
         self.router
             .serve_with_incoming_shutdown(incoming, shutdown)
             .await
