@@ -190,8 +190,12 @@ mod tests {
         }
     }
 
-    fn turn(wakes: &Arc<Wakes>) -> std::task::Waker {
-        std::task::Waker::from(wakes.clone())
+    /// A socket over `Writes`, and a waker for its connection's task that counts wake-ups.
+    fn rig() -> (Writes, Arc<Wakes>, std::task::Waker, Coalescing<Writes>) {
+        let (writes, wakes) = (Writes::default(), Arc::new(Wakes::default()));
+        let waker = std::task::Waker::from(wakes.clone());
+        let socket = Coalescing::new(writes.clone());
+        (writes, wakes, waker, socket)
     }
 
     fn write(s: &mut Coalescing<Writes>, cx: &mut Context<'_>, bytes: &[u8]) {
@@ -207,10 +211,8 @@ mod tests {
 
     #[test]
     fn given_a_reply_and_its_trailers_flushed_apart_when_written_then_one_write_sends_both() {
-        let (writes, wakes) = (Writes::default(), Arc::new(Wakes::default()));
-        let waker = turn(&wakes);
+        let (writes, wakes, waker, mut socket) = rig();
         let mut cx = Context::from_waker(&waker);
-        let mut socket = Coalescing::new(writes.clone());
         write(&mut socket, &mut cx, b"headers+data");
         flush(&mut socket, &mut cx);
         assert!(writes.calls().is_empty(), "the first flush is put off");
@@ -222,10 +224,8 @@ mod tests {
 
     #[test]
     fn given_a_put_off_flush_when_the_next_turn_flushes_then_it_is_sent() {
-        let (writes, wakes) = (Writes::default(), Arc::new(Wakes::default()));
-        let waker = turn(&wakes);
+        let (writes, wakes, waker, mut socket) = rig();
         let mut cx = Context::from_waker(&waker);
-        let mut socket = Coalescing::new(writes.clone());
         write(&mut socket, &mut cx, b"settings ack");
         flush(&mut socket, &mut cx);
         flush(&mut socket, &mut cx);
@@ -238,10 +238,8 @@ mod tests {
 
     #[test]
     fn given_a_put_off_flush_when_the_connection_reads_then_it_is_sent_first() {
-        let (writes, wakes) = (Writes::default(), Arc::new(Wakes::default()));
-        let waker = turn(&wakes);
+        let (writes, _, waker, mut socket) = rig();
         let mut cx = Context::from_waker(&waker);
-        let mut socket = Coalescing::new(writes.clone());
         write(&mut socket, &mut cx, b"window update");
         flush(&mut socket, &mut cx);
         let mut space = [0u8; 16];
@@ -254,10 +252,8 @@ mod tests {
 
     #[test]
     fn held_bytes_go_out_before_a_write_past_the_bound_and_at_shutdown() {
-        let (writes, wakes) = (Writes::default(), Arc::new(Wakes::default()));
-        let waker = turn(&wakes);
+        let (writes, _, waker, mut socket) = rig();
         let mut cx = Context::from_waker(&waker);
-        let mut socket = Coalescing::new(writes.clone());
         write(&mut socket, &mut cx, &vec![1u8; MAX_HELD_BYTES - 1]);
         write(&mut socket, &mut cx, &[2u8]);
         assert!(
