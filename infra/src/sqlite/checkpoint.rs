@@ -4,8 +4,9 @@
 //! A passive checkpoint never waits for the writer, but it can only leave the whole WAL copied
 //! while nobody commits; under steady commits the WAL then never restarts, grows to the
 //! writer's backstop and is copied inside a commit (a 20-70 ms stall every half second at one
-//! client). A restarting checkpoint holds the write lock for the little a passive one left and
-//! lets the next commit write at the WAL's start again, over blocks the file already has.
+//! client). A restarting checkpoint holds the write lock for the little the passive rounds
+//! before it left (`checkpoint_once`: they run until one finds little new) and lets the next
+//! commit write at the WAL's start again, over blocks the file already has.
 
 use std::time::Duration;
 
