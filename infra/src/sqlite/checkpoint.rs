@@ -8,6 +8,9 @@
 //! before it left (`checkpoint_once`: they run until one finds little new) and lets the next
 //! commit write at the WAL's start again, over blocks the file already has.
 
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::Connection;
@@ -20,8 +23,9 @@ pub const RESTART_AFTER_PAGES: i64 = 1_000;
 /// What one checkpoint did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Checkpoint {
-    /// Copied what it could without waiting for anyone.
-    Passive { wal_pages: i64 },
+    /// Copied what it could without waiting for anyone; `all_copied` when that was the whole
+    /// WAL (nothing committed since: the checkpointer may rest).
+    Passive { wal_pages: i64, all_copied: bool },
     /// Copied everything and restarted the WAL: the next commit writes at its start.
     Restarted { wal_pages: i64 },
 }
@@ -63,19 +67,25 @@ fn after_round(round: usize, before_pages: i64, found_pages: i64) -> Next {
 /// before, so the rounds shorten, and the restart's own copy and syncs under the lock with
 /// them.
 pub(super) fn checkpoint_once(conn: &Connection) -> rusqlite::Result<Checkpoint> {
-    let mut wal_pages = passive(conn)?;
+    let (mut wal_pages, all_copied) = passive(conn)?;
     if !needs_restart(wal_pages) {
-        return Ok(Checkpoint::Passive { wal_pages });
+        return Ok(Checkpoint::Passive {
+            wal_pages,
+            all_copied,
+        });
     }
     let mut found = wal_pages;
     for round in 1..=CATCH_UP_ROUNDS {
-        let now = passive(conn)?;
+        let (now, all_copied) = passive(conn)?;
         let before = found;
         found = now - wal_pages;
         wal_pages = now;
         if !needs_restart(wal_pages) {
             // The writer began the WAL again itself: it found all of it copied.
-            return Ok(Checkpoint::Passive { wal_pages });
+            return Ok(Checkpoint::Passive {
+                wal_pages,
+                all_copied,
+            });
         }
         if after_round(round, before, found) == Next::Restart {
             break;
@@ -87,14 +97,22 @@ pub(super) fn checkpoint_once(conn: &Connection) -> rusqlite::Result<Checkpoint>
     Ok(if busy == 0 {
         Checkpoint::Restarted { wal_pages }
     } else {
-        Checkpoint::Passive { wal_pages }
+        Checkpoint::Passive {
+            wal_pages,
+            all_copied: false,
+        }
     })
 }
 
 /// A passive checkpoint: copies what it can without waiting for anyone; the WAL's length in
-/// pages.
-fn passive(conn: &Connection) -> rusqlite::Result<i64> {
-    conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |r| r.get::<_, i64>(1))
+/// pages, and whether all of it is copied now. Prepared once: the checkpointer runs it every
+/// `CHECKPOINT_EVERY` under load.
+fn passive(conn: &Connection) -> rusqlite::Result<(i64, bool)> {
+    conn.prepare_cached("PRAGMA wal_checkpoint(PASSIVE)")?
+        .query_row([], |r| {
+            let (busy, wal, copied): (i64, i64, i64) = (r.get(0)?, r.get(1)?, r.get(2)?);
+            Ok((wal, busy == 0 && copied == wal))
+        })
 }
 
 /// Whether a WAL of `wal_pages` pages is restarted.
@@ -102,13 +120,70 @@ fn needs_restart(wal_pages: i64) -> bool {
     wal_pages >= RESTART_AFTER_PAGES
 }
 
-/// Checkpoints every `CHECKPOINT_EVERY` until the store is dropped.
-pub(super) fn checkpoint_loop(conn: Connection, stop: std::sync::mpsc::Receiver<()>) {
-    use std::sync::mpsc::RecvTimeoutError;
-    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(CHECKPOINT_EVERY) {
-        // A checkpoint that cannot finish now is simply tried again next time.
-        if let Err(e) = checkpoint_once(&conn) {
-            tracing::debug!(error = %e, "checkpoint put off");
+/// How often a resting checkpointer looks at the WAL without being woken: commits of this
+/// store wake it (`Wakeup`); this is for those of another process on the same file.
+pub const REST_LOOK_EVERY: Duration = Duration::from_secs(5);
+
+/// Checkpoints every `CHECKPOINT_EVERY` while there is something to copy; once a checkpoint
+/// finds the whole WAL copied it rests — looks again every `REST_LOOK_EVERY` — until a commit
+/// wakes it, then takes up its cadence again. Ends when the store is dropped (every `Wakeup`
+/// with it). An idle server's checkpointer no longer wakes 33 times a second; a commit made
+/// between its last look and its rest is copied at the next look, or with the next commit's.
+pub(super) fn checkpoint_loop(conn: Connection, woken: Receiver<()>, resting: Arc<AtomicBool>) {
+    let mut wait = CHECKPOINT_EVERY;
+    loop {
+        match woken.recv_timeout(wait) {
+            // Woken by a commit: the cadence again, from now.
+            Ok(()) => {
+                wait = CHECKPOINT_EVERY;
+                continue;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+        wait = match checkpoint_once(&conn) {
+            Ok(Checkpoint::Passive {
+                all_copied: true, ..
+            }) => {
+                // A commit from now on wakes it; one made since its look waits for the next.
+                resting.store(true, Ordering::Release);
+                REST_LOOK_EVERY
+            }
+            Ok(_) => CHECKPOINT_EVERY,
+            // A checkpoint that cannot finish now is simply tried again next time.
+            Err(e) => {
+                tracing::debug!(error = %e, "checkpoint put off");
+                CHECKPOINT_EVERY
+            }
+        };
+    }
+}
+
+/// Wakes a resting checkpointer when something is committed. Cheap to clone; the checkpointer
+/// ends once every clone is dropped.
+#[derive(Clone)]
+pub(super) struct Wakeup {
+    resting: Arc<AtomicBool>,
+    wake: Sender<()>,
+}
+
+impl Wakeup {
+    /// A checkpointer's wake-up, with what `checkpoint_loop` takes.
+    pub(super) fn new() -> (Self, Receiver<()>, Arc<AtomicBool>) {
+        let (wake, woken) = std::sync::mpsc::channel();
+        let resting = Arc::new(AtomicBool::new(false));
+        let wakeup = Self {
+            resting: resting.clone(),
+            wake,
+        };
+        (wakeup, woken, resting)
+    }
+
+    /// After a commit: wakes the checkpointer if it rests (once a rest: a load, no more, on
+    /// the commits that follow).
+    pub(super) fn committed(&self) {
+        if self.resting.load(Ordering::Acquire) && self.resting.swap(false, Ordering::AcqRel) {
+            let _ = self.wake.send(());
         }
     }
 }
@@ -196,6 +271,82 @@ mod tests {
     }
 
     #[test]
+    fn a_rest_is_ended_by_the_first_commit_after_it_and_only_that_one() {
+        let (wakeup, woken, resting) = Wakeup::new();
+        wakeup.committed();
+        assert!(woken.try_recv().is_err(), "not resting: no wake-up");
+        resting.store(true, Ordering::Release);
+        wakeup.committed();
+        wakeup.committed();
+        assert!(woken.try_recv().is_ok(), "the first commit wakes it");
+        assert!(woken.try_recv().is_err(), "the second does not again");
+        assert!(!resting.load(Ordering::Acquire));
+    }
+
+    #[test]
+    fn a_checkpoint_says_whether_it_copied_the_whole_wal() {
+        let (path, writer, checkpointer) = scratch("all-copied");
+        writer
+            .execute("INSERT INTO t VALUES (randomblob(4000))", [])
+            .unwrap();
+        assert!(matches!(
+            checkpoint_once(&checkpointer).unwrap(),
+            Checkpoint::Passive {
+                all_copied: true,
+                ..
+            }
+        ));
+        // A reader on the WAL as it is now: what is committed after it cannot be copied yet.
+        let reader = open(&path);
+        reader.execute_batch("BEGIN").unwrap();
+        let _: i64 = reader
+            .query_row("SELECT COUNT(*) FROM t", [], |r| r.get(0))
+            .unwrap();
+        writer
+            .execute("INSERT INTO t VALUES (randomblob(4000))", [])
+            .unwrap();
+        assert!(matches!(
+            checkpoint_once(&checkpointer).unwrap(),
+            Checkpoint::Passive {
+                all_copied: false,
+                ..
+            }
+        ));
+        reader.execute_batch("COMMIT").unwrap();
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
+    fn a_resting_checkpointer_woken_by_a_commit_copies_it_at_its_cadence() {
+        let (path, writer, checkpointer) = scratch("rest");
+        let (wakeup, woken, resting) = Wakeup::new();
+        let flag = resting.clone();
+        let thread = std::thread::spawn(move || checkpoint_loop(checkpointer, woken, flag));
+        let wait_for = |what: &dyn Fn() -> bool, within: Duration| {
+            let start = std::time::Instant::now();
+            while !what() {
+                assert!(start.elapsed() < within, "not within {within:?}");
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        };
+        wait_for(&|| resting.load(Ordering::Acquire), REST_LOOK_EVERY);
+        let file_len = || std::fs::metadata(&path).unwrap().len();
+        let before = file_len();
+        // 100 KiB: the database file grows once the checkpointer copies it.
+        writer
+            .execute("INSERT INTO t VALUES (randomblob(100000))", [])
+            .unwrap();
+        assert_eq!(file_len(), before, "in the WAL only");
+        wakeup.committed();
+        // Long before its next look (REST_LOOK_EVERY), with room for a busy machine.
+        wait_for(&|| file_len() > before, REST_LOOK_EVERY / 2);
+        wait_for(&|| resting.load(Ordering::Acquire), REST_LOOK_EVERY / 2);
+        drop(wakeup);
+        thread.join().unwrap();
+        let _ = std::fs::remove_dir_all(path.parent().unwrap());
+    }
+
+    #[test]
     fn a_wal_is_restarted_from_the_bound_on() {
         assert!(!needs_restart(RESTART_AFTER_PAGES - 1));
         assert!(needs_restart(RESTART_AFTER_PAGES));
@@ -237,7 +388,7 @@ mod tests {
         fill_wal(&writer, &path, RESTART_AFTER_PAGES / 2);
         let done = checkpoint_once(&checkpointer).unwrap();
         assert!(
-            matches!(done, Checkpoint::Passive { wal_pages } if wal_pages < RESTART_AFTER_PAGES),
+            matches!(done, Checkpoint::Passive { wal_pages, .. } if wal_pages < RESTART_AFTER_PAGES),
             "{done:?}"
         );
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
@@ -308,7 +459,7 @@ mod tests {
         // Restarted by the checkpoint, or by the busy writer once a round left nothing behind.
         assert!(
             matches!(done, Checkpoint::Restarted { .. })
-                || matches!(done, Checkpoint::Passive { wal_pages } if wal_pages < RESTART_AFTER_PAGES),
+                || matches!(done, Checkpoint::Passive { wal_pages, .. } if wal_pages < RESTART_AFTER_PAGES),
             "{done:?}"
         );
         writer

@@ -18,7 +18,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::{Connection, OpenFlags};
 use taskledger_domain::ports::{Commit, StoreError};
 
-use checkpoint::{checkpoint_loop, wait_for_lock};
+use checkpoint::{checkpoint_loop, wait_for_lock, Wakeup};
 use commit::CommitRows;
 use schema::{migrate, SCHEMA};
 use writer::{writer_loop, WriteJob};
@@ -76,8 +76,9 @@ struct Inner {
     /// Empty in memory mode, where the writer serves reads too.
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
-    /// Dropped with the store: the checkpointer thread then ends (file mode only).
-    _checkpoints: Option<std::sync::mpsc::Sender<()>>,
+    /// Wakes the resting checkpointer after a commit; dropped with the store (and the writer
+    /// thread's copy), the checkpointer thread ends (file mode only).
+    checkpoints: Option<Wakeup>,
     /// What tells that the store changed (`TaskReadModel::change_stamp`).
     changes: Changes,
 }
@@ -138,10 +139,10 @@ impl SqliteStore {
             .map_err(open_err)?;
         let checkpointer = Connection::open(&path).map_err(open_err)?;
         configure(&checkpointer, true, READER_CACHE_KIB).map_err(open_err)?;
-        let (stop, stopped) = std::sync::mpsc::channel();
+        let (wakeup, woken, resting) = Wakeup::new();
         let spawned = std::thread::Builder::new()
             .name("sqlite-checkpoint".into())
-            .spawn(move || checkpoint_loop(checkpointer, stopped));
+            .spawn(move || checkpoint_loop(checkpointer, woken, resting));
         if let Err(e) = spawned {
             // Without the thread the writer checkpoints itself again, at SQLite's default.
             tracing::warn!(error = %e, "no checkpointer thread; the writer checkpoints");
@@ -156,7 +157,7 @@ impl SqliteStore {
         .map_err(open_err)?;
         configure(&watcher, false, WATCHER_CACHE_KIB).map_err(open_err)?;
         let changes = Changes::Watched(Mutex::new(watcher));
-        Ok(Self::from_parts(writer, readers, Some(stop), changes))
+        Ok(Self::from_parts(writer, readers, Some(wakeup), changes))
     }
 
     /// A private in-memory store (tests): one connection serves reads and writes.
@@ -172,7 +173,7 @@ impl SqliteStore {
     fn from_parts(
         writer: Connection,
         readers: Vec<Mutex<Connection>>,
-        checkpoints: Option<std::sync::mpsc::Sender<()>>,
+        checkpoints: Option<Wakeup>,
         changes: Changes,
     ) -> Self {
         let writer = Arc::new(Mutex::new(writer));
@@ -185,7 +186,10 @@ impl SqliteStore {
         // The thread ends when the last store handle (and with it the sender) is dropped.
         std::thread::Builder::new()
             .name("sqlite-writer".into())
-            .spawn(move || writer_loop(conn, queue, commits))
+            .spawn({
+                let checkpoints = checkpoints.clone();
+                move || writer_loop(conn, queue, commits, checkpoints)
+            })
             .ok();
         Self {
             inner: Arc::new(Inner {
@@ -193,7 +197,7 @@ impl SqliteStore {
                 jobs,
                 readers,
                 next_reader: AtomicUsize::new(0),
-                _checkpoints: checkpoints,
+                checkpoints,
                 changes,
             }),
         }
@@ -281,6 +285,9 @@ impl SqliteStore {
                 .lock()
                 .map_err(|_| StoreError::Other("writer lock poisoned".into()))?;
             let written = f(&conn);
+            if let Some(w) = &inner.checkpoints {
+                w.committed();
+            }
             if let Changes::Counted(n) = &inner.changes {
                 n.fetch_add(1, Ordering::AcqRel);
             }

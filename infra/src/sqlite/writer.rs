@@ -8,6 +8,7 @@ use std::sync::{Arc, Mutex};
 use rusqlite::Connection;
 use taskledger_domain::ports::StoreError;
 
+use super::checkpoint::Wakeup;
 use super::codec::db_err;
 use super::commit::{check, write, CommitRows};
 
@@ -25,6 +26,7 @@ pub(super) fn writer_loop(
     conn: Arc<Mutex<Connection>>,
     jobs: std::sync::mpsc::Receiver<WriteJob>,
     commits: Option<Arc<AtomicU64>>,
+    checkpoints: Option<Wakeup>,
 ) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
@@ -41,6 +43,9 @@ pub(super) fn writer_loop(
                 .map(|_| Err(StoreError::Other("writer lock poisoned".into())))
                 .collect(),
         };
+        if let Some(w) = &checkpoints {
+            w.committed();
+        }
         if let Some(n) = &commits {
             // Before any reply: a reader that learns of a commit sees the stamp moved.
             n.fetch_add(1, Ordering::AcqRel);
