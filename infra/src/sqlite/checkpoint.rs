@@ -7,6 +7,8 @@
 //! client). A restarting checkpoint holds the write lock for the little the passive rounds
 //! before it left (`checkpoint_once`: they run until one finds little new) and lets the next
 //! commit write at the WAL's start again, over blocks the file already has.
+//!
+//! With the whole WAL copied it rests until a commit wakes it (`Wakeup`, `checkpoint_loop`).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
