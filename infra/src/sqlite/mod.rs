@@ -21,7 +21,7 @@ use taskledger_domain::ports::{Commit, StoreError};
 use checkpoint::{checkpoint_loop, wait_for_lock, Wakeup};
 use commit::CommitRows;
 use schema::{migrate, SCHEMA};
-use writer::{writer_loop, WriteJob};
+use writer::{writer_loop, AfterWrite, WriteJob};
 
 pub use writer::MAX_GROUP_COMMIT;
 
@@ -76,9 +76,9 @@ struct Inner {
     /// Empty in memory mode, where the writer serves reads too.
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
-    /// Wakes the resting checkpointer after a commit; dropped with the store (and the writer
-    /// thread's copy), the checkpointer thread ends (file mode only).
-    checkpoints: Option<Wakeup>,
+    /// What follows every write on the writer connection (the writer thread has a copy);
+    /// dropped with the store, the checkpointer thread ends (file mode only).
+    after_write: AfterWrite,
     /// What tells that the store changed (`TaskReadModel::change_stamp`).
     changes: Changes,
 }
@@ -179,16 +179,19 @@ impl SqliteStore {
         let writer = Arc::new(Mutex::new(writer));
         let (jobs, queue) = std::sync::mpsc::channel();
         let conn = writer.clone();
-        let commits = match &changes {
-            Changes::Counted(n) => Some(n.clone()),
-            Changes::Watched(_) => None,
+        let after_write = AfterWrite {
+            checkpoints,
+            commits: match &changes {
+                Changes::Counted(n) => Some(n.clone()),
+                Changes::Watched(_) => None,
+            },
         };
         // The thread ends when the last store handle (and with it the sender) is dropped.
         std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn({
-                let checkpoints = checkpoints.clone();
-                move || writer_loop(conn, queue, commits, checkpoints)
+                let after_write = after_write.clone();
+                move || writer_loop(conn, queue, after_write)
             })
             .ok();
         Self {
@@ -197,7 +200,7 @@ impl SqliteStore {
                 jobs,
                 readers,
                 next_reader: AtomicUsize::new(0),
-                checkpoints,
+                after_write,
                 changes,
             }),
         }
@@ -285,12 +288,7 @@ impl SqliteStore {
                 .lock()
                 .map_err(|_| StoreError::Other("writer lock poisoned".into()))?;
             let written = f(&conn);
-            if let Some(w) = &inner.checkpoints {
-                w.committed();
-            }
-            if let Changes::Counted(n) = &inner.changes {
-                n.fetch_add(1, Ordering::AcqRel);
-            }
+            inner.after_write.done();
             written
         })
         .await

@@ -15,18 +15,38 @@ use super::commit::{check, write, CommitRows};
 /// Most commits applied in one SQLite transaction (group commit).
 pub const MAX_GROUP_COMMIT: usize = 64;
 
+/// What follows every write on the writer connection, the writer thread's groups and the
+/// store's other writes alike: the resting checkpointer is woken (file mode), and a private
+/// in-memory store's change stamp moves — before any reply, so a reader that learns of a
+/// commit sees the stamp moved.
+#[derive(Clone)]
+pub(super) struct AfterWrite {
+    pub(super) checkpoints: Option<Wakeup>,
+    pub(super) commits: Option<Arc<AtomicU64>>,
+}
+
+impl AfterWrite {
+    pub(super) fn done(&self) {
+        if let Some(w) = &self.checkpoints {
+            w.committed();
+        }
+        if let Some(n) = &self.commits {
+            n.fetch_add(1, Ordering::AcqRel);
+        }
+    }
+}
+
 pub(super) struct WriteJob {
     pub(super) rows: CommitRows,
     pub(super) reply: tokio::sync::oneshot::Sender<Result<(), StoreError>>,
 }
 
 /// Applies queued commits, many per transaction; replies only after the transaction is
-/// durable. `commits` (a private in-memory store's change stamp) counts the transactions.
+/// durable, and after `after_write` (the checkpointer woken, the change stamp moved).
 pub(super) fn writer_loop(
     conn: Arc<Mutex<Connection>>,
     jobs: std::sync::mpsc::Receiver<WriteJob>,
-    commits: Option<Arc<AtomicU64>>,
-    checkpoints: Option<Wakeup>,
+    after_write: AfterWrite,
 ) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
@@ -43,13 +63,7 @@ pub(super) fn writer_loop(
                 .map(|_| Err(StoreError::Other("writer lock poisoned".into())))
                 .collect(),
         };
-        if let Some(w) = &checkpoints {
-            w.committed();
-        }
-        if let Some(n) = &commits {
-            // Before any reply: a reader that learns of a commit sees the stamp moved.
-            n.fetch_add(1, Ordering::AcqRel);
-        }
+        after_write.done();
         for (job, result) in batch.into_iter().zip(results) {
             // The requester may have gone away; its commit stands regardless.
             let _ = job.reply.send(result);
