@@ -9,10 +9,11 @@ mod feed;
 mod outbox;
 mod reads;
 mod schema;
+mod stamp;
 mod writer;
 
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OpenFlags};
@@ -21,8 +22,10 @@ use taskledger_domain::ports::{Commit, StoreError};
 use checkpoint::{checkpoint_loop, wait_for_lock, Wakeup};
 use commit::CommitRows;
 use schema::{migrate, SCHEMA};
+use stamp::ChangeStamp;
 use writer::{writer_loop, AfterWrite, WriteJob};
 
+pub use stamp::STAMP_FILE;
 pub use writer::MAX_GROUP_COMMIT;
 
 /// Name of the database file under the data directory.
@@ -40,8 +43,6 @@ const READER_CACHE_KIB: i64 = 1_000;
 /// Prepared statements each connection keeps (rusqlite's default, 16, is fewer than the writer
 /// uses: a commit, the feed's cursor and the push outbox).
 const STATEMENT_CACHE: usize = 64;
-/// Page cache of the connection that watches for commits (it reads the file's header only).
-const WATCHER_CACHE_KIB: i64 = 64;
 /// WAL pages after which the writer checkpoints itself: only when the checkpointer thread,
 /// which copies the WAL into the database beside the writer, has fallen this far behind.
 const WRITER_CHECKPOINT_BACKSTOP_PAGES: i64 = 20_000;
@@ -54,6 +55,11 @@ pub enum SqliteError {
     Open {
         path: String,
         source: rusqlite::Error,
+    },
+    #[error("cannot open the store's change stamp at {path}: {source}")]
+    Stamp {
+        path: String,
+        source: std::io::Error,
     },
     #[error("cannot create the data directory {path}: {source}")]
     DataDir {
@@ -79,17 +85,9 @@ struct Inner {
     /// What follows every write on the writer connection (the writer thread has a copy);
     /// dropped with the store, the checkpointer thread ends (file mode only).
     after_write: AfterWrite,
-    /// What tells that the store changed (`TaskReadModel::change_stamp`).
-    changes: Changes,
-}
-
-/// How the store tells that anything was committed since a stamp was taken.
-enum Changes {
-    /// A file other processes may write too: SQLite's `data_version` as a connection of its
-    /// own sees it, which moves with every commit of any other connection, in any process.
-    Watched(Mutex<Connection>),
-    /// A private database in memory: the commits its one writer made.
-    Counted(Arc<AtomicU64>),
+    /// What tells that the store changed (`TaskReadModel::change_stamp`), shared with every
+    /// process that opens the same file.
+    stamp: Arc<ChangeStamp>,
 }
 
 fn configure(conn: &Connection, wal: bool, cache_kib: i64) -> rusqlite::Result<()> {
@@ -150,14 +148,11 @@ impl SqliteStore {
                 .pragma_update(None, "wal_autocheckpoint", SQLITE_AUTOCHECKPOINT_PAGES)
                 .map_err(open_err)?;
         }
-        let watcher = Connection::open_with_flags(
-            &path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .map_err(open_err)?;
-        configure(&watcher, false, WATCHER_CACHE_KIB).map_err(open_err)?;
-        let changes = Changes::Watched(Mutex::new(watcher));
-        Ok(Self::from_parts(writer, readers, Some(wakeup), changes))
+        let stamp = ChangeStamp::shared(data_dir).map_err(|source| SqliteError::Stamp {
+            path: data_dir.join(stamp::STAMP_FILE).display().to_string(),
+            source,
+        })?;
+        Ok(Self::from_parts(writer, readers, Some(wakeup), stamp))
     }
 
     /// A private in-memory store (tests): one connection serves reads and writes.
@@ -166,25 +161,30 @@ impl SqliteStore {
         let conn = Connection::open_in_memory().expect("in-memory SQLite");
         configure(&conn, false, WRITER_CACHE_KIB).expect("configure in-memory SQLite");
         conn.execute_batch(SCHEMA).expect("create schema");
-        let changes = Changes::Counted(Arc::new(AtomicU64::new(0)));
-        Self::from_parts(conn, Vec::new(), None, changes)
+        Self::from_parts(conn, Vec::new(), None, ChangeStamp::private())
     }
 
     fn from_parts(
         writer: Connection,
         readers: Vec<Mutex<Connection>>,
         checkpoints: Option<Wakeup>,
-        changes: Changes,
+        stamp: ChangeStamp,
     ) -> Self {
+        let stamp = Arc::new(stamp);
+        // Under SQLite's write lock, before the commit is visible: the stamp's `begun` moves.
+        writer.commit_hook(Some({
+            let stamp = stamp.clone();
+            move || {
+                stamp.begin();
+                false
+            }
+        }));
         let writer = Arc::new(Mutex::new(writer));
         let (jobs, queue) = std::sync::mpsc::channel();
         let conn = writer.clone();
         let after_write = AfterWrite {
             checkpoints,
-            commits: match &changes {
-                Changes::Counted(n) => Some(n.clone()),
-                Changes::Watched(_) => None,
-            },
+            stamp: stamp.clone(),
         };
         // The thread ends when the last store handle (and with it the sender) is dropped.
         std::thread::Builder::new()
@@ -201,7 +201,7 @@ impl SqliteStore {
                 readers,
                 next_reader: AtomicUsize::new(0),
                 after_write,
-                changes,
+                stamp,
             }),
         }
     }
@@ -259,21 +259,10 @@ impl SqliteStore {
 }
 
 impl SqliteStore {
-    /// The store's change stamp (`TaskReadModel::change_stamp`): a point read of SQLite's
-    /// `data_version` (no page is read while nothing changed), or the count of commits.
-    fn stamp(&self) -> Result<u64, StoreError> {
-        match &self.inner.changes {
-            Changes::Counted(n) => Ok(n.load(Ordering::Acquire)),
-            Changes::Watched(conn) => {
-                let conn = conn
-                    .lock()
-                    .map_err(|_| StoreError::Other("watcher lock poisoned".into()))?;
-                conn.prepare_cached("PRAGMA data_version")
-                    .and_then(|mut s| s.query_row([], |r| r.get::<_, i64>(0)))
-                    .map(|v| v as u64)
-                    .map_err(codec::db_err)
-            }
-        }
+    /// The store's change stamp (`TaskReadModel::change_stamp`): `None` while a commit of any
+    /// process is under way.
+    fn stamp(&self) -> Option<u64> {
+        self.inner.stamp.read()
     }
 
     /// Runs `f` on the writer connection, off the async runtime.
@@ -318,6 +307,61 @@ mod tests {
             SqliteStore::open(&dir).expect("open store")
         }
         crate::contract_tests!(async { Some(fresh()) });
+    }
+
+    fn dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("taskledger-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    #[tokio::test]
+    async fn given_two_stores_on_one_file_when_one_commits_then_the_others_stamp_moves() {
+        let dir = dir("stamp-shared");
+        let (a, b) = (
+            SqliteStore::open(&dir).unwrap(),
+            SqliteStore::open(&dir).unwrap(),
+        );
+        let before = a.stamp().expect("no commit under way");
+        crate::contract::create_task(&b, "shared-stamp", "ctx").await;
+        let after = a.stamp().expect("no commit under way");
+        assert_ne!(after, before, "the other store's commit moved it");
+        assert_eq!(b.stamp(), Some(after));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn given_a_commit_visible_but_not_ended_when_the_stamp_is_read_then_there_is_none() {
+        for store in [
+            SqliteStore::in_memory(),
+            SqliteStore::open(&dir("stamp-mid")).unwrap(),
+        ] {
+            let before = store.stamp().expect("no commit under way");
+            let stamp = store.inner.stamp.clone();
+            let during = store
+                .write(move |conn| {
+                    conn.execute_batch("CREATE TABLE probe(x); INSERT INTO probe VALUES (1);")
+                        .map_err(codec::db_err)?;
+                    Ok(stamp.read())
+                })
+                .await
+                .unwrap();
+            assert_eq!(during, None, "committed, not yet ended");
+            let after = store.stamp().expect("ended");
+            assert_ne!(after, before);
+            let stamp = store.inner.stamp.clone();
+            let reading = store
+                .write(move |conn| {
+                    conn.query_row("SELECT COUNT(*) FROM probe", [], |r| r.get::<_, i64>(0))
+                        .map_err(codec::db_err)?;
+                    Ok(stamp.read())
+                })
+                .await
+                .unwrap();
+            assert_eq!(reading, Some(after), "a read on the writer begins nothing");
+            assert_eq!(store.stamp(), Some(after));
+        }
+        let _ = std::fs::remove_dir_all(dir("stamp-mid"));
     }
 
     #[tokio::test]

@@ -196,7 +196,7 @@ impl TaskReadModel for SqliteStore {
     }
 
     async fn change_stamp(&self) -> Result<Option<u64>, StoreError> {
-        self.stamp().map(Some)
+        Ok(self.stamp())
     }
 
     async fn count_by_state(

@@ -2,7 +2,6 @@
 //! transaction (group commit). Each commit is checked before anything of it is written, so a
 //! refused commit leaves nothing behind and needs no savepoint.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use rusqlite::Connection;
@@ -11,18 +10,19 @@ use taskledger_domain::ports::StoreError;
 use super::checkpoint::Wakeup;
 use super::codec::db_err;
 use super::commit::{check, write, CommitRows};
+use super::stamp::ChangeStamp;
 
 /// Most commits applied in one SQLite transaction (group commit).
 pub const MAX_GROUP_COMMIT: usize = 64;
 
 /// What follows every write on the writer connection, the writer thread's groups and the
-/// store's other writes alike: the resting checkpointer is woken (file mode), and a private
-/// in-memory store's change stamp moves — before any reply, so a reader that learns of a
-/// commit sees the stamp moved.
+/// store's other writes alike: the resting checkpointer is woken (file mode), and the change
+/// stamp's commits under way end — before any reply, so a reader that learns of a commit
+/// finds the stamp moved.
 #[derive(Clone)]
 pub(super) struct AfterWrite {
     pub(super) checkpoints: Option<Wakeup>,
-    pub(super) commits: Option<Arc<AtomicU64>>,
+    pub(super) stamp: Arc<ChangeStamp>,
 }
 
 impl AfterWrite {
@@ -30,9 +30,7 @@ impl AfterWrite {
         if let Some(w) = &self.checkpoints {
             w.committed();
         }
-        if let Some(n) = &self.commits {
-            n.fetch_add(1, Ordering::AcqRel);
-        }
+        self.stamp.end();
     }
 }
 
