@@ -4,12 +4,20 @@
 //! store's version check refuses a commit decided on an out-of-date state, and the retry reads
 //! the store. So other processes on the same store (a second server, `taskledger work
 //! advance`) are seen at once.
+//!
+//! A commit that asks for a turn is counted here from just before its append until it kept
+//! its state: the feed can hand its turn over before the request resumed from the append (the
+//! writer acknowledges a group of commits at once, and the relay reads all of them on the
+//! first one's nudge), and such a turn waits for those commits of its task instead of reading
+//! the store.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use hashlink::LruCache;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::task::{TaskAggregate, TaskEvent};
+use tokio::sync::oneshot;
 
 /// Tasks whose state is kept (the least recently used go first).
 pub const STATE_CACHE_TASKS: usize = 1024;
@@ -39,24 +47,106 @@ struct Kept {
     commit: Option<Arc<CommitEvents>>,
 }
 
+/// The commits of one task under way that asked for a turn, and the turns waiting for them.
+#[derive(Default)]
+struct Asking {
+    commits: usize,
+    waiting: Vec<oneshot::Sender<()>>,
+}
+
+struct Inner {
+    tasks: LruCache<TaskId, Kept>,
+    asking: HashMap<TaskId, Asking>,
+}
+
+impl Inner {
+    /// One commit of `task_id` that asked for a turn is over: its turns go on once none is left.
+    fn asked(&mut self, task_id: &TaskId) {
+        let Some(a) = self.asking.get_mut(task_id) else {
+            return;
+        };
+        a.commits = a.commits.saturating_sub(1);
+        if a.commits == 0 {
+            if let Some(a) = self.asking.remove(task_id) {
+                for w in a.waiting {
+                    // A turn that stopped waiting is fine.
+                    let _ = w.send(());
+                }
+            }
+        }
+    }
+}
+
 pub(crate) struct StateCache {
-    tasks: Mutex<LruCache<TaskId, Kept>>,
+    inner: Mutex<Inner>,
+}
+
+/// A commit asking for a turn, under way: counted until it keeps its state (`kept`) or ends
+/// without (dropped: refused, failed or cancelled).
+pub(crate) struct AskingCommit<'a> {
+    cache: &'a StateCache,
+    task_id: &'a TaskId,
+}
+
+impl AskingCommit<'_> {
+    /// Keeps the state the commit left with its events, and ends it, in one step.
+    pub(crate) fn kept(self, state: &Arc<TaskAggregate>, commit: Arc<CommitEvents>) {
+        if let Ok(mut inner) = self.cache.inner.lock() {
+            insert(&mut inner.tasks, self.task_id, state, Some(commit));
+            inner.asked(self.task_id);
+        }
+        // Ended here: the drop must not end it again.
+        std::mem::forget(self);
+    }
+}
+
+impl Drop for AskingCommit<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut inner) = self.cache.inner.lock() {
+            inner.asked(self.task_id);
+        }
+    }
 }
 
 impl StateCache {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
-            tasks: Mutex::new(LruCache::new(capacity.max(1))),
+            inner: Mutex::new(Inner {
+                tasks: LruCache::new(capacity.max(1)),
+                asking: HashMap::new(),
+            }),
         }
     }
 
     /// The state last seen of `task_id`, if kept.
     pub(crate) fn get(&self, task_id: &TaskId) -> Option<Arc<TaskAggregate>> {
-        self.tasks
+        self.inner
             .lock()
             .ok()?
+            .tasks
             .get(task_id)
             .map(|k| k.state.clone())
+    }
+
+    /// Counts a commit of `task_id` that asks for a turn, from before its append.
+    pub(crate) fn asking<'a>(&'a self, task_id: &'a TaskId) -> AskingCommit<'a> {
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.asking.entry(task_id.clone()).or_default().commits += 1;
+        }
+        AskingCommit {
+            cache: self,
+            task_id,
+        }
+    }
+
+    /// Resolves once no commit of `task_id` that asked for a turn is under way (`None`: none
+    /// is now).
+    pub(crate) fn after_asking(&self, task_id: &TaskId) -> Option<oneshot::Receiver<()>> {
+        let mut inner = self.inner.lock().ok()?;
+        let a = inner.asking.get_mut(task_id)?;
+        let (tx, rx) = oneshot::channel();
+        a.waiting.push(tx);
+        Some(rx)
     }
 
     /// The state last seen of `task_id` and, if this process's commit left it, that commit's
@@ -65,8 +155,9 @@ impl StateCache {
         &self,
         task_id: &TaskId,
     ) -> Option<(Arc<TaskAggregate>, Option<Arc<CommitEvents>>)> {
-        let mut tasks = self.tasks.lock().ok()?;
-        tasks
+        let mut inner = self.inner.lock().ok()?;
+        inner
+            .tasks
             .get(task_id)
             .map(|k| (k.state.clone(), k.commit.clone()))
     }
@@ -77,44 +168,43 @@ impl StateCache {
         self.insert(task_id, state, None);
     }
 
-    /// Keeps the state a commit left, with the commit's events.
-    pub(crate) fn put_committed(
-        &self,
-        task_id: &TaskId,
-        state: &Arc<TaskAggregate>,
-        commit: Option<Arc<CommitEvents>>,
-    ) {
-        self.insert(task_id, state, commit);
-    }
-
     fn insert(
         &self,
         task_id: &TaskId,
         state: &Arc<TaskAggregate>,
         commit: Option<Arc<CommitEvents>>,
     ) {
-        let Ok(mut tasks) = self.tasks.lock() else {
-            return;
-        };
-        if tasks
-            .get(task_id)
-            .is_some_and(|k| k.state.version >= state.version)
-        {
-            return;
+        if let Ok(mut inner) = self.inner.lock() {
+            insert(&mut inner.tasks, task_id, state, commit);
         }
-        let kept = Kept {
-            state: state.clone(),
-            commit,
-        };
-        tasks.insert(task_id.clone(), kept);
     }
 
     /// Drops what is kept of `task_id` (it was found out of date).
     pub(crate) fn forget(&self, task_id: &TaskId) {
-        if let Ok(mut tasks) = self.tasks.lock() {
-            tasks.remove(task_id);
+        if let Ok(mut inner) = self.inner.lock() {
+            inner.tasks.remove(task_id);
         }
     }
+}
+
+/// Keeps `state` unless a newer version of the task is kept already.
+fn insert(
+    tasks: &mut LruCache<TaskId, Kept>,
+    task_id: &TaskId,
+    state: &Arc<TaskAggregate>,
+    commit: Option<Arc<CommitEvents>>,
+) {
+    if tasks
+        .get(task_id)
+        .is_some_and(|k| k.state.version >= state.version)
+    {
+        return;
+    }
+    let kept = Kept {
+        state: state.clone(),
+        commit,
+    };
+    tasks.insert(task_id.clone(), kept);
 }
 
 #[cfg(test)]
@@ -161,5 +251,70 @@ mod tests {
         c.put(&id("a"), &at(3));
         c.forget(&id("a"));
         assert!(c.get(&id("a")).is_none());
+    }
+
+    fn events() -> Arc<CommitEvents> {
+        Arc::new(CommitEvents {
+            first_seq: 1,
+            events: Vec::new(),
+        })
+    }
+
+    #[test]
+    fn given_no_commit_asking_for_a_turn_when_a_turn_asks_then_it_does_not_wait() {
+        let c = StateCache::new(2);
+        assert!(c.after_asking(&id("t")).is_none());
+        drop(c.asking(&id("t")));
+        assert!(
+            c.after_asking(&id("t")).is_none(),
+            "a refused commit is over"
+        );
+    }
+
+    #[test]
+    fn given_a_commit_asking_for_a_turn_when_it_keeps_its_state_then_the_waiting_turn_goes_on_and_finds_it(
+    ) {
+        let c = StateCache::new(2);
+        let t = id("t");
+        let asking = c.asking(&t);
+        let mut waiting = c.after_asking(&t).expect("a commit is under way");
+        assert!(waiting.try_recv().is_err(), "still under way");
+        assert!(
+            c.after_asking(&id("other")).is_none(),
+            "only its own task waits"
+        );
+        asking.kept(&at(2), events());
+        assert!(waiting.try_recv().is_ok());
+        let (state, commit) = c.get_with_commit(&t).expect("kept");
+        assert_eq!((state.version, commit.is_some()), (2, true));
+        assert!(c.after_asking(&t).is_none());
+    }
+
+    #[test]
+    fn given_a_commit_asking_for_a_turn_when_it_ends_without_keeping_then_the_turn_goes_on() {
+        let c = StateCache::new(2);
+        let t = id("t");
+        let asking = c.asking(&t);
+        let mut waiting = c.after_asking(&t).expect("under way");
+        drop(asking);
+        assert!(
+            waiting.try_recv().is_ok(),
+            "a failed or cancelled commit ends the wait"
+        );
+        assert!(c.get(&t).is_none());
+    }
+
+    #[test]
+    fn given_two_commits_of_a_task_asking_for_turns_when_one_ends_then_the_turn_waits_for_the_other(
+    ) {
+        let c = StateCache::new(2);
+        let t = id("t");
+        let (first, second) = (c.asking(&t), c.asking(&t));
+        let mut waiting = c.after_asking(&t).expect("under way");
+        first.kept(&at(2), events());
+        assert!(waiting.try_recv().is_err(), "the second is still under way");
+        second.kept(&at(3), events());
+        assert!(waiting.try_recv().is_ok());
+        assert_eq!(c.get(&t).map(|s| s.version), Some(3));
     }
 }

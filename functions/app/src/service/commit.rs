@@ -117,15 +117,21 @@ impl Service {
             commit.idempotency = keys.idempotency.clone();
             let pushes = !commit.pushes.is_empty();
             let turns = turns_from(task_id, &commit.events);
+            let asking = (!turns.is_empty()).then(|| self.asking(task_id)).flatten();
             match self.store.append(&commit).await {
                 Ok(()) => {
                     let state = Arc::new(commit.snapshot);
-                    // A turn this commit asks for starts from what it left (its events too).
-                    let kept_events = (!turns.is_empty()).then(|| CommitEvents {
-                        first_seq: version + 1,
-                        events: events.clone(),
-                    });
-                    self.keep_committed(task_id, &state, kept_events);
+                    match asking {
+                        // A turn this commit asks for starts from what it left (its events too).
+                        Some(asking) => asking.kept(
+                            &state,
+                            Arc::new(CommitEvents {
+                                first_seq: version + 1,
+                                events: events.clone(),
+                            }),
+                        ),
+                        None => self.keep(task_id, &state),
+                    }
                     self.announce(task_id, state.version);
                     if !turns.is_empty() || pushes {
                         self.dispatch(turns);

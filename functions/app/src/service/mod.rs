@@ -329,16 +329,10 @@ impl Service {
         }
     }
 
-    /// Keeps the state a commit of this process left, with its events when it asked for a turn.
-    fn keep_committed(
-        &self,
-        task_id: &TaskId,
-        state: &Arc<TaskAggregate>,
-        events: Option<cache::CommitEvents>,
-    ) {
-        if let Some(c) = &self.states {
-            c.put_committed(task_id, state, events.map(Arc::new));
-        }
+    /// Counts a commit of this process that asks for a turn until it keeps its state (if
+    /// there is a state cache): the turn may come from the feed before that.
+    fn asking<'a>(&'a self, task_id: &'a TaskId) -> Option<cache::AskingCommit<'a>> {
+        self.states.as_ref().map(|c| c.asking(task_id))
     }
 
     /// What a turn for the work request at `work_seq` starts from without reading the store:
@@ -356,6 +350,23 @@ impl Service {
             .as_ref()?
             .get_with_commit(task_id)
             .filter(|(state, _)| state.version >= work_seq)
+    }
+
+    /// As `kept_for_turn`, once the commits of this process asking for a turn of the task that
+    /// are under way have kept their state (the feed hands a turn over as soon as the writer
+    /// committed its request, which may be before the request resumed to keep it).
+    async fn kept_for_turn_after_commits(
+        &self,
+        task_id: &TaskId,
+        work_seq: u64,
+    ) -> Option<(Arc<TaskAggregate>, Option<Arc<cache::CommitEvents>>)> {
+        if let Some(kept) = self.kept_for_turn(task_id, work_seq) {
+            return Some(kept);
+        }
+        let asked = self.states.as_ref()?.after_asking(task_id)?;
+        // A commit that ends without keeping its state ends the wait too.
+        let _ = asked.await;
+        self.kept_for_turn(task_id, work_seq)
     }
 
     /// Drops the kept state of a task found out of date.

@@ -76,7 +76,10 @@ pub(crate) async fn run_turn(
 ) -> Result<TurnOutcome, AppError> {
     let task_id = &turn.task_id;
     // What this process's commit of the request left, if it kept it; else the store's state.
-    let (state, commit) = match svc.kept_for_turn(task_id, turn.work_seq) {
+    let kept = svc
+        .kept_for_turn_after_commits(task_id, turn.work_seq)
+        .await;
+    let (state, commit) = match kept {
         Some(kept) => kept,
         None => match svc.load_shared(task_id).await? {
             Some(state) => (state, None),
