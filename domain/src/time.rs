@@ -65,23 +65,43 @@ impl Timestamp {
         Self(self.0 + time::Duration::milliseconds(ms))
     }
 
+    /// `YYYY-MM-DDTHH:MM:SS.` then `digits` (3 or 9) of the fraction and `Z`, written digit
+    /// by digit: every event, snapshot and status carries a timestamp.
     fn format(self, digits: usize) -> String {
         let t = self.0;
-        let frac = t.nanosecond() as u64;
-        let frac = match digits {
-            3 => format!("{:03}", frac / 1_000_000),
-            _ => format!("{frac:09}"),
-        };
-        format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{}Z",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second(),
-            frac
-        )
+        let (year, month, day) = t.to_calendar_date();
+        let mut out = String::with_capacity(30);
+        match u32::try_from(year) {
+            Ok(y) if y <= 9999 => push_digits(&mut out, y, 4),
+            // Outside RFC 3339's years (time's range reaches -9999).
+            _ => out.push_str(&format!("{year:04}")),
+        }
+        for (sep, value) in [
+            ('-', u8::from(month)),
+            ('-', day),
+            ('T', t.hour()),
+            (':', t.minute()),
+            (':', t.second()),
+        ] {
+            out.push(sep);
+            push_digits(&mut out, u32::from(value), 2);
+        }
+        out.push('.');
+        let nanos = t.nanosecond();
+        match digits {
+            3 => push_digits(&mut out, nanos / 1_000_000, 3),
+            _ => push_digits(&mut out, nanos, 9),
+        }
+        out.push('Z');
+        out
+    }
+}
+
+/// `value`'s last `width` decimal digits, zero-padded.
+fn push_digits(out: &mut String, value: u32, width: u32) {
+    for place in (0..width).rev() {
+        let digit = (value / 10u32.pow(place)) % 10;
+        out.push(char::from(b'0' + digit as u8));
     }
 }
 
@@ -121,6 +141,46 @@ mod tests {
         let t = Timestamp::parse("2026-03-04T05:06:07.123456789+02:00").unwrap();
         assert_eq!(t.to_rfc3339_millis(), "2026-03-04T03:06:07.123Z");
         assert_eq!(t.to_rfc3339_nanos(), "2026-03-04T03:06:07.123456789Z");
+    }
+
+    /// What the digit-by-digit writer must print: the same as the standard formatter.
+    fn formatted(t: Timestamp, digits: usize) -> String {
+        let (year, month, day) = t.0.to_calendar_date();
+        let frac = match digits {
+            3 => format!("{:03}", t.0.nanosecond() / 1_000_000),
+            _ => format!("{:09}", t.0.nanosecond()),
+        };
+        format!(
+            "{year:04}-{:02}-{day:02}T{:02}:{:02}:{:02}.{frac}Z",
+            u8::from(month),
+            t.0.hour(),
+            t.0.minute(),
+            t.0.second()
+        )
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn prints_as_the_standard_formatter_at_any_instant(n in i64::MIN..i64::MAX) {
+            let t = Timestamp::from_unix_nanos(n);
+            proptest::prop_assert_eq!(t.to_rfc3339_millis(), formatted(t, 3));
+            proptest::prop_assert_eq!(t.to_rfc3339_nanos(), formatted(t, 9));
+            proptest::prop_assert_eq!(Timestamp::parse(&t.to_rfc3339_nanos()), Ok(t));
+        }
+    }
+
+    #[test]
+    fn prints_the_edges_of_the_range() {
+        let first = Timestamp::from_unix_nanos(i64::MIN);
+        assert_eq!(first.to_rfc3339_nanos(), "1677-09-21T00:12:43.145224192Z");
+        assert_eq!(
+            Timestamp::from_unix_nanos(0).to_rfc3339_millis(),
+            "1970-01-01T00:00:00.000Z"
+        );
+        let last = Timestamp::from_unix_nanos(i64::MAX);
+        assert_eq!(last.to_rfc3339_nanos(), "2262-04-11T23:47:16.854775807Z");
+        let end_of_day = Timestamp::parse("9999-12-31T23:59:59.999999999Z").unwrap();
+        assert_eq!(end_of_day.to_rfc3339_millis(), "9999-12-31T23:59:59.999Z");
     }
 
     #[test]
