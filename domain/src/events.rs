@@ -1,7 +1,10 @@
 //! Events as stored: type + version + payload, and the upcasters that lift old shapes.
 
+use std::sync::LazyLock;
+
 use cqrs_es::persist::{EventUpcaster, SemanticVersionEventUpcaster, SerializedEvent};
 use cqrs_es::{Aggregate, DomainEvent};
+use serde_json::value::RawValue;
 use serde_json::Value;
 
 use crate::task::{TaskAggregate, TaskEvent};
@@ -14,7 +17,7 @@ pub struct StoredEvent {
     pub event_type: String,
     pub event_version: String,
     /// The externally tagged event JSON (`{"MessageAppended": {…}}`).
-    pub payload: Value,
+    pub payload: EventPayload,
     pub recorded_at: Timestamp,
     /// What a stream receives of it, recorded at commit; `None` for events a client does not
     /// see (and for events stored before streams read the log).
@@ -40,13 +43,58 @@ pub struct RecordedStatus {
     pub body: String,
 }
 
+/// An event's JSON as written: checked JSON text, kept as text (stores write it as it is) and
+/// parsed only when the event is decoded.
+#[derive(Debug, Clone)]
+pub struct EventPayload(Box<RawValue>);
+
+impl EventPayload {
+    /// The JSON of `event`.
+    pub fn of(event: &TaskEvent) -> Self {
+        // Events hold no map with non-string keys, the one thing JSON cannot write.
+        serde_json::value::to_raw_value(event).map_or_else(|_| Self::null(), Self)
+    }
+
+    /// JSON text as a store read it back; anything but one JSON value is refused.
+    pub fn parse(text: impl Into<String>) -> Result<Self, serde_json::Error> {
+        RawValue::from_string(text.into()).map(Self)
+    }
+
+    pub fn as_str(&self) -> &str {
+        self.0.get()
+    }
+
+    /// The payload as a JSON tree (upcasting, views that pick fields out of any event).
+    pub fn to_value(&self) -> Value {
+        serde_json::from_str(self.as_str()).unwrap_or(Value::Null)
+    }
+
+    fn null() -> Self {
+        Self::from(Value::Null)
+    }
+}
+
+impl From<Value> for EventPayload {
+    fn from(v: Value) -> Self {
+        // A `Value` always serialises.
+        Self::parse(v.to_string()).unwrap_or_else(|_| Self::null())
+    }
+}
+
+/// Equal when the JSON is the same, whatever the order of object members.
+impl PartialEq for EventPayload {
+    fn eq(&self, other: &Self) -> bool {
+        self.as_str() == other.as_str() || self.to_value() == other.to_value()
+    }
+}
+
 impl StoredEvent {
     pub fn new(seq: u64, event: &TaskEvent, recorded_at: Timestamp) -> Self {
         Self {
             seq,
             event_type: event.event_type(),
             event_version: event.event_version(),
-            payload: serde_json::to_value(event).unwrap_or(Value::Null),
+            payload: EventPayload::of(event),
             recorded_at,
             update: None,
         }
@@ -54,30 +102,34 @@ impl StoredEvent {
 
     /// Upcasts an old shape if needed, then parses.
     pub fn decode(&self) -> Result<TaskEvent, String> {
-        let serialized = SerializedEvent::new(
-            String::new(),
-            self.seq as usize,
-            TaskAggregate::TYPE.to_string(),
-            self.event_type.clone(),
-            self.event_version.clone(),
-            self.payload.clone(),
-            Value::Null,
-        );
-        let upcast = upcasters().iter().fold(serialized, |e, u| {
-            if u.can_upcast(&e.event_type, &e.event_version) {
-                u.upcast(e)
-            } else {
-                e
-            }
-        });
-        serde_json::from_value(upcast.payload).map_err(|e| {
-            format!(
-                "event {} v{} #{}: {e}",
-                self.event_type, self.event_version, self.seq
-            )
-        })
+        let (kind, version) = (&self.event_type, &self.event_version);
+        let parsed = if UPCASTERS.iter().any(|u| u.can_upcast(kind, version)) {
+            let serialized = SerializedEvent::new(
+                String::new(),
+                self.seq as usize,
+                TaskAggregate::TYPE.to_string(),
+                kind.clone(),
+                version.clone(),
+                self.payload.to_value(),
+                Value::Null,
+            );
+            let upcast = UPCASTERS.iter().fold(serialized, |e, u| {
+                if u.can_upcast(&e.event_type, &e.event_version) {
+                    u.upcast(e)
+                } else {
+                    e
+                }
+            });
+            serde_json::from_value(upcast.payload)
+        } else {
+            serde_json::from_str(self.payload.as_str())
+        };
+        parsed.map_err(|e| format!("event {kind} v{version} #{}: {e}", self.seq))
     }
 }
+
+/// Every upcaster, oldest first, built once.
+static UPCASTERS: LazyLock<Vec<Box<dyn EventUpcaster>>> = LazyLock::new(upcasters);
 
 /// The 0.3-era state names some early events carried, and their 1.0 names.
 const LEGACY_STATES: [(&str, &str); 8] = [
@@ -136,7 +188,9 @@ mod tests {
             seq: 2,
             event_type: "StatusChanged".into(),
             event_version: "0.3".into(),
-            payload: json!({"StatusChanged": {"state": "input-required", "at": "2026-01-01T00:00:00Z"}}),
+            payload:
+                json!({"StatusChanged": {"state": "input-required", "at": "2026-01-01T00:00:00Z"}})
+                    .into(),
             recorded_at: Timestamp::now(),
             update: None,
         };
@@ -152,7 +206,8 @@ mod tests {
             seq: 2,
             event_type: "StatusChanged".into(),
             event_version: "1.0".into(),
-            payload: json!({"StatusChanged": {"state": "working", "at": "2026-01-01T00:00:00Z"}}),
+            payload: json!({"StatusChanged": {"state": "working", "at": "2026-01-01T00:00:00Z"}})
+                .into(),
             recorded_at: Timestamp::now(),
             update: None,
         };

@@ -172,6 +172,6 @@ fn an_undecodable_artifact_event_shows_nothing_rather_than_failing() {
     let mut all = created();
     all.push(artifact(true));
     let mut events = stored(&all);
-    events[3].payload = serde_json::json!({"ArtifactAdded": {"nonsense": true}});
+    events[3].payload = serde_json::json!({"ArtifactAdded": {"nonsense": true}}).into();
     assert_eq!(items(&events).len(), 1);
 }

@@ -160,7 +160,7 @@ impl DynamoStore {
                 ("sk".into(), s(schema::event_sk(e.seq))),
                 ("type".into(), s(&e.event_type)),
                 ("ver".into(), s(&e.event_version)),
-                ("payload".into(), s(json(&e.payload)?)),
+                ("payload".into(), s(e.payload.as_str().to_string())),
                 ("at".into(), n(e.recorded_at.unix_nanos())),
             ]);
             // What a stream reads of it (`reads::decode_update`).

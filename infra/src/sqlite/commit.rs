@@ -86,7 +86,7 @@ impl CommitRows {
                     seq: e.seq as i64,
                     event_type: e.event_type.clone(),
                     event_version: e.event_version.clone(),
-                    payload: json(&e.payload)?,
+                    payload: e.payload.as_str().to_string(),
                     recorded_at: e.recorded_at.unix_nanos(),
                     generation: e.update.as_ref().map(|u| u.generation as i64),
                     status_state: status.map(|s| s.state.as_str()),
@@ -99,8 +99,14 @@ impl CommitRows {
             .events
             .iter()
             .filter(|e| e.event_type == "PushConfigDeleted")
-            .filter_map(|e| e.payload.pointer("/PushConfigDeleted/id")?.as_str())
-            .map(str::to_string)
+            .filter_map(|e| {
+                let id = e
+                    .payload
+                    .to_value()
+                    .pointer("/PushConfigDeleted/id")?
+                    .clone();
+                id.as_str().map(str::to_string)
+            })
             .collect();
         let writes = c
             .writes

@@ -392,7 +392,8 @@ fn timeline(events: &[taskledger_domain::events::StoredEvent]) -> Markup {
             h2 { "Timeline" }
             ol.timeline {
                 @for e in shown {
-                    @let body = e.payload.get(&e.event_type);
+                    @let payload = e.payload.to_value();
+                    @let body = payload.get(&e.event_type);
                     @let by = body.and_then(|b| b.get("acted_by").or_else(|| b.get("by")).or_else(|| b.get("participant_id")));
                     li data-seq=(e.seq) {
                         time datetime=(e.recorded_at.to_rfc3339_millis()) { (e.recorded_at.to_rfc3339_millis()) }
