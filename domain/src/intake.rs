@@ -47,9 +47,7 @@ fn validate_metadata(m: &Message, path: &str) -> Result<(), DomainError> {
     let Some(meta) = &m.metadata else {
         return Ok(());
     };
-    let size = serde_json::to_vec(meta)
-        .map(|v| v.len())
-        .unwrap_or(usize::MAX);
+    let size = crate::wire::json_size(meta);
     if size > MAX_MESSAGE_METADATA_BYTES {
         return Err(DomainError::invalid(
             format!("{path}.metadata"),

@@ -148,7 +148,7 @@ impl UiMessages {
                 ),
             ));
         }
-        let bytes = serde_json::to_vec(&messages).map_or(usize::MAX, |b| b.len());
+        let bytes = crate::wire::json_size(&messages);
         if bytes > MAX_UI_BYTES {
             return Err(refuse(
                 "messages",

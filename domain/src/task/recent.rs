@@ -34,7 +34,7 @@ impl RecentHistory {
     /// Keeps `m` as the newest message, dropping the oldest ones past the bounds. A message
     /// over `RECENT_BYTES` on its own empties the tail: what it holds must end at the newest.
     pub fn push(&mut self, m: &Message) {
-        let size = serde_json::to_vec(m).map(|v| v.len()).unwrap_or(usize::MAX);
+        let size = crate::wire::json_size(m);
         if size > RECENT_BYTES {
             self.messages.clear();
             self.sizes.clear();

@@ -34,5 +34,22 @@ pub use task::{
     Artifact, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
 };
 
+/// How many bytes `v` takes as compact JSON (what the size limits count), counted as it is
+/// written rather than written into a buffer; `usize::MAX` for a value JSON cannot hold.
+pub fn json_size<T: serde::Serialize + ?Sized>(v: &T) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0 += b.len();
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut n = Count(0);
+    serde_json::to_writer(&mut n, v).map_or(usize::MAX, |()| n.0)
+}
+
 #[cfg(test)]
 mod tests;

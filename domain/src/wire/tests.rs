@@ -163,3 +163,17 @@ fn generations_are_protojson_int64() {
         json!({"ifGenerationMatch": "3"})
     );
 }
+
+#[test]
+fn json_size_counts_the_compact_json_bytes() {
+    let m = Message::agent_text("m-1", "héllo \"quoted\"\n");
+    assert_eq!(super::json_size(&m), serde_json::to_vec(&m).unwrap().len());
+    assert_eq!(super::json_size(&serde_json::json!({})), 2);
+    let mut odd = std::collections::HashMap::new();
+    odd.insert(vec![1u8], 1);
+    assert_eq!(
+        super::json_size(&odd),
+        usize::MAX,
+        "a map with non-string keys"
+    );
+}
