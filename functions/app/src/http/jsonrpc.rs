@@ -74,10 +74,10 @@ fn fail(id: &Value, kind: ErrorKind, message: impl Into<String>) -> RpcFailure {
 }
 
 /// `params` as the method's request object: absent is `{}`, anything but an object is refused.
-fn params(params: Option<&Value>) -> Result<Value, AppError> {
+fn params(params: Option<Value>) -> Result<Value, AppError> {
     match params {
         None | Some(Value::Null) => Ok(json!({})),
-        Some(v @ Value::Object(_)) => Ok(v.clone()),
+        Some(v @ Value::Object(_)) => Ok(v),
         Some(_) => Err(AppError::invalid_params("params", "must be an object")),
     }
 }
@@ -133,13 +133,15 @@ async fn handle(
             format!("invalid JSON: {e}"),
         )
     })?;
-    let Value::Object(envelope) = envelope else {
+    let Value::Object(mut envelope) = envelope else {
         return Err(fail(
             &Value::Null,
             ErrorKind::InvalidRequest,
             "the request must be a JSON-RPC 2.0 object (batches are not supported)",
         ));
     };
+    // Taken out, not copied: decoding the request consumes it.
+    let params_given = envelope.remove("params");
     let id = envelope.get("id").cloned();
     let reply_id = match &id {
         None | Some(Value::Null) => Value::Null,
@@ -176,7 +178,7 @@ async fn handle(
         task_id = tracing::field::Empty
     );
     let result = async {
-        let request = params(envelope.get("params"))?;
+        let request = params(params_given)?;
         let mut ctx = Context::new(principal).with_idempotency(key, &request);
         ctx.requested_extensions = common::requested_extensions(&parts.headers);
         ctx.last_event_id = sse::last_event_id(&parts.headers);
