@@ -44,8 +44,10 @@ pub struct RecordedStatus {
 }
 
 /// An event's JSON as written: checked JSON text, kept as text (stores write it as it is) and
-/// parsed only when the event is decoded.
-#[derive(Debug, Clone)]
+/// parsed only when the event is decoded. A store reads it back as any other JSON column: its
+/// deserialisation refuses anything but one JSON value.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(transparent)]
 pub struct EventPayload(Box<RawValue>);
 
 impl EventPayload {
@@ -53,11 +55,6 @@ impl EventPayload {
     pub fn of(event: &TaskEvent) -> Self {
         // Events hold no map with non-string keys, the one thing JSON cannot write.
         serde_json::value::to_raw_value(event).map_or_else(|_| Self::null(), Self)
-    }
-
-    /// JSON text as a store read it back; anything but one JSON value is refused.
-    pub fn parse(text: impl Into<String>) -> Result<Self, serde_json::Error> {
-        RawValue::from_string(text.into()).map(Self)
     }
 
     pub fn as_str(&self) -> &str {
@@ -70,14 +67,14 @@ impl EventPayload {
     }
 
     fn null() -> Self {
-        Self::from(Value::Null)
+        Self(RawValue::NULL.to_owned())
     }
 }
 
 impl From<Value> for EventPayload {
     fn from(v: Value) -> Self {
         // A `Value` always serialises.
-        Self::parse(v.to_string()).unwrap_or_else(|_| Self::null())
+        serde_json::value::to_raw_value(&v).map_or_else(|_| Self::null(), Self)
     }
 }
 
@@ -180,6 +177,26 @@ mod tests {
         assert_eq!(s.event_type, "StatusChanged");
         assert_eq!(s.event_version, "1.0");
         assert_eq!(s.decode().unwrap(), e);
+    }
+
+    #[test]
+    fn a_payload_read_back_must_be_one_json_value() {
+        let ok: EventPayload = serde_json::from_str(r#"{"Canceled": {"at": "x"}}"#).unwrap();
+        assert_eq!(
+            ok.as_str(),
+            r#"{"Canceled": {"at": "x"}}"#,
+            "kept as written"
+        );
+        for bad in [r#"{"Canceled": "#, "1 2", ""] {
+            assert!(
+                serde_json::from_str::<EventPayload>(bad).is_err(),
+                "{bad:?}"
+            );
+        }
+        assert!(
+            serde_json::from_str::<EventPayload>(r#""not json""#).is_ok(),
+            "a JSON string is one value"
+        );
     }
 
     #[test]

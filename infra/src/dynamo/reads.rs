@@ -2,7 +2,7 @@
 //! for the history and chunks the view asks); append and ListTasks go to `append` and `list`.
 
 use async_trait::async_trait;
-use taskledger_domain::events::{EventPayload, EventUpdate, RecordedStatus, StoredEvent};
+use taskledger_domain::events::{EventUpdate, RecordedStatus, StoredEvent};
 use taskledger_domain::ids::{ContextId, IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{
     Commit, EventStore, HistoryRead, IdempotencyRecord, ListPage, ListQuery, ListScope, Loaded,
@@ -104,8 +104,7 @@ fn decode_event(item: &Item) -> Result<StoredEvent, StoreError> {
             .ok_or_else(|| StoreError::Corrupt(format!("bad event key {sk}")))?,
         event_type: get_s(item, "type")?.to_string(),
         event_version: get_s(item, "ver")?.to_string(),
-        payload: EventPayload::parse(get_s(item, "payload")?)
-            .map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        payload: parse(get_s(item, "payload")?)?,
         recorded_at: Timestamp::from_unix_nanos(get_n(item, "at")?),
         update: decode_update(item)?,
     })

@@ -100,12 +100,11 @@ impl CommitRows {
             .iter()
             .filter(|e| e.event_type == "PushConfigDeleted")
             .filter_map(|e| {
-                let id = e
-                    .payload
-                    .to_value()
+                let payload = e.payload.to_value();
+                payload
                     .pointer("/PushConfigDeleted/id")?
-                    .clone();
-                id.as_str().map(str::to_string)
+                    .as_str()
+                    .map(str::to_string)
             })
             .collect();
         let writes = c

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
-use taskledger_domain::events::{EventPayload, EventUpdate, RecordedStatus, StoredEvent};
+use taskledger_domain::events::{EventUpdate, RecordedStatus, StoredEvent};
 use taskledger_domain::ids::{IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{Commit, EventStore, IdempotencyRecord, Loaded, StoreError};
 use taskledger_domain::time::Timestamp;
@@ -42,7 +42,7 @@ fn to_event(row: EventRow) -> Result<StoredEvent, StoreError> {
         seq: seq as u64,
         event_type,
         event_version,
-        payload: EventPayload::parse(payload).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        payload: parse(&payload)?,
         recorded_at: Timestamp::from_unix_nanos(recorded_at),
         update: decode_update(generation, state, body)?,
     })

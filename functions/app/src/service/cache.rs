@@ -165,17 +165,8 @@ impl StateCache {
     /// Keeps `state` unless a newer version of the task is kept already (a read that started
     /// before a commit may end after it).
     pub(crate) fn put(&self, task_id: &TaskId, state: &Arc<TaskAggregate>) {
-        self.insert(task_id, state, None);
-    }
-
-    fn insert(
-        &self,
-        task_id: &TaskId,
-        state: &Arc<TaskAggregate>,
-        commit: Option<Arc<CommitEvents>>,
-    ) {
         if let Ok(mut inner) = self.inner.lock() {
-            insert(&mut inner.tasks, task_id, state, commit);
+            insert(&mut inner.tasks, task_id, state, None);
         }
     }
 
