@@ -18,8 +18,11 @@ use std::time::Duration;
 
 use rusqlite::Connection;
 
-/// How often the checkpointer copies what the WAL gained into the database file.
-pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(30);
+/// How often the checkpointer copies what the WAL gained into the database file. Under steady
+/// commits every checkpoint finds the WAL past `RESTART_AFTER_PAGES` and restarts it, so this
+/// sets how much a cycle copies and syncs at once: 15 ms against 30 ms gave a lower one-client
+/// tail on the disk with more, smaller restarts (ADR 027); a longer cycle (4,000 pages) a higher.
+pub const CHECKPOINT_EVERY: Duration = Duration::from_millis(15);
 /// WAL pages (4 KiB each) after which a checkpoint also restarts the WAL from its first page.
 pub const RESTART_AFTER_PAGES: i64 = 1_000;
 
