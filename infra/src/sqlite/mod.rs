@@ -6,6 +6,7 @@ mod codec;
 mod commit;
 mod events;
 mod feed;
+mod gather;
 mod outbox;
 mod reads;
 mod schema;
@@ -90,6 +91,15 @@ struct Inner {
     stamp: Arc<ChangeStamp>,
 }
 
+/// Opens the store's file through the VFS that gathers WAL frames (`gather.rs`), or SQLite's own
+/// when it could not be registered.
+fn open_file(path: &Path, flags: OpenFlags) -> rusqlite::Result<Connection> {
+    match gather::registered() {
+        Some(vfs) => Connection::open_with_flags_and_vfs(path, flags, vfs),
+        None => Connection::open_with_flags(path, flags),
+    }
+}
+
 fn configure(conn: &Connection, wal: bool, cache_kib: i64) -> rusqlite::Result<()> {
     conn.busy_handler(Some(wait_for_lock))?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
@@ -116,13 +126,13 @@ impl SqliteStore {
             path: path.display().to_string(),
             source,
         };
-        let writer = Connection::open(&path).map_err(open_err)?;
+        let writer = open_file(&path, OpenFlags::default()).map_err(open_err)?;
         configure(&writer, true, WRITER_CACHE_KIB).map_err(open_err)?;
         writer.execute_batch(SCHEMA).map_err(open_err)?;
         migrate(&writer).map_err(open_err)?;
         let mut readers = Vec::with_capacity(READERS);
         for _ in 0..READERS {
-            let r = Connection::open_with_flags(
+            let r = open_file(
                 &path,
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
@@ -135,7 +145,7 @@ impl SqliteStore {
         writer
             .pragma_update(None, "wal_autocheckpoint", WRITER_CHECKPOINT_BACKSTOP_PAGES)
             .map_err(open_err)?;
-        let checkpointer = Connection::open(&path).map_err(open_err)?;
+        let checkpointer = open_file(&path, OpenFlags::default()).map_err(open_err)?;
         configure(&checkpointer, true, READER_CACHE_KIB).map_err(open_err)?;
         let (wakeup, woken, resting) = Wakeup::new();
         let spawned = std::thread::Builder::new()
