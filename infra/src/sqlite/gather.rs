@@ -142,6 +142,12 @@ unsafe extern "C" fn write(
     let Ok(n) = usize::try_from(amount) else {
         return ffi::SQLITE_IOERR_WRITE;
     };
+    if n == 0 {
+        return ffi::SQLITE_OK;
+    }
+    if buf.is_null() {
+        return ffi::SQLITE_IOERR_WRITE;
+    }
     let data = std::slice::from_raw_parts(buf.cast::<u8>(), n);
     // This write is a commit frame's page: the batch ends with it, whatever is flushed first.
     let ends_commit = std::mem::take(&mut g.commit_next);
