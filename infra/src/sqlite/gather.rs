@@ -32,8 +32,8 @@ const FRAME_HEADER_BYTES: usize = 24;
 
 /// The VFS's name once registered; `None` when SQLite has no default VFS to wrap (the store then
 /// opens with SQLite's own).
-pub(super) fn registered() -> Option<&'static str> {
-    static NAME: OnceLock<Option<&'static str>> = OnceLock::new();
+pub(super) fn registered() -> Option<&'static CStr> {
+    static NAME: OnceLock<Option<&'static CStr>> = OnceLock::new();
     *NAME.get_or_init(|| {
         // SAFETY: `sqlite3_vfs_find` returns SQLite's registered default VFS, which lives as long
         // as the process; ours is leaked, as SQLite requires a registered VFS to outlive its use.
@@ -49,7 +49,7 @@ pub(super) fn registered() -> Option<&'static str> {
             vfs.xOpen = Some(open);
             BASE.set(Base(base)).ok()?;
             let vfs = Box::leak(Box::new(vfs));
-            (ffi::sqlite3_vfs_register(vfs, 0) == ffi::SQLITE_OK).then_some("taskledger-gather")
+            (ffi::sqlite3_vfs_register(vfs, 0) == ffi::SQLITE_OK).then_some(VFS_NAME)
         }
     })
 }
@@ -74,7 +74,7 @@ struct Gathered {
 }
 
 unsafe extern "C" fn open(
-    vfs: *mut ffi::sqlite3_vfs,
+    _vfs: *mut ffi::sqlite3_vfs,
     name: *const c_char,
     file: *mut ffi::sqlite3_file,
     flags: c_int,
@@ -87,7 +87,6 @@ unsafe extern "C" fn open(
     let Some(base_open) = (*base).xOpen else {
         return ffi::SQLITE_ERROR;
     };
-    let _ = vfs;
     if flags & ffi::SQLITE_OPEN_WAL == 0 {
         return base_open(base, name, file, flags, out_flags);
     }
@@ -164,9 +163,6 @@ unsafe extern "C" fn write(
             Some(w) => w(g.real, buf, amount, offset),
             None => ffi::SQLITE_IOERR_WRITE,
         };
-    }
-    if g.pending.is_empty() {
-        g.at = offset;
     }
     g.pending.extend_from_slice(data);
     if ends_commit {
