@@ -25,8 +25,13 @@ pub struct ViewOptions {
 pub enum HistoryRead {
     /// The head holds it (`None`: no history asked for).
     Ready(Option<Vec<Message>>),
-    /// Read the history rows from position `from` on.
-    Rows { from: u64 },
+    /// Read the history rows from position `from` up to `until` (the first position the
+    /// head's tail holds; a store written before ADR 029 has rows past it too), then `tail`.
+    Rows {
+        from: u64,
+        until: u64,
+        tail: Vec<Message>,
+    },
 }
 
 impl ViewOptions {
@@ -54,6 +59,8 @@ impl ViewOptions {
         }
         HistoryRead::Rows {
             from: head.history_len.saturating_sub(n),
+            until: head.history_len.saturating_sub(head.recent.len() as u64),
+            tail: head.recent.messages().cloned().collect(),
         }
     }
 }

@@ -1,5 +1,5 @@
 //! A task's first commit, answered from its own events: the read model after a task's first
-//! commit holds exactly what `writes_for` says those events write, so a creation can answer
+//! commit holds exactly what `writes_for` says those events write (and the head), so a creation can answer
 //! with the task as GetTask would show it without reading back what it just wrote (one store
 //! call fewer on SQLite, three fewer on DynamoDB).
 
@@ -7,7 +7,7 @@ use crate::ids::HistoryLength;
 use crate::task::{TaskAggregate, TaskEvent};
 use crate::wire::{Message, Task};
 
-use super::{assemble, writes_for, ArtifactChunk, ReadWrite};
+use super::{assemble, whole_history, writes_for, ArtifactChunk, ReadWrite};
 
 /// The task after `events`, the whole of a new task's first commit, shaped like a view with
 /// `history` and `include_artifacts`; `None` when the events create no task.
@@ -36,6 +36,7 @@ pub fn first_commit_view(
             ReadWrite::ArtifactChunk(c) => chunks.push(c),
         }
     }
+    let mut messages = whole_history(head, messages);
     let history = match history {
         HistoryLength::Last(0) => None,
         HistoryLength::Last(n) => {

@@ -70,19 +70,32 @@ pub fn project(state: &mut TaskAggregate, events: &[TaskEvent]) -> Vec<ReadWrite
     writes
 }
 
+/// The history rows written when `message` enters the history of `head`: those of the messages
+/// it pushes out of the head's tail (ADR 029).
+fn spill(head: &TaskHead, message: &Message, out: &mut Vec<ReadWrite>) {
+    out.extend(
+        head.recent
+            .spilled_by(message, head.history_len)
+            .into_iter()
+            .map(|(pos, message)| ReadWrite::History(HistoryEntry { pos, message })),
+    );
+}
+
+/// A task's whole history: its rows (`rows`, the messages its tail let go of, in order), then
+/// the messages its head's tail holds.
+pub fn whole_history(head: &TaskHead, rows: Vec<Message>) -> Vec<Message> {
+    let mut history = rows;
+    history.extend(head.recent.messages().cloned());
+    history
+}
+
 /// The read-model writes one event causes, given the head before it.
 pub fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) {
     match event {
-        TaskEvent::MessageAppended { message, .. } => out.push(ReadWrite::History(HistoryEntry {
-            pos: head.history_len,
-            message: message.clone(),
-        })),
+        TaskEvent::MessageAppended { message, .. } => spill(head, message, out),
         TaskEvent::StatusChanged {
             message: Some(m), ..
-        } => out.push(ReadWrite::History(HistoryEntry {
-            pos: head.history_len,
-            message: m.clone(),
-        })),
+        } => spill(head, m, out),
         TaskEvent::ArtifactAdded { artifact, .. } => {
             let existing = head
                 .artifacts
@@ -123,10 +136,7 @@ pub fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) 
                 }));
             }
         }
-        TaskEvent::HelpRequested { message, .. } => out.push(ReadWrite::History(HistoryEntry {
-            pos: head.history_len,
-            message: message.clone(),
-        })),
+        TaskEvent::HelpRequested { message, .. } => spill(head, message, out),
         TaskEvent::TaskCreated { .. }
         | TaskEvent::StatusChanged { message: None, .. }
         | TaskEvent::TaskCanceled { .. }
@@ -236,18 +246,18 @@ pub fn replay(events: &[TaskEvent], history_length: HistoryLength) -> Option<Tas
     let mut state = TaskAggregate::default();
     let writes = project(&mut state, events);
     let head = state.head.as_ref()?;
-    let mut history = Vec::new();
+    let mut rows = Vec::new();
     let mut chunks: Vec<ArtifactChunk> = Vec::new();
     for w in writes {
         match w {
-            ReadWrite::History(h) => history.push(h.message),
+            ReadWrite::History(h) => rows.push(h.message),
             ReadWrite::ArtifactReset { ord, .. } => chunks.retain(|c| c.ord != ord),
             ReadWrite::ArtifactChunk(c) => chunks.push(c),
         }
     }
     Some(assemble(
         head,
-        limit_history(history, history_length),
+        limit_history(whole_history(head, rows), history_length),
         Some(chunks),
     ))
 }

@@ -1,6 +1,8 @@
 //! The most recent messages of a task's history, kept in its head (bounded by count and size),
-//! so a reader asking for a short history reads the head only; the full history stays in the
-//! read model's history rows.
+//! so a reader asking for a short history reads the head only. The read model's history rows
+//! hold what the tail let go of (ADR 029): a message is written as a row when it leaves the tail,
+//! not when it enters history, so a task whose whole history fits the tail has no rows at all.
+//! The rows are always the history's first `history_len - len()` messages.
 
 use std::collections::VecDeque;
 
@@ -14,6 +16,14 @@ pub const RECENT_MESSAGES: usize = 10;
 /// JSON bytes of the messages the head keeps at most (a larger message is not kept: a reader
 /// asking for it reads the history rows).
 pub const RECENT_BYTES: usize = 4 * 1024;
+
+/// What leaves the tail when a message enters it.
+enum Leaving {
+    /// The message is over `RECENT_BYTES`: everything, the message with it.
+    All,
+    /// The oldest `n` messages.
+    Oldest(usize),
+}
 
 /// The last messages of history, oldest first, with their JSON sizes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -35,18 +45,64 @@ impl RecentHistory {
     /// over `RECENT_BYTES` on its own empties the tail: what it holds must end at the newest.
     pub fn push(&mut self, m: &Message) {
         let size = crate::wire::json_size(m);
+        match self.leaving(size) {
+            Leaving::All => {
+                self.messages.clear();
+                self.sizes.clear();
+            }
+            Leaving::Oldest(n) => {
+                self.messages.drain(..n);
+                self.sizes.drain(..n);
+                self.messages.push_back(m.clone());
+                self.sizes.push_back(size as u32);
+            }
+        }
+    }
+
+    /// The messages that leave the tail when `m` enters it as history position `pos`, oldest
+    /// first with their positions (`m` itself when it is over `RECENT_BYTES`): the history rows
+    /// the read model writes for it. The tail holds positions `pos - len()` to `pos - 1`.
+    pub fn spilled_by(&self, m: &Message, pos: u64) -> Vec<(u64, Message)> {
+        let first = pos.saturating_sub(self.messages.len() as u64);
+        let at = |i: usize| first + i as u64;
+        match self.leaving(crate::wire::json_size(m)) {
+            Leaving::All => self
+                .messages
+                .iter()
+                .enumerate()
+                .map(|(i, old)| (at(i), old.clone()))
+                .chain(std::iter::once((pos, m.clone())))
+                .collect(),
+            Leaving::Oldest(n) => self
+                .messages
+                .iter()
+                .take(n)
+                .enumerate()
+                .map(|(i, old)| (at(i), old.clone()))
+                .collect(),
+        }
+    }
+
+    /// What leaves the tail when a message of `size` JSON bytes enters it: the one rule both
+    /// `push` and `spilled_by` follow.
+    fn leaving(&self, size: usize) -> Leaving {
         if size > RECENT_BYTES {
-            self.messages.clear();
-            self.sizes.clear();
-            return;
+            return Leaving::All;
         }
-        self.messages.push_back(m.clone());
-        self.sizes.push_back(size as u32);
-        let mut total: usize = self.sizes.iter().map(|s| *s as usize).sum();
-        while self.messages.len() > RECENT_MESSAGES || total > RECENT_BYTES {
-            self.messages.pop_front();
-            total -= self.sizes.pop_front().map(|s| s as usize).unwrap_or(0);
+        let mut count = self.messages.len() + 1;
+        let mut total: usize = self.sizes.iter().map(|s| *s as usize).sum::<usize>() + size;
+        let mut n = 0;
+        while count > RECENT_MESSAGES || total > RECENT_BYTES {
+            total -= self.sizes.get(n).map(|s| *s as usize).unwrap_or(0);
+            count -= 1;
+            n += 1;
         }
+        Leaving::Oldest(n)
+    }
+
+    /// Every message it holds, oldest first.
+    pub fn messages(&self) -> impl Iterator<Item = &Message> {
+        self.messages.iter()
     }
 
     /// The history a reader asked for, when the tail holds all of it: `Some(None)` for no
@@ -144,5 +200,69 @@ mod tests {
         assert_eq!(r.len(), 2);
         r.push(&msg(2, 1));
         assert_eq!(ids(&r.last(9)), ["m1", "m2"]);
+    }
+
+    /// Pushes `m` as position `pos` and returns what it spilled, checking that the tail and
+    /// the rows together still hold positions 0..=pos in order.
+    fn enter(r: &mut RecentHistory, rows: &mut Vec<(u64, Message)>, m: Message, pos: u64) {
+        let spilled = r.spilled_by(&m, pos);
+        r.push(&m);
+        rows.extend(spilled);
+        let positions: Vec<u64> = rows.iter().map(|(p, _)| *p).collect();
+        let first_in_tail = pos + 1 - r.len() as u64;
+        assert_eq!(positions, (0..first_in_tail).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn given_a_tail_with_room_when_a_message_enters_then_nothing_is_spilled() {
+        let mut r = RecentHistory::default();
+        for i in 0..RECENT_MESSAGES - 1 {
+            r.push(&msg(i, 10));
+        }
+        assert!(r
+            .spilled_by(&msg(99, 10), RECENT_MESSAGES as u64 - 1)
+            .is_empty());
+    }
+
+    #[test]
+    fn given_a_full_tail_when_one_more_enters_then_the_oldest_is_spilled_at_its_position() {
+        let (mut r, mut rows) = (RecentHistory::default(), Vec::new());
+        for i in 0..RECENT_MESSAGES + 2 {
+            enter(&mut r, &mut rows, msg(i, 10), i as u64);
+        }
+        assert_eq!(
+            rows.iter()
+                .map(|(_, m)| m.message_id.clone())
+                .collect::<Vec<_>>(),
+            ["m0", "m1"]
+        );
+        assert_eq!(r.len(), RECENT_MESSAGES);
+    }
+
+    #[test]
+    fn given_the_byte_bound_when_reached_then_as_many_are_spilled_as_the_tail_drops() {
+        let base = serde_json::to_vec(&msg(0, 0)).unwrap().len();
+        let (mut r, mut rows) = (RecentHistory::default(), Vec::new());
+        enter(&mut r, &mut rows, msg(0, 10), 0);
+        enter(&mut r, &mut rows, msg(1, RECENT_BYTES / 2 - base), 1);
+        enter(&mut r, &mut rows, msg(2, RECENT_BYTES / 2 - base), 2);
+        assert_eq!(rows.len(), 1, "the first leaves to make room");
+        enter(&mut r, &mut rows, msg(3, RECENT_BYTES - base), 3);
+        assert_eq!(rows.len(), 3, "one at the bound takes the tail for itself");
+        assert_eq!(ids(&r.last(9)), ["m3"]);
+    }
+
+    #[test]
+    fn given_a_message_over_the_byte_bound_when_it_enters_then_it_and_the_tail_are_spilled() {
+        let base = serde_json::to_vec(&msg(0, 0)).unwrap().len();
+        let (mut r, mut rows) = (RecentHistory::default(), Vec::new());
+        enter(&mut r, &mut rows, msg(0, 10), 0);
+        enter(&mut r, &mut rows, msg(1, 10), 1);
+        enter(&mut r, &mut rows, msg(2, RECENT_BYTES - base + 1), 2);
+        assert!(r.is_empty());
+        assert_eq!(rows.len(), 3);
+        enter(&mut r, &mut rows, msg(3, 10), 3);
+        assert_eq!(rows.len(), 3, "the tail takes up again after it");
+        assert_eq!(ids(&r.last(9)), ["m3"]);
     }
 }

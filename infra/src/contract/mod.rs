@@ -41,7 +41,8 @@ async fn state_of<S: Store + ?Sized>(store: &S, id: &TaskId) -> TaskAggregate {
         .expect("current snapshot")
 }
 
-async fn run<S: Store + ?Sized>(
+/// Decides `cmd` on the task as stored and appends what it decided.
+pub async fn run<S: Store + ?Sized>(
     store: &S,
     id: &TaskId,
     cmd: TaskCommand,
@@ -103,7 +104,8 @@ pub async fn create_task<S: Store + ?Sized>(store: &S, id: &str, ctx: &str) -> T
     create_task_at(store, id, ctx, &alice(), Timestamp::now()).await
 }
 
-fn append_cmd(id: &str, text: &str) -> TaskCommand {
+/// A user message `text` with message id `id`, as a command.
+pub fn append_cmd(id: &str, text: &str) -> TaskCommand {
     TaskCommand::AppendUserMessage(AppendUserMessage {
         message: user_message(id, text),
         at: Timestamp::now(),
@@ -112,11 +114,13 @@ fn append_cmd(id: &str, text: &str) -> TaskCommand {
 }
 
 mod first;
+mod history;
 mod list;
 mod sharing;
 mod stamp;
 mod stream;
 pub use first::a_first_commit_reads_back_as_its_events_show;
+pub use history::a_history_past_the_tail_reads_whole_and_in_order;
 pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters};
 pub use sharing::{
     a_task_is_found_by_whom_it_is_shared_with,
@@ -440,6 +444,7 @@ macro_rules! contract_tests {
             an_idempotency_key_finds_the_first_task,
             many_tasks_concurrently,
             get_is_scoped_to_the_owner_and_shapes_the_view,
+            a_history_past_the_tail_reads_whole_and_in_order,
             list_orders_pages_and_filters,
             list_filters_in_every_combination,
             events_read_back_with_what_streams_show,

@@ -36,7 +36,7 @@ impl DynamoStore {
         let id = head.id.to_string();
         let history_read = view.history_read(&head);
         let want_artifacts = view.include_artifacts && !head.artifacts.is_empty();
-        let (from, to) = match (history_read, want_artifacts) {
+        let (from, to, until, tail) = match (history_read, want_artifacts) {
             (HistoryRead::Ready(history), false) => {
                 return Ok(TaskView {
                     head,
@@ -46,7 +46,7 @@ impl DynamoStore {
             }
             (HistoryRead::Ready(history), true) => {
                 let chunks = self
-                    .chunks_and_history(&id, schema::CHUNKS_START, schema::CHUNKS_END)
+                    .chunks_and_history(&id, schema::CHUNKS_START, schema::CHUNKS_END, 0)
                     .await?
                     .1;
                 return Ok(TaskView {
@@ -55,14 +55,21 @@ impl DynamoStore {
                     chunks: Some(chunks),
                 });
             }
-            (HistoryRead::Rows { from }, true) => {
-                (schema::history_sk(from), schema::CHUNKS_END.to_string())
-            }
-            (HistoryRead::Rows { from }, false) => {
-                (schema::history_sk(from), schema::HISTORY_END.to_string())
-            }
+            (HistoryRead::Rows { from, until, tail }, true) => (
+                schema::history_sk(from),
+                schema::CHUNKS_END.to_string(),
+                until,
+                tail,
+            ),
+            (HistoryRead::Rows { from, until, tail }, false) => (
+                schema::history_sk(from),
+                schema::HISTORY_END.to_string(),
+                until,
+                tail,
+            ),
         };
-        let (history, chunks) = self.chunks_and_history(&id, &from, &to).await?;
+        let (mut history, chunks) = self.chunks_and_history(&id, &from, &to, until).await?;
+        history.extend(tail);
         Ok(TaskView {
             head,
             history: Some(history),
@@ -70,19 +77,26 @@ impl DynamoStore {
         })
     }
 
-    /// The history messages and artifact chunks between two sort keys (one Query, paged).
+    /// The history messages before position `until` and the artifact chunks between two sort
+    /// keys (one Query, paged). Rows from `until` on (written before ADR 029) are the head's
+    /// tail's too: the tail answers for them.
     async fn chunks_and_history(
         &self,
         id: &str,
         from: &str,
         to: &str,
+        until: u64,
     ) -> Result<(Vec<Message>, Vec<ArtifactChunk>), StoreError> {
         let mut history = Vec::new();
         let mut chunks = Vec::new();
         for item in self.range(id, from, to).await? {
             let sk = get_s(&item, "sk")?;
             if schema::is_history_sk(sk) {
-                history.push(parse::<Message>(get_s(&item, "msg")?)?);
+                let pos = schema::parse_history_sk(sk)
+                    .ok_or_else(|| StoreError::Corrupt(format!("bad history key {sk}")))?;
+                if pos < until {
+                    history.push(parse::<Message>(get_s(&item, "msg")?)?);
+                }
             } else if schema::is_chunk_sk(sk) {
                 let (ord, chunk) = schema::parse_chunk_sk(sk)
                     .ok_or_else(|| StoreError::Corrupt(format!("bad chunk key {sk}")))?;
@@ -210,15 +224,18 @@ impl TaskReadModel for DynamoStore {
             let history = match q.view.history_read(&head) {
                 HistoryRead::Ready(h) => h,
                 // Only a reader asking for exact histories reads rows per task.
-                HistoryRead::Rows { from } => Some(
-                    self.chunks_and_history(
-                        head.id.as_str(),
-                        &schema::history_sk(from),
-                        schema::HISTORY_END,
-                    )
-                    .await?
-                    .0,
-                ),
+                HistoryRead::Rows { from, until, tail } => {
+                    let (mut rows, _) = self
+                        .chunks_and_history(
+                            head.id.as_str(),
+                            &schema::history_sk(from),
+                            schema::HISTORY_END,
+                            until,
+                        )
+                        .await?;
+                    rows.extend(tail);
+                    Some(rows)
+                }
             };
             views.push(TaskView {
                 head,

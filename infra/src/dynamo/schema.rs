@@ -157,6 +157,11 @@ pub fn is_history_sk(sk: &str) -> bool {
     sk.starts_with("B#")
 }
 
+/// The history position of a history item's sort key.
+pub fn parse_history_sk(sk: &str) -> Option<u64> {
+    sk.strip_prefix("B#")?.parse().ok()
+}
+
 /// Sort key of chunk `chunk` of the artifact at `ord`.
 pub fn chunk_sk(ord: u32, chunk: u32) -> String {
     format!("C#{ord:010}#{chunk:010}")

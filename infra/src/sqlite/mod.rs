@@ -375,6 +375,57 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn history_rows_hold_what_the_tail_let_go_of_and_an_older_files_rows_past_it_are_not_read(
+    ) {
+        use rusqlite::params;
+        use taskledger_domain::ids::HistoryLength;
+        use taskledger_domain::ports::{TaskReadModel, ViewOptions};
+        use taskledger_domain::task::RECENT_MESSAGES;
+        let store = SqliteStore::in_memory();
+        let id = crate::contract::create_task(&store, "t-rows", "c").await;
+        let rows = |store: &SqliteStore| -> i64 {
+            let conn = store.inner.writer.lock().unwrap();
+            conn.query_row("SELECT COUNT(*) FROM history", [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(rows(&store), 0, "the tail holds the creation's message");
+        for i in 0..RECENT_MESSAGES {
+            let cmd = crate::contract::append_cmd(&format!("m-{i}"), &format!("m{i}"));
+            crate::contract::run(&store, &id, cmd).await.unwrap();
+        }
+        assert_eq!(rows(&store), 1, "one message left the tail");
+        // A file written before ADR 029 has a row for every message, the tail's too: rows
+        // past the first the tail holds are not read (here they differ, to tell).
+        {
+            let conn = store.inner.writer.lock().unwrap();
+            for pos in 1..=RECENT_MESSAGES as i64 {
+                conn.execute(
+                    "INSERT INTO history (task_id, pos, message) VALUES (?1, ?2, ?3)",
+                    params![
+                        id.as_str(),
+                        pos,
+                        r#"{"messageId":"old","role":"ROLE_USER","parts":[{"text":"old row"}]}"#
+                    ],
+                )
+                .unwrap();
+            }
+        }
+        let view = store
+            .get(
+                &crate::contract::alice(),
+                &id,
+                ViewOptions::exact(HistoryLength::All, false),
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        let texts: Vec<String> = view.history.unwrap().iter().map(|m| m.text()).collect();
+        let mut want = vec![texts[0].clone()];
+        want.extend((0..RECENT_MESSAGES).map(|i| format!("m{i}")));
+        assert_eq!(texts, want);
+    }
+
+    #[tokio::test]
     async fn data_survives_reopening_the_file() {
         let dir = std::env::temp_dir().join(format!("taskledger-reopen-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);

@@ -38,18 +38,22 @@ fn complete_view(
     let task_id = head.id.as_str();
     let history = match view.history_read(&head) {
         HistoryRead::Ready(h) => h,
-        HistoryRead::Rows { from } => {
+        HistoryRead::Rows { from, until, tail } => {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT message FROM history WHERE task_id = ?1 AND pos >= ?2 ORDER BY pos",
+                    "SELECT message FROM history WHERE task_id = ?1 AND pos >= ?2 AND pos < ?3 \
+                     ORDER BY pos",
                 )
                 .map_err(db_err)?;
             let rows = stmt
-                .query_map(params![task_id, from as i64], |r| r.get::<_, String>(0))
+                .query_map(params![task_id, from as i64, until as i64], |r| {
+                    r.get::<_, String>(0)
+                })
                 .map_err(db_err)?;
-            let msgs = rows
+            let mut msgs = rows
                 .map(|r| parse::<Message>(&r.map_err(db_err)?))
                 .collect::<Result<Vec<_>, _>>()?;
+            msgs.extend(tail);
             Some(msgs)
         }
     };
