@@ -81,8 +81,10 @@ impl WorkFeed for SqliteStore {
             )
             .and_then(|mut s| s.execute(params![consumer, cursor as i64]))
             .map_err(db_err)?;
-            // Entries every consumer has passed are done: the feed stays small.
-            tx.prepare_cached("DELETE FROM feed WHERE pos <= (SELECT MIN(pos) FROM feed_cursors)")
+            // Entries every consumer has passed are done: the feed stays small. The one at the
+            // lowest cursor stays, so the feed is never empty below a cursor and the next entry
+            // (the largest position + 1, `schema.rs`) always lands past every cursor.
+            tx.prepare_cached("DELETE FROM feed WHERE pos < (SELECT MIN(pos) FROM feed_cursors)")
                 .and_then(|mut s| s.execute([]))
                 .map_err(db_err)?;
             tx.commit().map_err(db_err)
@@ -117,9 +119,28 @@ mod tests {
             "never moves back"
         );
         assert!(store.feed_after(entries[0].0, 10).await.unwrap().is_empty());
-        assert!(
-            store.feed_after(0, 10).await.unwrap().is_empty(),
-            "passed entries are pruned"
+        assert_eq!(
+            store.feed_after(0, 10).await.unwrap().len(),
+            1,
+            "entries before the cursor are pruned; the one at it stays"
         );
+    }
+
+    #[tokio::test]
+    async fn given_every_entry_passed_and_pruned_when_more_come_then_they_land_past_the_cursor() {
+        let store = SqliteStore::in_memory();
+        let mut cursor = 0;
+        for round in 0..3 {
+            crate::contract::create_task(&store, &format!("t-prune-{round}"), "c").await;
+            crate::contract::create_task(&store, &format!("t-prune-{round}-b"), "c").await;
+            let entries = store.feed_after(cursor, 10).await.unwrap();
+            assert_eq!(entries.len(), 2, "round {round}: both new entries are found");
+            assert!(entries.iter().all(|(pos, _)| *pos > cursor));
+            cursor = entries[1].0;
+            store.save_feed_cursor("relay", cursor).await.unwrap();
+            let left = store.feed_after(0, 10).await.unwrap();
+            assert_eq!(left.len(), 1, "round {round}: only the entry at the cursor stays");
+            assert_eq!(left[0].0, cursor);
+        }
     }
 }

@@ -5,6 +5,12 @@
 use rusqlite::{Connection, OptionalExtension};
 use taskledger_domain::task::TaskAggregate;
 
+/// `feed` numbers its entries by rowid without `AUTOINCREMENT` (ADR 027): the next entry is
+/// the largest position + 1, and pruning keeps the entry at the lowest cursor (`feed.rs`), so
+/// no position is handed out twice; `AUTOINCREMENT` cost every commit a write to
+/// `sqlite_sequence` (0.47 WAL pages a commit). A file from before keeps its `AUTOINCREMENT`
+/// table: both number the same way under that pruning.
+///
 /// `events` and `heads` are rowid tables (ADR 027): their rows (an event with its rendered
 /// update, a head with its snapshot) are larger than a `WITHOUT ROWID` leaf keeps in place, and
 /// spilled into overflow pages and rebalanced neighbours on every write. As rowid tables an
@@ -36,7 +42,7 @@ CREATE TABLE IF NOT EXISTS message_keys (
     task_id TEXT NOT NULL, message_id TEXT NOT NULL, fingerprint TEXT NOT NULL,
     PRIMARY KEY (task_id, message_id, fingerprint)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS feed (
-    pos INTEGER PRIMARY KEY AUTOINCREMENT, task_id TEXT NOT NULL, seq INTEGER NOT NULL,
+    pos INTEGER PRIMARY KEY, task_id TEXT NOT NULL, seq INTEGER NOT NULL,
     event_type TEXT NOT NULL DEFAULT 'AgentWorkRequested', pushed TEXT);
 CREATE TABLE IF NOT EXISTS feed_cursors (
     consumer TEXT NOT NULL PRIMARY KEY, pos INTEGER NOT NULL) WITHOUT ROWID;
