@@ -51,8 +51,10 @@ impl RecentHistory {
                 self.sizes.clear();
             }
             Leaving::Oldest(n) => {
-                self.messages.drain(..n);
-                self.sizes.drain(..n);
+                // Bounded by each deque's own length: a stored tail whose two lists disagree
+                // (a damaged snapshot) must not panic here.
+                self.messages.drain(..n.min(self.messages.len()));
+                self.sizes.drain(..n.min(self.sizes.len()));
                 self.messages.push_back(m.clone());
                 self.sizes.push_back(size as u32);
             }
@@ -264,5 +266,16 @@ mod tests {
         enter(&mut r, &mut rows, msg(3, 10), 3);
         assert_eq!(rows.len(), 3, "the tail takes up again after it");
         assert_eq!(ids(&r.last(9)), ["m3"]);
+    }
+
+    #[test]
+    fn given_a_stored_tail_whose_lists_disagree_when_a_message_enters_then_nothing_panics() {
+        let messages: Vec<Message> = (0..RECENT_MESSAGES + 2).map(|i| msg(i, 10)).collect();
+        let mut r: RecentHistory =
+            serde_json::from_value(serde_json::json!({"messages": messages, "sizes": []})).unwrap();
+        let spilled = r.spilled_by(&msg(99, 10), 20);
+        r.push(&msg(99, 10));
+        assert_eq!(spilled.len(), 3);
+        assert!(r.len() <= RECENT_MESSAGES);
     }
 }

@@ -134,12 +134,20 @@ mod tests {
             crate::contract::create_task(&store, &format!("t-prune-{round}"), "c").await;
             crate::contract::create_task(&store, &format!("t-prune-{round}-b"), "c").await;
             let entries = store.feed_after(cursor, 10).await.unwrap();
-            assert_eq!(entries.len(), 2, "round {round}: both new entries are found");
+            assert_eq!(
+                entries.len(),
+                2,
+                "round {round}: both new entries are found"
+            );
             assert!(entries.iter().all(|(pos, _)| *pos > cursor));
             cursor = entries[1].0;
             store.save_feed_cursor("relay", cursor).await.unwrap();
             let left = store.feed_after(0, 10).await.unwrap();
-            assert_eq!(left.len(), 1, "round {round}: only the entry at the cursor stays");
+            assert_eq!(
+                left.len(),
+                1,
+                "round {round}: only the entry at the cursor stays"
+            );
             assert_eq!(left[0].0, cursor);
         }
     }
