@@ -1,7 +1,7 @@
 //! A task's first commit, answered from its own events: the read model after a task's first
-//! commit holds exactly what `writes_for` says those events write (and the head), so a creation can answer
-//! with the task as GetTask would show it without reading back what it just wrote (one store
-//! call fewer on SQLite, three fewer on DynamoDB).
+//! commit holds exactly the head and what `writes_for` says those events write, so a creation
+//! can answer with the task as GetTask would show it without reading back what it just wrote
+//! (one store call fewer on SQLite, three fewer on DynamoDB).
 
 use crate::ids::HistoryLength;
 use crate::task::{TaskAggregate, TaskEvent};

@@ -94,7 +94,9 @@ impl RecentHistory {
         let mut count = self.messages.len() + 1;
         let mut total: usize = self.sizes.iter().map(|s| *s as usize).sum::<usize>() + size;
         let mut n = 0;
-        while count > RECENT_MESSAGES || total > RECENT_BYTES {
+        // The message alone fits: at most every message held leaves (bounded by what it holds
+        // even when a damaged snapshot's sizes disagree with its messages).
+        while n < self.messages.len() && (count > RECENT_MESSAGES || total > RECENT_BYTES) {
             total -= self.sizes.get(n).map(|s| *s as usize).unwrap_or(0);
             count -= 1;
             n += 1;
@@ -277,5 +279,13 @@ mod tests {
         r.push(&msg(99, 10));
         assert_eq!(spilled.len(), 3);
         assert!(r.len() <= RECENT_MESSAGES);
+        // More sizes than messages, all over the bound: nothing but the messages can leave.
+        let mut r: RecentHistory = serde_json::from_value(
+            serde_json::json!({"messages": [], "sizes": [RECENT_BYTES, RECENT_BYTES]}),
+        )
+        .unwrap();
+        assert!(r.spilled_by(&msg(1, 10), 0).is_empty());
+        r.push(&msg(1, 10));
+        assert_eq!(r.len(), 1);
     }
 }
