@@ -82,8 +82,9 @@ impl WorkFeed for SqliteStore {
             .and_then(|mut s| s.execute(params![consumer, cursor as i64]))
             .map_err(db_err)?;
             // Entries every consumer has passed are done: the feed stays small. The one at the
-            // lowest cursor stays, so the feed is never empty below a cursor and the next entry
-            // (the largest position + 1, `schema.rs`) always lands past every cursor.
+            // lowest cursor stays (and every later one), so the largest position is never below
+            // a cursor and the next entry (the largest position + 1, `schema.rs`) lands past
+            // them all.
             tx.prepare_cached("DELETE FROM feed WHERE pos < (SELECT MIN(pos) FROM feed_cursors)")
                 .and_then(|mut s| s.execute([]))
                 .map_err(db_err)?;
