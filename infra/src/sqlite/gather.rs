@@ -293,6 +293,18 @@ mod tests {
         std::fs::metadata(path.with_extension("sqlite-wal")).map_or(0, |m| m.len())
     }
 
+    /// Rows of `t` as a connection sees them.
+    fn count_rows(conn: &Connection) -> i64 {
+        conn.query_row("SELECT count(*) FROM t", [], |x| x.get(0))
+            .unwrap()
+    }
+
+    /// What `PRAGMA integrity_check` says of the file.
+    fn integrity(conn: &Connection) -> String {
+        conn.query_row("PRAGMA integrity_check", [], |x| x.get(0))
+            .unwrap()
+    }
+
     #[test]
     fn a_commit_is_in_the_file_when_it_returns_and_another_connection_reads_it() {
         let path = scratch("commit");
@@ -308,14 +320,10 @@ mod tests {
                 0,
                 "whole frames, nothing held back"
             );
-            let seen: i64 = r
-                .query_row("SELECT count(*) FROM t", [], |x| x.get(0))
-                .unwrap();
+            let seen = count_rows(&r);
             assert_eq!(seen, n);
         }
-        let ok: String = r
-            .query_row("PRAGMA integrity_check", [], |x| x.get(0))
-            .unwrap();
+        let ok = integrity(&r);
         assert_eq!(ok, "ok");
     }
 
@@ -331,21 +339,15 @@ mod tests {
         }
         w.execute_batch("COMMIT").unwrap();
         let r = Connection::open_with_flags(&path, OpenFlags::SQLITE_OPEN_READ_ONLY).unwrap();
-        let seen: i64 = r
-            .query_row("SELECT count(*) FROM t", [], |x| x.get(0))
-            .unwrap();
+        let seen = count_rows(&r);
         assert_eq!(seen as usize, rows);
         // The WAL copied back and begun again: the gathered writes land at its start.
         w.query_row("PRAGMA wal_checkpoint(RESTART)", [], |_| Ok(()))
             .unwrap();
         w.execute("INSERT INTO t VALUES (-1, x'00')", []).unwrap();
-        let seen: i64 = r
-            .query_row("SELECT count(*) FROM t", [], |x| x.get(0))
-            .unwrap();
+        let seen = count_rows(&r);
         assert_eq!(seen as usize, rows + 1);
-        let ok: String = r
-            .query_row("PRAGMA integrity_check", [], |x| x.get(0))
-            .unwrap();
+        let ok = integrity(&r);
         assert_eq!(ok, "ok");
     }
 
