@@ -118,10 +118,12 @@ fn cpu_time(pid: &str) -> Duration {
     Duration::from_millis(ticks * 10)
 }
 
-/// CPU used by the server and by this client while something ran.
+/// CPU used by the server and by this client while something ran, and the server's peak RSS
+/// at the end (the high-water mark only grows: the phase where it rose is the one to look at).
 struct Cpu {
     server: Duration,
     client: Duration,
+    peak_rss_kib: Option<u64>,
 }
 
 struct CpuMark {
@@ -144,6 +146,7 @@ impl CpuMark {
         Cpu {
             server: cpu_time(&self.pid).saturating_sub(self.server),
             client: cpu_time("self").saturating_sub(self.client),
+            peak_rss_kib: self.pid.parse().ok().and_then(peak_rss_kib),
         }
     }
 }
@@ -439,7 +442,7 @@ fn report(name: &str, lat: &[Duration], elapsed: Duration, cpu: Cpu) {
     let per = |d: Duration| d.as_secs_f64() * 1e6 / lat.len().max(1) as f64;
     println!(
         "{name:<28} {:>8} req  {:>9.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms  \
-         cpu/req server {:>5.0} µs client {:>5.0} µs",
+         cpu/req server {:>5.0} µs client {:>5.0} µs  peak RSS {}",
         lat.len(),
         lat.len() as f64 / elapsed.as_secs_f64(),
         percentile(lat, 0.50).as_secs_f64() * 1e3,
@@ -447,6 +450,8 @@ fn report(name: &str, lat: &[Duration], elapsed: Duration, cpu: Cpu) {
         lat.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
         per(cpu.server),
         per(cpu.client),
+        cpu.peak_rss_kib
+            .map_or("?".to_string(), |k| format!("{:.1} MiB", k as f64 / 1024.0)),
     );
 }
 
@@ -689,5 +694,6 @@ fn cpu_copy(c: &Cpu) -> Cpu {
     Cpu {
         server: c.server,
         client: c.client,
+        peak_rss_kib: c.peak_rss_kib,
     }
 }

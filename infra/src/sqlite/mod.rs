@@ -9,6 +9,7 @@ mod feed;
 mod gather;
 mod outbox;
 mod reads;
+mod scans;
 mod schema;
 mod stamp;
 mod writer;
@@ -22,6 +23,7 @@ use taskledger_domain::ports::{Commit, StoreError};
 
 use checkpoint::{checkpoint_loop, wait_for_lock, Wakeup};
 use commit::CommitRows;
+use scans::Scans;
 use schema::{migrate, SCHEMA};
 use stamp::ChangeStamp;
 use writer::{writer_loop, AfterWrite, WriteJob};
@@ -41,6 +43,12 @@ const WRITER_CACHE_KIB: i64 = 8_000;
 /// Page cache of each reader, in KiB: a reader's cache starts empty after every commit of the
 /// writer (WAL), so it only ever holds what one read touches.
 const READER_CACHE_KIB: i64 = 1_000;
+/// SQLite's memory in the whole process (`PRAGMA soft_heap_limit`), in bytes: past it, its page
+/// caches reuse their pages instead of allocating more. Without it SQLite's heap grew under
+/// concurrent ListTasks (each page counts the caller's index entries) until the server held
+/// ~90–100 MB against ~50 under sends; with it and the scan threads (`scans.rs`) 53–64 MB, sends
+/// and the one-client tail unchanged (ADR 027).
+pub const HEAP_LIMIT_BYTES: i64 = 4 * 1024 * 1024;
 /// Prepared statements each connection keeps (rusqlite's default, 16, is fewer than the writer
 /// uses: a commit, the feed's cursor and the push outbox).
 const STATEMENT_CACHE: usize = 64;
@@ -83,6 +91,8 @@ struct Inner {
     /// Empty in memory mode, where the writer serves reads too.
     readers: Vec<Mutex<Connection>>,
     next_reader: AtomicUsize,
+    /// The threads that run scans (`scans.rs`); `None`: the runtime's blocking pool.
+    scans: Option<Scans>,
     /// What follows every write on the writer connection (the writer thread has a copy);
     /// dropped with the store, the checkpointer thread ends (file mode only).
     after_write: AfterWrite,
@@ -128,6 +138,9 @@ impl SqliteStore {
         };
         let writer = open_file(&path, OpenFlags::default()).map_err(open_err)?;
         configure(&writer, true, WRITER_CACHE_KIB).map_err(open_err)?;
+        writer
+            .pragma_update(None, "soft_heap_limit", HEAP_LIMIT_BYTES)
+            .map_err(open_err)?;
         writer.execute_batch(SCHEMA).map_err(open_err)?;
         migrate(&writer).map_err(open_err)?;
         let mut readers = Vec::with_capacity(READERS);
@@ -208,6 +221,7 @@ impl SqliteStore {
             inner: Arc::new(Inner {
                 writer,
                 jobs,
+                scans: Scans::start(readers.len()),
                 readers,
                 next_reader: AtomicUsize::new(0),
                 after_write,
@@ -255,16 +269,29 @@ impl SqliteStore {
         f(&conn)
     }
 
-    /// Scans (ListTasks pages) run on the blocking pool.
+    /// Scans (ListTasks pages, counts) run on the scan threads.
     async fn read<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&Connection) -> Result<T, StoreError> + Send + 'static,
     {
         let this = self.clone();
-        tokio::task::spawn_blocking(move || this.read_now(f))
+        let Some(scans) = &self.inner.scans else {
+            return tokio::task::spawn_blocking(move || this.read_now(f))
+                .await
+                .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?;
+        };
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        if !scans.run(move || {
+            let _ = reply.send(this.read_now(f));
+        }) {
+            return Err(StoreError::Unavailable(
+                "the SQLite scan threads have stopped".into(),
+            ));
+        }
+        answer
             .await
-            .map_err(|e| StoreError::Other(format!("store task failed: {e}")))?
+            .map_err(|_| StoreError::Other("a store scan failed".into()))?
     }
 }
 
@@ -323,6 +350,19 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("taskledger-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
+    }
+
+    #[test]
+    fn an_opened_store_bounds_sqlites_heap() {
+        let dir = dir("heap-limit");
+        let store = SqliteStore::open(&dir).expect("open");
+        let conn = store.inner.writer.lock().expect("writer");
+        let limit: i64 = conn
+            .pragma_query_value(None, "soft_heap_limit", |r| r.get(0))
+            .expect("read the limit");
+        assert_eq!(limit, HEAP_LIMIT_BYTES);
+        drop(conn);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]
