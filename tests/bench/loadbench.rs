@@ -120,6 +120,7 @@ fn cpu_time(pid: &str) -> Duration {
 
 /// CPU used by the server and by this client while something ran, and the server's peak RSS
 /// at the end (the high-water mark only grows: the phase where it rose is the one to look at).
+#[derive(Clone, Copy)]
 struct Cpu {
     server: Duration,
     client: Duration,
@@ -657,7 +658,7 @@ async fn alternate(a: &Args, pid: u32, sides: Vec<Arc<Vec<Api>>>) {
                 .await;
                 let cpu = mark.since();
                 print!("round {round} side {side} ");
-                report(op, &lat, el, cpu_copy(&cpu));
+                report(op, &lat, el, cpu);
                 row[side] = (
                     lat.len() as f64 / el.as_secs_f64(),
                     per_request(&cpu, lat.len()),
@@ -688,12 +689,4 @@ async fn alternate(a: &Args, pid: u32, sides: Vec<Arc<Vec<Api>>>) {
 
 fn per_request(cpu: &Cpu, n: usize) -> f64 {
     cpu.server.as_secs_f64() * 1e6 / n.max(1) as f64
-}
-
-fn cpu_copy(c: &Cpu) -> Cpu {
-    Cpu {
-        server: c.server,
-        client: c.client,
-        peak_rss_kib: c.peak_rss_kib,
-    }
 }
