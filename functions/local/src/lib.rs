@@ -33,6 +33,7 @@ mod http_server;
 mod keys;
 pub mod operator;
 pub mod pollers;
+pub mod runtime;
 
 use http_server::serve_http;
 pub use http_server::{HEADER_READ_TIMEOUT, MAX_HEADER_BYTES};

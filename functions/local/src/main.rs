@@ -13,7 +13,7 @@ use taskledger_app::identity::TokenAuthenticator;
 use taskledger_domain::error::ErrorTable;
 use taskledger_domain::ids::TaskId;
 use taskledger_infra::dynamo::{self, DynamoStore};
-use taskledger_local::{serve_listeners, AgentChoice, Config, GrpcSettings, Listeners, Storage};
+use taskledger_local::{runtime, serve_listeners, AgentChoice, Config, GrpcSettings, Listeners, Storage};
 
 /// mimalloc instead of glibc's malloc (ADR 025): a quarter of the CPU under load went to
 /// malloc, free and their arena locks.
@@ -196,6 +196,10 @@ struct Args {
     /// announced in this process (commits of other processes sharing the store).
     #[arg(long, env = "TASKLEDGER_STREAM_POLL_MS", default_value_t = 500)]
     stream_poll_ms: u64,
+    /// Async worker threads serving connections (default: one per core but one, at least one;
+    /// the store works on threads of its own).
+    #[arg(long, env = "TASKLEDGER_WORKERS", value_parser = runtime::parse_workers)]
+    workers: Option<usize>,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     log_format: String,
@@ -240,8 +244,7 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() {
+fn main() {
     lean_allocator();
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
@@ -254,7 +257,12 @@ async fn main() {
     } else {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
-    if let Err(e) = run(args).await {
+    let workers = args.workers.unwrap_or_else(runtime::workers_here);
+    let outcome = match runtime::build(workers) {
+        Ok(rt) => rt.block_on(run(args)),
+        Err(e) => Err(format!("cannot start {workers} worker threads: {e}").into()),
+    };
+    if let Err(e) = outcome {
         tracing::error!(error = %e, "taskledger stopped");
         eprintln!("taskledger: {e}");
         std::process::exit(1);
