@@ -13,7 +13,9 @@ use taskledger_app::identity::TokenAuthenticator;
 use taskledger_domain::error::ErrorTable;
 use taskledger_domain::ids::TaskId;
 use taskledger_infra::dynamo::{self, DynamoStore};
-use taskledger_local::{runtime, serve_listeners, AgentChoice, Config, GrpcSettings, Listeners, Storage};
+use taskledger_local::{
+    runtime, serve_listeners, AgentChoice, Config, GrpcSettings, Listeners, Storage,
+};
 
 /// mimalloc instead of glibc's malloc (ADR 025): a quarter of the CPU under load went to
 /// malloc, free and their arena locks.

@@ -32,7 +32,9 @@ pub fn parse_workers(s: &str) -> Result<usize, String> {
         .parse()
         .map_err(|_| format!("`{s}` is not a whole number of worker threads"))?;
     if n == 0 || n > MAX_WORKERS {
-        return Err(format!("worker threads must be 1 to {MAX_WORKERS}, not {n}"));
+        return Err(format!(
+            "worker threads must be 1 to {MAX_WORKERS}, not {n}"
+        ));
     }
     Ok(n)
 }
@@ -67,7 +69,9 @@ mod tests {
         let past = parse_workers(&(MAX_WORKERS + 1).to_string()).unwrap_err();
         assert!(past.contains("1 to 1024"), "{past}");
         assert!(parse_workers("0").unwrap_err().contains("not 0"));
-        assert!(parse_workers("two").unwrap_err().contains("not a whole number"));
+        assert!(parse_workers("two")
+            .unwrap_err()
+            .contains("not a whole number"));
         assert!(parse_workers("-1").is_err());
     }
 
