@@ -2,6 +2,7 @@
 //! over real sockets, like any client would, through the binding `TASKLEDGER_TEST_BINDING`
 //! names (JSON-RPC by default, HTTP+JSON or gRPC: `binding`).
 
+pub mod binary;
 pub mod binding;
 pub mod chat;
 pub mod grpc;

@@ -8,25 +8,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
+use taskledger_tests::binary::{free_port, server_binary};
 
 /// Concurrent clients sending while the server dies.
 const CLIENTS: usize = 8;
-
-fn server_binary() -> std::path::PathBuf {
-    // target/<profile>/deps/crash-<hash> → target/<profile>/taskledger
-    let exe = std::env::current_exe().expect("test binary path");
-    exe.parent()
-        .and_then(|deps| deps.parent())
-        .map(|dir| dir.join("taskledger"))
-        .expect("target directory")
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
 
 fn start(dir: &std::path::Path, port: u16) -> Child {
     Command::new(server_binary())

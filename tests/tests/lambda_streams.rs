@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use taskledger_app::agent::ScenarioTimings;
 use taskledger_domain::ids::Principal;
 use taskledger_local::{Config, Storage};
-use taskledger_tests::aws_endpoint;
+use taskledger_tests::{aws_endpoint, binary::free_port};
 
 /// The caller of the fixture's event, as `IamAuthenticator` maps it.
 const TENANT: &str = "111122223333";
@@ -36,11 +36,6 @@ impl Drop for Proc {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-    l.local_addr().expect("addr").port()
 }
 
 fn tool(var: &str, default: PathBuf) -> PathBuf {

@@ -260,11 +260,16 @@ fn main() {
         tracing_subscriber::fmt().with_env_filter(filter).init();
     }
     let workers = args.workers.unwrap_or_else(runtime::workers_here);
-    let outcome = match runtime::build(workers) {
-        Ok(rt) => rt.block_on(run(args)),
-        Err(e) => Err(format!("cannot start {workers} worker threads: {e}").into()),
+    let rt = match runtime::build(workers) {
+        Ok(rt) => rt,
+        Err(e) => {
+            tracing::error!(error = %e, workers, "cannot start the worker threads");
+            eprintln!("taskledger: cannot start {workers} worker threads: {e}");
+            std::process::exit(1);
+        }
     };
-    if let Err(e) = outcome {
+    // As `#[tokio::main]` did: a failed run exits before the runtime is shut down.
+    if let Err(e) = rt.block_on(run(args)) {
         tracing::error!(error = %e, "taskledger stopped");
         eprintln!("taskledger: {e}");
         std::process::exit(1);
