@@ -1,8 +1,10 @@
 //! What the bench binaries share: the local server as a child process on a fresh data
-//! directory (killed and cleaned up when dropped), and free ports.
+//! directory (killed and cleaned up when dropped).
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
+
+use taskledger_tests::binary::free_port;
 
 pub struct ServerProcess {
     pub child: Child,
@@ -16,13 +18,6 @@ impl Drop for ServerProcess {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 impl ServerProcess {

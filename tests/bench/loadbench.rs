@@ -20,6 +20,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use taskledger_app::grpc::convert;
 use taskledger_app::grpc::proto::{self, a2a_service_client::A2aServiceClient};
+use taskledger_tests::binary::free_port;
 use tonic::transport::Channel;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -85,13 +86,6 @@ impl Drop for ServerProcess {
         let _ = self.child.wait();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 fn peak_rss_kib(pid: u32) -> Option<u64> {

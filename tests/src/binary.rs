@@ -1,6 +1,8 @@
-//! The local server as its own process: where cargo built its binary, and a free port for it.
+//! The local server as its own process: where cargo built its binary, a free port for it, and
+//! waiting until it answers.
 
 use std::path::PathBuf;
+use std::time::Duration;
 
 /// `target/<profile>/taskledger`, next to the test binary's `deps/` folder (`cargo test
 /// --workspace` builds it).
@@ -18,4 +20,16 @@ pub fn free_port() -> u16 {
         .and_then(|l| l.local_addr())
         .map(|a| a.port())
         .expect("a free port")
+}
+
+/// Returns once a server on `port` answers its agent card (5 s at most, then panics).
+pub async fn wait_up(client: &reqwest::Client, port: u16) {
+    for _ in 0..200 {
+        let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
+        if client.get(card).send().await.is_ok() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    panic!("the server did not come up on port {port}");
 }

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
-use taskledger_tests::binary::{free_port, server_binary};
+use taskledger_tests::binary::{free_port, server_binary, wait_up};
 
 /// Concurrent clients sending while the server dies.
 const CLIENTS: usize = 8;
@@ -28,17 +28,6 @@ fn start(dir: &std::path::Path, port: u16) -> Child {
         .stdout(Stdio::null())
         .spawn()
         .expect("the taskledger binary starts (cargo test --workspace builds it)")
-}
-
-async fn wait_up(client: &reqwest::Client, port: u16) {
-    for _ in 0..200 {
-        let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
-        if client.get(card).send().await.is_ok() {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the server did not come up on port {port}");
 }
 
 async fn rpc(client: &reqwest::Client, port: u16, method: &str, params: Value) -> Option<Value> {

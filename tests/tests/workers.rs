@@ -2,11 +2,10 @@
 //! and the count at the limit parses; none out of range starts a server.
 
 use std::process::{Command, Stdio};
-use std::time::Duration;
 
 use serde_json::json;
 use taskledger_local::runtime::MAX_WORKERS;
-use taskledger_tests::binary::{free_port, server_binary};
+use taskledger_tests::binary::{free_port, server_binary, wait_up};
 use taskledger_tests::{Binding, Server};
 
 /// Runs the binary with `--workers <workers>` and returns its exit status and stderr (for
@@ -63,21 +62,7 @@ async fn a_server_on_the_given_workers_serves_tasks_to_completion() {
             .spawn()
             .expect("the taskledger binary starts");
         let server = Server::at(([127, 0, 0, 1], port).into()).over(Binding::JsonRpc);
-        let mut up = false;
-        for _ in 0..200 {
-            if server
-                .client
-                .get(format!("{}/.well-known/agent-card.json", server.base))
-                .send()
-                .await
-                .is_ok()
-            {
-                up = true;
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-        assert!(up, "the server on {workers} workers did not come up");
+        wait_up(&server.client, port).await;
         let id = server
             .start_task(json!({
                 "messageId": format!("tck-complete-task-{workers}"),
