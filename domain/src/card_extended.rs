@@ -67,6 +67,15 @@ pub fn extended_card(
         "historyMessages",
         Some(json!(crate::task::MAX_HISTORY_MESSAGES)),
     );
+    put("historyBytes", Some(json!(crate::task::MAX_HISTORY_BYTES)));
+    put(
+        "defaultHistoryLength",
+        Some(json!(crate::ids::DEFAULT_HISTORY_LENGTH)),
+    );
+    put(
+        "maxHistoryLength",
+        Some(json!(crate::ids::MAX_HISTORY_LENGTH)),
+    );
     put(
         "participantsPerTask",
         Some(json!(crate::ext::MAX_PARTICIPANTS)),

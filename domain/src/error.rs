@@ -37,6 +37,9 @@ pub enum ErrorKind {
     RateLimited,
     /// The request body did not arrive in time (a slow or stalled client).
     RequestTimeout,
+    /// Refused for where it comes from: a cross-site request, or a Host the server does not
+    /// answer to (DNS rebinding), on a server that takes no credentials.
+    Forbidden,
 }
 
 /// Which revision of the spec's mapping table the HTTP and gRPC codes follow: 1.0.1 (the
@@ -236,6 +239,13 @@ impl ErrorKind {
                 "REQUEST_TIMEOUT",
                 "The request body did not arrive in time",
             ),
+            Forbidden => w(
+                -32600,
+                403,
+                "PERMISSION_DENIED",
+                "FORBIDDEN",
+                "Request refused",
+            ),
         }
     }
 }
@@ -411,6 +421,7 @@ mod tests {
             Unavailable,
             RateLimited,
             RequestTimeout,
+            Forbidden,
         ];
         let differing: Vec<_> = all
             .iter()

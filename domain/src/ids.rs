@@ -186,7 +186,31 @@ pub enum HistoryLength {
     Last(u32),
 }
 
+/// Messages a read returns when it names no `historyLength` (GetTask, the Task a subscription
+/// starts with).
+pub const DEFAULT_HISTORY_LENGTH: u32 = 100;
+/// The most messages any read returns, whatever `historyLength` asks.
+pub const MAX_HISTORY_LENGTH: u32 = 1_000;
+
 impl HistoryLength {
+    /// What a read of the whole task returns: unset is `DEFAULT_HISTORY_LENGTH`, and no more
+    /// than `MAX_HISTORY_LENGTH` either way.
+    pub fn for_read(self) -> Self {
+        match self {
+            Self::All => Self::Last(DEFAULT_HISTORY_LENGTH),
+            Self::Last(n) => Self::Last(n.min(MAX_HISTORY_LENGTH)),
+        }
+    }
+
+    /// At most `MAX_HISTORY_LENGTH`; unset stays unset (where the server's default is already
+    /// bounded, as a send's answer and a ListTasks page are).
+    pub fn at_most_max(self) -> Self {
+        match self {
+            Self::Last(n) => Self::Last(n.min(MAX_HISTORY_LENGTH)),
+            all => all,
+        }
+    }
+
     pub fn parse(v: Option<i32>) -> Result<Self, String> {
         match v {
             None => Ok(Self::All),
@@ -284,6 +308,23 @@ mod tests {
     #[test]
     fn history_length_rules() {
         assert_eq!(HistoryLength::parse(None).unwrap(), HistoryLength::All);
+        assert_eq!(
+            HistoryLength::All.for_read(),
+            HistoryLength::Last(DEFAULT_HISTORY_LENGTH)
+        );
+        assert_eq!(
+            HistoryLength::Last(MAX_HISTORY_LENGTH).for_read(),
+            HistoryLength::Last(MAX_HISTORY_LENGTH)
+        );
+        assert_eq!(
+            HistoryLength::Last(MAX_HISTORY_LENGTH + 1).for_read(),
+            HistoryLength::Last(MAX_HISTORY_LENGTH)
+        );
+        assert_eq!(HistoryLength::All.at_most_max(), HistoryLength::All);
+        assert_eq!(
+            HistoryLength::Last(MAX_HISTORY_LENGTH + 1).at_most_max(),
+            HistoryLength::Last(MAX_HISTORY_LENGTH)
+        );
         assert_eq!(
             HistoryLength::parse(Some(0)).unwrap(),
             HistoryLength::Last(0)

@@ -423,3 +423,41 @@ fn retry_after_takes_seconds_or_an_http_date() {
     );
     assert_eq!(parse_retry_after("soon", now), None);
 }
+
+#[test]
+fn ipv6_forms_that_carry_an_ipv4_address_are_judged_by_it() {
+    let p = AddressPolicy::strict();
+    let judged = |ip: &str| p.permits(ip.parse().unwrap());
+    for (ip, class) in [
+        ("::127.0.0.1", "loopback"),
+        ("::10.0.0.1", "private"),
+        ("::169.254.169.254", "metadata"),
+        ("::ffff:0:127.0.0.1", "loopback"),
+        ("::ffff:0:192.168.0.1", "private"),
+        ("64:ff9b::10.1.2.3", "private"),
+        ("2002:7f00:1::", "loopback"),
+        ("2002:a9fe:a9fe::1", "metadata"),
+        ("2002:c0a8:0101:1::1", "private"),
+        ("64:ff9b:1::a00:1", "NAT64 local-use"),
+        ("64:ff9b:1:abcd::7f00:1", "NAT64 local-use"),
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "Teredo"),
+        ("100::1", "discard-only"),
+    ] {
+        let e = judged(ip).expect_err(ip);
+        assert!(e.contains(class), "{ip}: {e}");
+    }
+    // Public addresses in the same forms pass; IPv6's own :: and ::1 keep their classes.
+    for ip in [
+        "::8.8.8.8",
+        "64:ff9b::8.8.8.8",
+        "2002:0808:0808::1",
+        "2606:4700::1111",
+    ] {
+        assert!(judged(ip).is_ok(), "{ip}");
+    }
+    assert!(judged("::1").unwrap_err().contains("loopback"));
+    assert!(judged("::").unwrap_err().contains("unspecified"));
+    // The allowlist sees the IPv4 address too.
+    let dev = AddressPolicy::allow_loopback();
+    assert!(dev.permits("2002:7f00:1::".parse().unwrap()).is_ok());
+}

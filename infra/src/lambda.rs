@@ -14,6 +14,7 @@ pub fn init_logging() {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .without_time()
+        .with_ansi(false)
         .init();
 }
 

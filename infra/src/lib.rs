@@ -4,6 +4,7 @@
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
 pub mod dynamo;
+pub mod files;
 pub mod jwks;
 pub mod lambda;
 pub mod llm;

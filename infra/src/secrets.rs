@@ -203,14 +203,11 @@ pub fn open_with(secrets: Option<&SecretBox>, stored: &str) -> Result<String, Se
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write;
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    options.open(path)?.write_all(text.as_bytes())
+    crate::files::private_options()
+        .write(true)
+        .create_new(true)
+        .open(path)?
+        .write_all(text.as_bytes())
 }
 
 #[cfg(test)]

@@ -80,7 +80,7 @@ pub fn binding() -> Binding {
 
 /// Every kind of the domain's error table. `listed` below does not compile when a kind is
 /// added to `ErrorKind` without being added here.
-pub const ERROR_KINDS: [ErrorKind; 22] = [
+pub const ERROR_KINDS: [ErrorKind; 23] = [
     ErrorKind::JsonParse,
     ErrorKind::InvalidRequest,
     ErrorKind::MethodNotFound,
@@ -103,6 +103,7 @@ pub const ERROR_KINDS: [ErrorKind; 22] = [
     ErrorKind::TaskGenerationMismatch,
     ErrorKind::RateLimited,
     ErrorKind::RequestTimeout,
+    ErrorKind::Forbidden,
 ];
 
 /// Its position in `ERROR_KINDS` (an exhaustive match: a new kind must be listed).
@@ -131,6 +132,7 @@ const fn listed(kind: ErrorKind) -> usize {
         TaskGenerationMismatch => 19,
         RateLimited => 20,
         RequestTimeout => 21,
+        Forbidden => 22,
     }
 }
 

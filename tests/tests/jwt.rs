@@ -107,6 +107,7 @@ async fn server(idp: &Idp) -> Server {
         algorithms: vec![Algorithm::ES256, Algorithm::RS256],
         jwks: JwksSource::Url(idp.url.clone()),
         tenant_claim: "tenant".into(),
+        max_lifetime: None,
         refetch_min: REFETCH,
     });
     Server::start_with(config).await
@@ -297,6 +298,7 @@ async fn a_jwks_file_works_and_a_bad_configuration_fails_at_start() {
         algorithms: vec![Algorithm::ES256],
         jwks: JwksSource::File(path.clone()),
         tenant_claim: "org".into(),
+        max_lifetime: None,
         refetch_min: REFETCH,
     });
     let s = Server::start_with(config.clone()).await;

@@ -15,6 +15,28 @@ pub struct Surface {
     pub components: BTreeSet<String>,
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub actionable: BTreeSet<String>,
+    /// Each component's references and size, for the checks of the next emit
+    /// (`structure::check`). Empty for surfaces recorded before it was kept.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub shape: BTreeMap<String, Shape>,
+}
+
+/// What the structure checks need of one component: the ids it draws inside itself, and its
+/// size as JSON.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Shape {
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refs: Vec<String>,
+    pub bytes: u32,
+}
+
+impl Shape {
+    pub fn of(component: &Value) -> Self {
+        Self {
+            refs: super::structure::references(component),
+            bytes: u32::try_from(crate::wire::json_size(component)).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 /// The surfaces a task's emitted A2UI messages created and have not deleted, by id.
@@ -25,6 +47,11 @@ pub struct Surfaces(BTreeMap<String, Surface>);
 impl Surfaces {
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// The surfaces by id.
+    pub fn iter(&self) -> impl Iterator<Item = (&String, &Surface)> {
+        self.0.iter()
     }
 
     /// Follows one emitted server message.
@@ -47,6 +74,7 @@ impl Surfaces {
             for c in components {
                 if let Some(cid) = c.get("id").and_then(Value::as_str) {
                     surface.components.insert(cid.to_string());
+                    surface.shape.insert(cid.to_string(), Shape::of(&c));
                     if c.get("action").is_some() {
                         surface.actionable.insert(cid.to_string());
                     } else {

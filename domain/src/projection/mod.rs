@@ -162,6 +162,7 @@ pub fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) 
         | TaskEvent::SkillUnloaded { .. }
         | TaskEvent::PushConfigSet { .. }
         | TaskEvent::PushConfigDeleted { .. }
+        | TaskEvent::AccessRevoked { .. }
         | TaskEvent::HandoffProposed { .. }
         | TaskEvent::GateRaised { .. }
         | TaskEvent::WorkAdvanced { .. }

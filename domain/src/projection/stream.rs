@@ -66,6 +66,18 @@ pub fn item(task_id: &str, context_id: &str, event: &StoredEvent) -> Option<Stre
     })
 }
 
+/// The principals a stored event takes the task away from (`AccessRevoked`): a stream of
+/// theirs ends before it. `None` for every other event (read without decoding them).
+pub fn revoked(event: &StoredEvent) -> Option<Vec<crate::ids::Principal>> {
+    if event.event_type != "AccessRevoked" {
+        return None;
+    }
+    match event.decode().ok()? {
+        TaskEvent::AccessRevoked { principals, .. } => Some(principals),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 #[path = "stream_tests.rs"]
 mod tests;

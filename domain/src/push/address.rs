@@ -54,24 +54,42 @@ impl AddressPolicy {
     }
 }
 
-/// An IPv4-mapped or NAT64 IPv6 address is judged as the IPv4 address it carries.
+/// An IPv6 address that carries an IPv4 address is judged as that IPv4 address: IPv4-mapped
+/// (`::ffff:a.b.c.d`), IPv4-compatible (`::a.b.c.d`, deprecated but still routed by some
+/// stacks), IPv4-translated (SIIT, `::ffff:0:a.b.c.d`), NAT64 with the well-known prefix
+/// (`64:ff9b::a.b.c.d`) and 6to4 (`2002:aabb:ccdd::/48`).
 fn canonical(ip: IpAddr) -> IpAddr {
-    match ip {
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return IpAddr::V4(v4);
-            }
-            let s = v6.segments();
-            // 64:ff9b::/96 (NAT64 well-known prefix).
-            if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
-                let [a, b] = s[6].to_be_bytes();
-                let [c, d] = s[7].to_be_bytes();
-                return IpAddr::V4(Ipv4Addr::new(a, b, c, d));
-            }
-            IpAddr::V6(v6)
-        }
-        v4 => v4,
+    let IpAddr::V6(v6) = ip else {
+        return ip;
+    };
+    if let Some(v4) = v6.to_ipv4_mapped() {
+        return IpAddr::V4(v4);
     }
+    let s = v6.segments();
+    let last = || {
+        let [a, b] = s[6].to_be_bytes();
+        let [c, d] = s[7].to_be_bytes();
+        IpAddr::V4(Ipv4Addr::new(a, b, c, d))
+    };
+    // ::a.b.c.d (not :: or ::1, which are IPv6's own unspecified and loopback)
+    if s[..6] == [0; 6] && (s[6] != 0 || s[7] > 1) {
+        return last();
+    }
+    // ::ffff:0:a.b.c.d (SIIT, RFC 6052 / 7915)
+    if s[..6] == [0, 0, 0, 0, 0xffff, 0] {
+        return last();
+    }
+    // 64:ff9b::/96 (NAT64 well-known prefix)
+    if s[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+        return last();
+    }
+    // 2002::/16 (6to4): the IPv4 address is the next 32 bits
+    if s[0] == 0x2002 {
+        let [a, b] = s[1].to_be_bytes();
+        let [c, d] = s[2].to_be_bytes();
+        return IpAddr::V4(Ipv4Addr::new(a, b, c, d));
+    }
+    ip
 }
 
 /// The kind of special-purpose address `ip` is, or `None` for a public one.
@@ -117,6 +135,15 @@ fn special_purpose(ip: IpAddr) -> Option<&'static str> {
                 Some("multicast")
             } else if s[0] == 0x2001 && s[1] == 0x0db8 {
                 Some("documentation")
+            } else if s[..3] == [0x64, 0xff9b, 0x0001] {
+                // 64:ff9b:1::/48: a network's own NAT64 prefixes, which embed IPv4 addresses
+                // at positions the prefix length decides.
+                Some("NAT64 local-use (an embedded IPv4 address)")
+            } else if s[0] == 0x2001 && s[1] == 0 {
+                // 2001::/32: Teredo tunnels to an IPv4 address.
+                Some("Teredo (an embedded IPv4 address)")
+            } else if s[..4] == [0x0100, 0, 0, 0] {
+                Some("discard-only")
             } else {
                 None
             }

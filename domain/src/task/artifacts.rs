@@ -21,6 +21,36 @@ pub const MAX_CHUNKS_PER_ARTIFACT: u32 = 10_000;
 /// of an open one.
 pub(super) fn add_artifact(
     head: &TaskHead,
+    artifact: Artifact,
+    append: bool,
+    last_chunk: bool,
+    at: Timestamp,
+) -> Result<Vec<TaskEvent>, DomainError> {
+    // A2UI surfaces come only from `emit_ui`, which checks their structure.
+    let a2ui_part = artifact
+        .parts
+        .iter()
+        .position(|p| p.media_type.as_deref() == Some(MEDIA_TYPE));
+    if let Some(i) = a2ui_part {
+        return Err(DomainError::invalid(
+            format!("artifact.parts[{i}].mediaType"),
+            format!(
+                "A2UI messages ({MEDIA_TYPE}) are emitted with the emit_ui tool, which checks them"
+            ),
+        ));
+    }
+    if artifact.name.as_deref() == Some(ARTIFACT_NAME) {
+        return Err(DomainError::invalid(
+            "artifact.name",
+            format!("{ARTIFACT_NAME:?} names the artifacts emit_ui makes; choose another name"),
+        ));
+    }
+    store_artifact(head, artifact, append, last_chunk, at)
+}
+
+/// An artifact (or a chunk of one) recorded: the rules every artifact keeps.
+fn store_artifact(
+    head: &TaskHead,
     mut artifact: Artifact,
     append: bool,
     last_chunk: bool,
@@ -87,9 +117,11 @@ pub(super) fn emit_ui(
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     refuse_if_terminal(head)?;
+    crate::a2ui::check_structure(&head.ui, messages.messages())
+        .map_err(|e| DomainError::invalid(e.field, e.reason))?;
     // The event's own sequence: unique in the task, and fixed once committed.
     let seq = version + 1;
-    add_artifact(
+    store_artifact(
         head,
         Artifact {
             artifact_id: format!("{ARTIFACT_NAME}:{seq}"),
@@ -225,5 +257,64 @@ mod tests {
             .unwrap();
         done.iter().for_each(|e| task.apply_event(e));
         assert!(task.decide(emit()).is_err());
+    }
+
+    #[test]
+    fn a2ui_comes_only_from_emit_ui_and_a_surface_that_draws_itself_is_refused() {
+        use crate::ids::{ContextId, Principal, TaskId};
+        use crate::task::{CreateTask, TaskAggregate, TaskCommand};
+        use crate::time::Timestamp;
+        use crate::wire::{Artifact, Message, Part};
+
+        // given a task
+        let mut task = TaskAggregate::default();
+        let created = task
+            .decide(TaskCommand::CreateTask(CreateTask {
+                task_id: TaskId::parse("t-1").unwrap(),
+                context_id: ContextId::parse("c-1").unwrap(),
+                owner: Principal::anonymous(),
+                message: Message::user_text("m-1", "show me"),
+                at: Timestamp::now(),
+                extension: None,
+                awaiting_assignee: None,
+            }))
+            .unwrap();
+        created.iter().for_each(|e| task.apply_event(e));
+        // when the agent emits a Column holding itself, it is refused and nothing is recorded
+        let looped = json!({"version": "v0.9", "updateComponents": {"surfaceId": "s", "components": [
+            {"id": "root", "component": "Column", "children": ["root", "root", "root", "root"]}
+        ]}});
+        let e = task
+            .decide(TaskCommand::EmitUi {
+                messages: UiMessages::parse(vec![create("s"), looped]).unwrap(),
+                at: Timestamp::now(),
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("contains itself"), "{e}");
+        // when an artifact carries A2UI messages past emit_ui, or takes its name, it is refused
+        let part: Part = serde_json::from_value(
+            json!({"data": create("s"), "mediaType": "application/a2ui+json"}),
+        )
+        .unwrap();
+        let add = |name: &str, parts: Vec<Part>| TaskCommand::AddArtifact {
+            artifact: Artifact {
+                artifact_id: "x-1".into(),
+                name: Some(name.into()),
+                description: None,
+                parts,
+                metadata: None,
+                extensions: vec![],
+            },
+            append: false,
+            last_chunk: true,
+            at: Timestamp::now(),
+        };
+        let e = task.decide(add("report", vec![part])).unwrap_err();
+        assert!(e.to_string().contains("emit_ui"), "{e}");
+        let e = task
+            .decide(add(ARTIFACT_NAME, vec![Part::text("hi")]))
+            .unwrap_err();
+        assert!(e.to_string().contains("emit_ui"), "{e}");
+        assert!(task.decide(add("report", vec![Part::text("hi")])).is_ok());
     }
 }

@@ -112,6 +112,7 @@ pub(super) fn new_head(
         metadata,
         artifacts: Vec::new(),
         history_len: 0,
+        history_bytes: 0,
         recent: Default::default(),
         last_timeline: at,
         ext: None,

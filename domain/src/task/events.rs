@@ -266,6 +266,14 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// A change of participants left these principals without sight of the task (recorded
+    /// after the change, with a `PushConfigDeleted` for each of their push configs): their
+    /// open streams end at this event, and nothing later is delivered to them.
+    AccessRevoked {
+        principals: Vec<Principal>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
     /// The agent's execution ended waiting for these sub-tasks (a status update, same state).
     SubTasksAwaited {
         #[serde(deserialize_with = "stored::vec")]
@@ -307,6 +315,7 @@ impl TaskEvent {
             Self::SkillUnloaded { .. } => "SkillUnloaded",
             Self::PushConfigSet { .. } => "PushConfigSet",
             Self::PushConfigDeleted { .. } => "PushConfigDeleted",
+            Self::AccessRevoked { .. } => "AccessRevoked",
             Self::HandoffProposed { .. } => "HandoffProposed",
             Self::GateRaised { .. } => "GateRaised",
             Self::WorkAdvanced { .. } => "WorkAdvanced",

@@ -40,6 +40,10 @@ pub struct TaskHead {
     pub artifacts: Vec<ArtifactHead>,
     /// Messages in history so far.
     pub history_len: u64,
+    /// Their size as JSON, summed (`MAX_HISTORY_BYTES`). Counted from the first event for a
+    /// task replayed; from when it was first kept for a head restored from an older snapshot.
+    #[serde(default)]
+    pub history_bytes: u64,
     /// The most recent of them (bounded), so short histories are read from the head.
     #[serde(
         default,
@@ -222,6 +226,9 @@ impl TaskHead {
     /// A message entered history (the read model writes its row).
     pub(super) fn record_history(&mut self, m: &Message) {
         self.history_len += 1;
+        self.history_bytes = self
+            .history_bytes
+            .saturating_add(crate::wire::json_size(m) as u64);
         self.recent.push(m);
     }
 

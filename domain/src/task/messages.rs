@@ -21,6 +21,27 @@ use super::{help, participants, plan, sharing, subtasks};
 /// Messages a task's history may hold before a client's message is refused (the task's work
 /// goes on in a new task of the same context).
 pub const MAX_HISTORY_MESSAGES: u64 = 10_000;
+/// Bytes of history (messages as JSON, summed) a task may hold before a client's or the
+/// agent's message is refused: what any read of the task can be asked to carry is bounded by
+/// it. (A status message still enters: a task must always be able to finish.)
+pub const MAX_HISTORY_BYTES: u64 = 16 * 1024 * 1024;
+
+/// Refuses `message` (as it would be stored) when it would take the history past
+/// `MAX_HISTORY_BYTES`.
+fn within_budget(head: &TaskHead, message: &Message) -> Result<(), DomainError> {
+    let size = crate::wire::json_size(message) as u64;
+    if head.history_bytes.saturating_add(size) > MAX_HISTORY_BYTES {
+        return Err(DomainError::invalid(
+            "message",
+            format!(
+                "task {} holds {} bytes of history; this message ({size} bytes) would take it \
+                 past {MAX_HISTORY_BYTES}, the most a task may; continue in a new task of context {}",
+                head.id, head.history_bytes, head.context_id
+            ),
+        ));
+    }
+    Ok(())
+}
 
 pub(super) fn append_user_message(
     head: &TaskHead,
@@ -77,8 +98,10 @@ pub(super) fn append_agent_message(
     refuse_if_terminal(head)?;
     intake::validate_agent_message(&message, "message")?;
     let at = head.next_stamp(at);
+    let message = head.own_message(message, at);
+    within_budget(head, &message)?;
     Ok(vec![TaskEvent::MessageAppended {
-        message: head.own_message(message, at),
+        message,
         at,
         acted_by: None,
     }])
@@ -217,6 +240,7 @@ fn user_message(
     // An envelope-only message updates the task; it is not work for the agent.
     let mut wake = !ext::is_envelope_only(&message);
     let message = head.own_message(message, at);
+    within_budget(head, &message)?;
     let follow_up = if head.pending_help.is_some() {
         // Only the asked participant's reply resumes the task.
         let answered = help::answer(head, sender.as_ref(), at);
@@ -437,6 +461,56 @@ mod tests {
             at: Timestamp::from_unix_nanos(2),
             caller: None,
         }))
+    }
+
+    /// The size `append` stores its message with on `state`.
+    fn stored_size(state: &TaskAggregate) -> u64 {
+        let events = append(state).unwrap();
+        events
+            .iter()
+            .find_map(|e| match e {
+                TaskEvent::MessageAppended { message, .. } => {
+                    Some(crate::wire::json_size(message) as u64)
+                }
+                _ => None,
+            })
+            .unwrap()
+    }
+
+    #[test]
+    fn given_history_bytes_that_leave_exactly_room_when_a_message_comes_then_it_is_kept() {
+        let mut state = task_with_history(1);
+        let size = stored_size(&state);
+        state.head.as_mut().unwrap().history_bytes = MAX_HISTORY_BYTES - size;
+        assert!(append(&state).is_ok());
+    }
+
+    #[test]
+    fn given_history_bytes_one_short_of_room_when_a_message_comes_then_it_is_refused() {
+        let mut state = task_with_history(1);
+        let size = stored_size(&state);
+        state.head.as_mut().unwrap().history_bytes = MAX_HISTORY_BYTES - size + 1;
+        let e = append(&state).unwrap_err();
+        assert!(e.to_string().contains("bytes of history"), "{e}");
+        // The agent is held to the same budget.
+        let e = state
+            .decide(TaskCommand::AppendAgentMessage {
+                message: Message::agent_text("a-1", &"x".repeat(size as usize)),
+                at: Timestamp::from_unix_nanos(3),
+            })
+            .unwrap_err();
+        assert!(e.to_string().contains("bytes of history"), "{e}");
+    }
+
+    #[test]
+    fn history_bytes_count_each_message_as_stored() {
+        let state = task_with_history(1);
+        let mut after = state.clone();
+        let events = append(&state).unwrap();
+        events.iter().for_each(|e| after.apply_event(e));
+        let grew =
+            after.head.as_ref().unwrap().history_bytes - state.head.as_ref().unwrap().history_bytes;
+        assert_eq!(grew, stored_size(&state));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The Task aggregate: commands in, events out (`decide`), events folded into state (`apply`),
 //! pure and synchronous. A table of contents: each rule lives in the file named for its concept.
 
+mod access;
 mod agent_work;
 mod approvals;
 mod artifacts;
@@ -41,7 +42,7 @@ pub use handoff_status::{
 };
 pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
-pub use messages::MAX_HISTORY_MESSAGES;
+pub use messages::{MAX_HISTORY_BYTES, MAX_HISTORY_MESSAGES};
 pub use recent::{RecentHistory, RECENT_BYTES, RECENT_MESSAGES};
 pub use sharing::principal_of;
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
@@ -50,6 +51,11 @@ pub use work::{AdvanceWork, DROPPED_SENTENCE};
 impl TaskAggregate {
     /// The decision: which events a command causes, or why it is refused. Changes nothing.
     pub fn decide(&self, command: TaskCommand) -> Result<Vec<TaskEvent>, DomainError> {
+        self.decide_command(command)
+            .map(|events| access::revoke_lost_access(self, events))
+    }
+
+    fn decide_command(&self, command: TaskCommand) -> Result<Vec<TaskEvent>, DomainError> {
         match command {
             TaskCommand::CreateTask(c) => return create::create_task(self.head.as_ref(), c),
             TaskCommand::ProposeHandoff(c) => return handoff::propose(self.head.as_ref(), *c),
@@ -269,6 +275,9 @@ impl TaskAggregate {
                 subscriptions::apply_set(head, version, config, *at)
             }
             TaskEvent::PushConfigDeleted { id, at } => subscriptions::apply_deleted(head, id, *at),
+            TaskEvent::AccessRevoked { at, .. } => {
+                head.last_timeline = head.last_timeline.max(*at);
+            }
             // gates and handoffs
             TaskEvent::HandoffProposed { work, .. } => handoff::apply_proposed(head, work),
             TaskEvent::GateRaised { gate } => gates::apply_raised(head, gate),

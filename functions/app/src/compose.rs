@@ -277,7 +277,12 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: push.signer.as_ref().map(|s| s.jwks()),
         card_signer: push.signer.clone(),
-        board: false,
+        board: None,
+        // API Gateway (or a Function URL) is the only way in: its Host and scheme are believed.
+        allowed_hosts: crate::http::guard::parse_allowed_hosts(
+            &var("TASKLEDGER_ALLOWED_HOSTS").unwrap_or_default(),
+        )?,
+        proxies: crate::http::Proxies::Gateway,
         // Neither API Gateway nor a Function URL carries gRPC (README "gRPC").
         grpc: None,
         error_table: taskledger_domain::error::ErrorTable::parse(

@@ -58,7 +58,7 @@ pub(crate) fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
         Ok(k) if !k.is_empty() => Ok(k),
         Ok(_) | Err(_) => {
             let k = fresh();
-            std::fs::write(&path, &k).map_err(err)?;
+            taskledger_infra::files::write_private(&path, &k).map_err(err)?;
             Ok(k)
         }
     }

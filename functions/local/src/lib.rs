@@ -3,17 +3,13 @@
 //! via `AWS_ENDPOINT_URL`, or AWS itself). Tests start it in-process on a free port. The gRPC
 //! binding is served on a port of its own when configured (`Config::grpc`).
 
-use std::collections::HashMap;
 use std::future::Future;
 use std::net::SocketAddr;
-use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
-use taskledger_app::agent::ScenarioTimings;
 use taskledger_app::compose;
 pub use taskledger_app::compose::AgentChoice;
-use taskledger_app::grpc::{A2aGrpc, GrpcServeError, GrpcServer, TlsPem};
+use taskledger_app::grpc::{A2aGrpc, GrpcServer};
 use taskledger_app::identity::jwt::JwtAuthenticator;
 use taskledger_app::identity::{Authenticator, TokenAuthenticator};
 use taskledger_app::runners::push::run_outbox_worker;
@@ -22,191 +18,26 @@ use taskledger_app::{
     router, AppState, Dispatch, GrpcAddress, HttpSettings, Service, ServiceSettings,
 };
 use taskledger_domain::cursor::CursorCodec;
-use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::{EventStore, TaskReadModel};
-use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::{PushSigner, WebhookSender};
 
+mod config;
 mod http_server;
 mod keys;
 pub mod operator;
 pub mod pollers;
 pub mod runtime;
+pub mod sessions;
 
+pub use config::{Config, GrpcSettings, LocalError, PushSettings, Storage};
 use http_server::serve_http;
 pub use http_server::{HEADER_READ_TIMEOUT, MAX_HEADER_BYTES};
 use keys::{cursor_key, secrets};
 pub use keys::{CURSOR_KEY_FILE, SECRETS_KEY_FILE};
 use taskledger_infra::SqliteStore;
 use tokio::net::TcpListener;
-
-/// Where the data lives.
-#[derive(Debug, Clone)]
-pub enum Storage {
-    /// `taskledger.sqlite` (and the cursor key) under this directory.
-    Dir(PathBuf),
-    /// Nothing survives the process (tests).
-    Memory,
-    /// DynamoDB tables named `<prefix>tasks`; created at start when `create_tables`.
-    Dynamo {
-        prefix: String,
-        create_tables: bool,
-        /// Counts calls (round-trip budget tests and benches).
-        counter: Option<dynamo::counting::CallCounter>,
-        /// Run the serverless path in-process: a stream poller feeds the relay, queue pollers
-        /// run the agent worker and the push worker (queues created with the tables, or looked
-        /// up by name). Without it, agent work runs in-process right after the commit and push
-        /// notifications are off.
-        pollers: bool,
-    },
-}
-
-#[derive(Debug, Clone)]
-pub struct Config {
-    pub storage: Storage,
-    /// Base URL for the agent card; derived from the Host header when unset.
-    pub public_url: Option<String>,
-    /// Bearer token → principal; empty means the anonymous dev principal for everyone.
-    pub tokens: HashMap<String, Principal>,
-    /// Verified JWT bearer tokens (beside the static `tokens`, which stay for development).
-    pub jwt: Option<taskledger_app::identity::jwt::JwtSettings>,
-    /// Each principal's request rate (none: unlimited).
-    pub rate_limit: Option<taskledger_app::limits::RateLimit>,
-    /// Tasks each principal may create a minute (none: unlimited).
-    pub task_limit: Option<taskledger_app::limits::RateLimit>,
-    /// Streams each principal may hold open (none: unlimited).
-    pub max_streams: Option<usize>,
-    /// How long a request body may take to arrive.
-    pub body_read_timeout: Duration,
-    /// How long a request's headers may take to arrive (`HEADER_READ_TIMEOUT`).
-    pub header_read_timeout: Duration,
-    /// Keys sealing push-config secrets (ADR 022); default: `secrets.keys` in the data
-    /// directory (created at first start), a fresh key in memory, none on DynamoDB.
-    pub secrets_key_file: Option<PathBuf>,
-    pub blocking_timeout: Duration,
-    pub timings: ScenarioTimings,
-    /// Key signing ListTasks page tokens; default: `TASKLEDGER_CURSOR_KEY`, else a key kept in
-    /// the data directory, else a fresh one per process.
-    pub cursor_key: Option<Vec<u8>>,
-    /// The agent: the built-in one (the scripted model behind the conformance rules), or a
-    /// model behind an OpenAI-compatible endpoint or Bedrock.
-    pub agent: AgentChoice,
-    pub push: PushSettings,
-    /// Which revision of the A2A error table HTTP statuses and gRPC codes follow.
-    pub error_table: taskledger_domain::error::ErrorTable,
-    /// The gRPC binding on a port of its own; none: not served (and not in the card).
-    pub grpc: Option<GrpcSettings>,
-    /// How often an idle SSE stream sends a keep-alive comment.
-    pub stream_keep_alive: Duration,
-    /// How often an open stream reads its task's events for commits of other processes.
-    pub stream_poll: Duration,
-}
-
-/// Where and how the gRPC binding is served.
-#[derive(Debug, Clone)]
-pub struct GrpcSettings {
-    /// Address to listen on (port 0: a free port).
-    pub listen: SocketAddr,
-    /// Certificate chain and key (PEM): TLS; none: plaintext HTTP/2 (h2c), for development.
-    pub tls: Option<TlsPem>,
-    /// `host:port` published in the agent card; default: the card's host with the port
-    /// listened on.
-    pub public_addr: Option<String>,
-}
-
-impl GrpcSettings {
-    /// Plaintext on 127.0.0.1, on a free port (tests).
-    pub fn loopback() -> Self {
-        Self {
-            listen: SocketAddr::from(([127, 0, 0, 1], 0)),
-            tls: None,
-            public_addr: None,
-        }
-    }
-}
-
-/// Webhook deliveries (push notifications).
-#[derive(Debug, Clone)]
-pub struct PushSettings {
-    /// Which addresses webhooks may resolve to; the local default allows loopback (dev mode).
-    pub policy: AddressPolicy,
-    /// A P-256 private key (PEM) signing each delivery; its public key is served at
-    /// `/.well-known/jwks.json`.
-    pub signing_key_pem: Option<String>,
-    pub retry: RetryPolicy,
-}
-
-impl Default for PushSettings {
-    fn default() -> Self {
-        Self {
-            policy: AddressPolicy::allow_loopback(),
-            signing_key_pem: None,
-            retry: RetryPolicy::default(),
-        }
-    }
-}
-
-impl Config {
-    pub fn in_memory() -> Self {
-        Self {
-            storage: Storage::Memory,
-            public_url: None,
-            tokens: HashMap::new(),
-            jwt: None,
-            rate_limit: None,
-            task_limit: None,
-            max_streams: None,
-            body_read_timeout: taskledger_app::http::BODY_READ_TIMEOUT,
-            header_read_timeout: HEADER_READ_TIMEOUT,
-            secrets_key_file: None,
-            blocking_timeout: Duration::from_secs(
-                taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
-            ),
-            timings: ScenarioTimings::default(),
-            cursor_key: None,
-            agent: AgentChoice::Scenario,
-            push: PushSettings::default(),
-            error_table: Default::default(),
-            grpc: None,
-            stream_keep_alive: taskledger_app::http::DEFAULT_KEEP_ALIVE,
-            stream_poll: taskledger_app::service::DEFAULT_STREAM_POLL,
-        }
-    }
-}
-
-#[derive(Debug, thiserror::Error)]
-pub enum LocalError {
-    #[error(transparent)]
-    Store(#[from] taskledger_infra::sqlite::SqliteError),
-    #[error("cannot use the cursor key file {path}: {source}")]
-    CursorKey {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error(transparent)]
-    Dynamo(#[from] taskledger_infra::dynamo::DynamoError),
-    #[error(transparent)]
-    Schema(#[from] taskledger_infra::dynamo::schema::SchemaError),
-    #[error("cannot set up the agent: {0}")]
-    Agent(String),
-    #[error("cannot verify JWTs: {0}")]
-    Jwt(String),
-    #[error(transparent)]
-    Secrets(#[from] taskledger_infra::secrets::SecretsError),
-    #[error(transparent)]
-    Push(#[from] taskledger_infra::webhook::WebhookError),
-    #[error("SQS or the table's stream: {0}")]
-    Queues(String),
-    #[error("server failed: {0}")]
-    Serve(#[from] std::io::Error),
-    #[error(transparent)]
-    Grpc(#[from] GrpcServeError),
-    /// An operator command the service refused.
-    #[error(transparent)]
-    Refused(#[from] taskledger_app::AppError),
-}
 
 /// The opened store: its ports, and what runs after commits on it.
 pub struct Stores {
@@ -412,7 +243,9 @@ async fn build_bindings(
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: signer.as_ref().map(|s| s.jwks()),
         card_signer: signer.clone(),
-        board: true,
+        board: Some(board_settings(config)?),
+        allowed_hosts: config.allowed_hosts.clone(),
+        proxies: config.proxies.clone(),
         grpc: grpc_address,
         error_table: config.error_table,
         path_prefix: None,
@@ -425,13 +258,39 @@ async fn build_bindings(
         (None, Some(addr)) => format!("http://{addr}"),
         (None, None) => "http://127.0.0.1".into(),
     };
-    let grpc_card =
-        taskledger_app::http::card_at(&http, auth.card_auth(), service.push_enabled(), card_base);
+    let configured = taskledger_app::http::guard::is_configured_url(&http, &card_base);
+    let grpc_card = taskledger_app::http::card_at(
+        &http,
+        auth.card_auth(),
+        service.push_enabled(),
+        card_base,
+        configured,
+    );
     let grpc = A2aGrpc::new(service.clone(), auth.clone())
         .with_error_table(config.error_table)
         .with_card(grpc_card);
     let state = AppState::new(service, auth, http);
     Ok((router(state), grpc))
+}
+
+/// The board's settings: its image origins, and its sessions' key and revocations, kept in the
+/// data directory when there is one.
+fn board_settings(config: &Config) -> Result<taskledger_app::http::BoardSettings, LocalError> {
+    let dir = match &config.storage {
+        Storage::Dir(d) => Some(d.as_path()),
+        _ => None,
+    };
+    Ok(taskledger_app::http::BoardSettings {
+        image_origins: config.board_image_origins.clone(),
+        session_key: sessions::session_key(dir).map_err(|source| LocalError::SessionKey {
+            path: dir
+                .map(|d| d.join(sessions::SESSION_KEY_FILE).display().to_string())
+                .unwrap_or_default(),
+            source,
+        })?,
+        session_ttl: config.board_session_ttl,
+        revoked: sessions::Revocations::open(dir),
+    })
 }
 
 /// The listeners of a server: HTTP, and gRPC when configured.

@@ -1,16 +1,17 @@
 //! `taskledger`: the local all-in-one server. One command, an embedded durable store.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::Parser;
+
+mod args;
+use args::{Args, Command, StoreKind};
 use taskledger_app::agent::ScenarioTimings;
 use taskledger_app::compose;
 use taskledger_app::grpc::TlsPem;
 use taskledger_app::identity::jwt::{self, JwksSource, JwtSettings};
 use taskledger_app::identity::TokenAuthenticator;
-use taskledger_domain::error::ErrorTable;
 use taskledger_domain::ids::TaskId;
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_local::{
@@ -46,219 +47,26 @@ fn lean_allocator() {
     }
 }
 
-#[derive(Debug, Parser)]
-#[command(
-    name = "taskledger",
-    version,
-    about = "A2A 1.0 task server on an embedded event store"
-)]
-struct Args {
-    #[command(subcommand)]
-    command: Option<Command>,
-    /// Where tasks are stored; `auto` is DynamoDB when AWS_ENDPOINT_URL(_DYNAMODB) is set.
-    #[arg(long, env = "TASKLEDGER_STORE", value_enum, default_value_t = StoreKind::Auto)]
-    store: StoreKind,
-    /// DynamoDB table name prefix (tables are `<prefix>tasks`).
-    #[arg(long, env = "TASKLEDGER_TABLE_PREFIX", default_value = compose::DEFAULT_TABLE_PREFIX)]
-    table_prefix: String,
-    /// Create the DynamoDB tables and the SQS queues (turns, push, their DLQs) at start if they
-    /// do not exist.
-    #[arg(long, env = "TASKLEDGER_CREATE_TABLES", default_value_t = false)]
-    create_tables: bool,
-    /// On DynamoDB: run agent work in-process right after each commit instead of through the
-    /// table's stream and the SQS queues (no push notifications then).
-    #[arg(long, env = "TASKLEDGER_IN_PROCESS_AGENT", default_value_t = false)]
-    in_process_agent: bool,
-    /// Address to listen on.
-    #[arg(long, env = "TASKLEDGER_LISTEN", default_value = "127.0.0.1:8080")]
-    listen: SocketAddr,
-    /// Directory holding the SQLite store and the cursor key.
-    #[arg(long, env = "TASKLEDGER_DATA_DIR", default_value = "./data")]
-    data_dir: PathBuf,
-    /// Keep everything in memory (nothing survives a restart).
-    #[arg(long, env = "TASKLEDGER_IN_MEMORY", default_value_t = false)]
-    in_memory: bool,
-    /// Base URL published in the agent card (default: from the request's Host header).
-    #[arg(long, env = "TASKLEDGER_PUBLIC_URL")]
-    public_url: Option<String>,
-    /// Bearer tokens as `token=tenant/subject,…`; none means everyone is default/anonymous.
-    #[arg(
-        long,
-        env = "TASKLEDGER_TOKENS",
-        default_value = "",
-        hide_env_values = true
-    )]
-    tokens: String,
-    /// Seconds a blocking SendMessage waits for the task to settle.
-    #[arg(long, env = "TASKLEDGER_BLOCKING_TIMEOUT_SECS", default_value_t = compose::LOCAL_BLOCKING_TIMEOUT_SECS)]
-    blocking_timeout_secs: u64,
-    /// Requests a second each principal may make (bursts of twice that); 0: no limit.
-    #[arg(long, env = "TASKLEDGER_RATE_LIMIT", default_value_t = 0)]
-    rate_limit: u32,
-    /// Tasks a minute each principal may create; 0: no limit.
-    #[arg(long, env = "TASKLEDGER_TASKS_PER_MINUTE", default_value_t = 0)]
-    tasks_per_minute: u32,
-    /// Streams each principal may hold open at once; 0: no limit.
-    #[arg(long, env = "TASKLEDGER_MAX_STREAMS", default_value_t = 0)]
-    max_streams: usize,
-    /// Seconds a request body may take to arrive before the request is answered 408.
-    #[arg(long, env = "TASKLEDGER_BODY_READ_TIMEOUT_SECS", default_value_t = 30)]
-    body_read_timeout_secs: u64,
-    /// Seconds a request's headers may take to arrive before the connection is closed.
-    #[arg(long, env = "TASKLEDGER_HEADER_READ_TIMEOUT_SECS", default_value_t = taskledger_local::HEADER_READ_TIMEOUT.as_secs())]
-    header_read_timeout_secs: u64,
-    /// Keys sealing push-config tokens and credentials at rest: one `<kid>:<base64 32 bytes>`
-    /// per line, the first seals, all open (rotation). Default: `secrets.keys` in --data-dir,
-    /// created at first start (ADR 022).
-    #[arg(long, env = "TASKLEDGER_SECRETS_KEY_FILE")]
-    secrets_key_file: Option<PathBuf>,
-    /// Verify JWT bearer tokens from this issuer (`iss`); needs --jwt-audience and --jwt-jwks.
-    #[arg(long, env = "TASKLEDGER_JWT_ISSUER")]
-    jwt_issuer: Option<String>,
-    /// Accepted audiences (`aud`), comma-separated.
-    #[arg(long, env = "TASKLEDGER_JWT_AUDIENCE", default_value = "")]
-    jwt_audience: String,
-    /// The issuer's keys: a JWKS URL (fetched again for an unknown `kid`) or file.
-    #[arg(long, env = "TASKLEDGER_JWT_JWKS")]
-    jwt_jwks: Option<String>,
-    /// Accepted signature algorithms (asymmetric only), comma-separated.
-    #[arg(long, env = "TASKLEDGER_JWT_ALGORITHMS", default_value = "RS256,ES256")]
-    jwt_algorithms: String,
-    /// Claim naming the caller's tenant (`sub` is the subject).
-    #[arg(long, env = "TASKLEDGER_TENANT_CLAIM", default_value = "tenant")]
-    jwt_tenant_claim: String,
-    /// Base URL of an OpenAI-compatible Chat Completions endpoint; without it the model loop
-    /// runs on the built-in scripted model.
-    #[arg(long, env = "TASKLEDGER_LLM_BASE_URL")]
-    llm_base_url: Option<String>,
-    /// API key for that endpoint.
-    #[arg(long, env = "TASKLEDGER_LLM_API_KEY", hide_env_values = true)]
-    llm_api_key: Option<String>,
-    /// Model used when a task names none (`/model` changes it per task).
-    #[arg(long, env = "TASKLEDGER_LLM_MODEL", default_value = compose::DEFAULT_LLM_MODEL)]
-    llm_model: String,
-    /// A Bedrock model id (Converse API) to use as the agent instead of an OpenAI-compatible
-    /// endpoint; AWS credentials and region come from the environment.
-    #[arg(long, env = "TASKLEDGER_BEDROCK_MODEL")]
-    bedrock_model: Option<String>,
-    /// Folder of skills the model may load (one sub-folder with a SKILL.md per skill).
-    #[arg(long, env = "TASKLEDGER_SKILLS_DIR")]
-    skills_dir: Option<PathBuf>,
-    /// Model turns per execution before the task fails with "turn limit reached".
-    #[arg(long, env = "TASKLEDGER_MAX_TURNS", default_value_t = compose::DEFAULT_MAX_TURNS)]
-    max_turns: u32,
-    /// Tools the model agent runs only after a person approves the call (comma-separated
-    /// names; kagent hitl/v1). A task's extension data can name more (`approve_tools`).
-    #[arg(long, env = "TASKLEDGER_APPROVE_TOOLS", default_value = "")]
-    approve_tools: String,
-    /// Networks webhooks may reach despite the SSRF guard (comma-separated CIDRs). The local
-    /// default allows loopback (development); pass an empty value to refuse it too.
-    #[arg(
-        long,
-        env = "TASKLEDGER_PUSH_ALLOWLIST",
-        default_value = "127.0.0.0/8,::1/128"
-    )]
-    push_allowlist: String,
-    /// File with a P-256 private key (PEM) that signs push deliveries (JWS ES256); its public
-    /// key is served at /.well-known/jwks.json.
-    #[arg(long, env = "TASKLEDGER_PUSH_SIGNING_KEY_FILE")]
-    push_signing_key_file: Option<PathBuf>,
-    /// How long a failing delivery is retried before it is dead-lettered.
-    #[arg(
-        long,
-        env = "TASKLEDGER_PUSH_RETRY_HORIZON_SECS",
-        default_value_t = taskledger_domain::push::DEFAULT_RETRY_HORIZON.as_secs()
-    )]
-    push_retry_horizon_secs: u64,
-    /// Serve the gRPC binding (lf.a2a.v1.A2AService) on this address too; off by default.
-    /// Plaintext HTTP/2 (h2c) unless a TLS certificate and key are given.
-    #[arg(long, env = "TASKLEDGER_GRPC_LISTEN")]
-    grpc_listen: Option<SocketAddr>,
-    /// PEM certificate chain for gRPC over TLS (with --grpc-tls-key).
-    #[arg(long, env = "TASKLEDGER_GRPC_TLS_CERT", requires = "grpc_tls_key")]
-    grpc_tls_cert: Option<PathBuf>,
-    /// PEM private key for gRPC over TLS (with --grpc-tls-cert).
-    #[arg(long, env = "TASKLEDGER_GRPC_TLS_KEY", requires = "grpc_tls_cert")]
-    grpc_tls_key: Option<PathBuf>,
-    /// `host:port` the agent card gives for gRPC (default: the card's host with the gRPC port).
-    #[arg(long, env = "TASKLEDGER_GRPC_PUBLIC_ADDR")]
-    grpc_public_addr: Option<String>,
-    /// Which revision of the A2A error table HTTP statuses and gRPC codes follow: `1.0.1`
-    /// (the current spec) or `1.0.0` (for clients, and the 1.0 conformance kit, pinned to it).
-    #[arg(long, env = "TASKLEDGER_ERROR_TABLE", default_value = "1.0.1", value_parser = ErrorTable::parse)]
-    error_table: ErrorTable,
-    /// Milliseconds between the keep-alive comments of an idle stream.
-    #[arg(
-        long,
-        env = "TASKLEDGER_STREAM_KEEP_ALIVE_MS",
-        default_value_t = 15_000
-    )]
-    stream_keep_alive_ms: u64,
-    /// Milliseconds between an open stream's reads of its task's events when no commit was
-    /// announced in this process (commits of other processes sharing the store).
-    #[arg(long, env = "TASKLEDGER_STREAM_POLL_MS", default_value_t = 500)]
-    stream_poll_ms: u64,
-    /// Async worker threads serving connections (default: one per core but one, at least one;
-    /// the store works on threads of its own).
-    #[arg(long, env = "TASKLEDGER_WORKERS", value_parser = runtime::parse_workers)]
-    workers: Option<usize>,
-    /// Log format: `pretty` (human) or `json`.
-    #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
-    log_format: String,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum StoreKind {
-    Auto,
-    Sqlite,
-    Dynamodb,
-}
-
-#[derive(Debug, Subcommand)]
-enum Command {
-    /// Serve the A2A API (the default).
-    Serve,
-    /// List push deliveries that were given up on (dead letters), with the reason.
-    DeadLetters,
-    /// Put every dead-lettered push delivery back in the outbox (sent again by the server).
-    Redrive,
-    /// Move a handoff's approved work item on (DMP work/v1): working, review, landing,
-    /// landed (the task completes) or dropped (it is rejected).
-    Work {
-        /// The handoff task.
-        #[arg(long)]
-        task: String,
-        /// The work item's new status.
-        #[arg(long)]
-        status: String,
-        /// Work artifacts as JSON, e.g. `[{"kind":"pr","url":"…","number":7}]`.
-        #[arg(long, default_value = "[]")]
-        artifacts: String,
-    },
-    /// Replay events into the DynamoDB read model: one task, or every task page by page.
-    Rebuild {
-        /// The task to rebuild.
-        #[arg(long, conflicts_with = "all")]
-        task: Option<String>,
-        /// Rebuild every task.
-        #[arg(long)]
-        all: bool,
-    },
-}
-
 fn main() {
     lean_allocator();
     let args = Args::parse();
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour codes only for a person at a terminal, never into a file or a pipe.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
     if args.log_format == "json" {
         tracing_subscriber::fmt()
             .json()
+            .with_ansi(false)
             .with_env_filter(filter)
             .init();
     } else {
-        tracing_subscriber::fmt().with_env_filter(filter).init();
+        tracing_subscriber::fmt()
+            .with_ansi(ansi)
+            .with_env_filter(filter)
+            .init();
     }
+    private_files();
     let workers = args.workers.unwrap_or_else(runtime::workers_here);
     let rt = match runtime::build(workers) {
         Ok(rt) => rt,
@@ -273,6 +81,16 @@ fn main() {
         tracing::error!(error = %e, "taskledger stopped");
         eprintln!("taskledger: {e}");
         std::process::exit(1);
+    }
+}
+
+/// Every file this process creates is its owner's alone (the store, its WAL and shared memory,
+/// the keys; ADR 020): the data directory's own rules (`taskledger_infra::files`) hold even for
+/// a file some library creates by itself.
+fn private_files() {
+    // SAFETY: umask(2) only sets the process's file mode creation mask; it cannot fail.
+    unsafe {
+        libc::umask(0o077);
     }
 }
 
@@ -452,6 +270,15 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         error_table: args.error_table,
         stream_keep_alive: Duration::from_millis(args.stream_keep_alive_ms.max(1)),
         stream_poll: Duration::from_millis(args.stream_poll_ms.max(1)),
+        allowed_hosts: taskledger_app::http::guard::parse_allowed_hosts(&args.allowed_hosts)
+            .map_err(|e| format!("--allowed-hosts: {e}"))?,
+        proxies: taskledger_app::http::Proxies::parse(&args.trusted_proxies)
+            .map_err(|e| format!("--trusted-proxies: {e}"))?,
+        board_image_origins: taskledger_app::board::ImageOrigins::parse(&args.board_image_origins)
+            .map_err(|e| format!("--board-image-origins: {e}"))?
+            .origins()
+            .to_vec(),
+        board_session_ttl: session_ttl(args.board_session_ttl_secs)?,
         agent: match (
             &args.llm_base_url.clone().filter(|u| !u.is_empty()),
             &args.bedrock_model.clone().filter(|m| !m.is_empty()),
@@ -518,6 +345,18 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// `--board-session-ttl-secs`: 1 s to `MAX_SESSION_TTL`.
+fn session_ttl(secs: u64) -> Result<Duration, String> {
+    let max = taskledger_app::board::MAX_SESSION_TTL;
+    if secs == 0 || secs > max.as_secs() {
+        return Err(format!(
+            "--board-session-ttl-secs: {secs} is not between 1 and {} (30 days)",
+            max.as_secs()
+        ));
+    }
+    Ok(Duration::from_secs(secs))
+}
+
 /// The JWT settings the flags name (none without `--jwt-issuer`).
 fn jwt_settings(args: &Args) -> Result<Option<JwtSettings>, String> {
     let Some(issuer) = args.jwt_issuer.clone().filter(|i| !i.is_empty()) else {
@@ -546,5 +385,7 @@ fn jwt_settings(args: &Args) -> Result<Option<JwtSettings>, String> {
         jwks: JwksSource::parse(jwks),
         tenant_claim: args.jwt_tenant_claim.clone(),
         refetch_min: jwt::JWKS_REFETCH_MIN,
+        max_lifetime: jwt::max_lifetime(args.jwt_max_lifetime_secs)
+            .map_err(|e| format!("--jwt-max-lifetime-secs: {e}"))?,
     }))
 }

@@ -126,12 +126,20 @@ fn configure(conn: &Connection, wal: bool, cache_kib: i64) -> rusqlite::Result<(
 
 impl SqliteStore {
     /// Opens (or creates) `taskledger.sqlite` under `data_dir`.
+    /// The directory is made private to the owner (and tightened if found looser, with a
+    /// warning), the database file created private before SQLite opens it, so its `-wal` and
+    /// `-shm` files, which SQLite creates with the database's permissions, are too.
     pub fn open(data_dir: &Path) -> Result<Self, SqliteError> {
-        std::fs::create_dir_all(data_dir).map_err(|source| SqliteError::DataDir {
+        let dir_err = |source| SqliteError::DataDir {
             path: data_dir.display().to_string(),
             source,
-        })?;
+        };
+        for (path, mode) in crate::files::private_dir(data_dir).map_err(dir_err)? {
+            tracing::warn!(path = %path.display(), mode = format!("{mode:o}"),
+                "others could read or write this; now private to the owner");
+        }
         let path = data_dir.join(DB_FILE);
+        crate::files::create_private(&path).map_err(dir_err)?;
         let open_err = |source| SqliteError::Open {
             path: path.display().to_string(),
             source,

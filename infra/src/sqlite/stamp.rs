@@ -16,7 +16,6 @@
 //! subcommand or of a second server moves the stamp the first server reads. A private
 //! in-memory database keeps them on the heap.
 
-use std::fs::OpenOptions;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -52,7 +51,7 @@ impl ChangeStamp {
 
     /// The counters every process that opens the store under `data_dir` shares.
     pub(super) fn shared(data_dir: &Path) -> std::io::Result<Self> {
-        let file = OpenOptions::new()
+        let file = crate::files::private_options()
             .read(true)
             .write(true)
             .create(true)

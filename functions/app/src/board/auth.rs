@@ -1,28 +1,29 @@
-//! Signing in to the board: the token (a static token or a JWT) is entered once, checked by the
-//! server's authenticator like any API request, and kept for the browser session — in an
-//! HttpOnly cookie the pages are read with, and in the tab's `sessionStorage` for the script's
-//! API calls (the API itself never reads the cookie, so no other site can act with it).
+//! Signing in to the board: the token (a static token or a JWT) is entered once and checked by
+//! the server's authenticator like any API request. The pages are then read with a signed,
+//! expiring session in an HttpOnly cookie (`session.rs`) — never the token itself — and the
+//! script's API calls carry the token from the tab's `sessionStorage` (the API never reads the
+//! cookie, so no other site can act with it). Signing in and out are refused from other sites
+//! (`Origin`, `Sec-Fetch-Site`): no page elsewhere can sign a visitor in as someone else, or out.
 
 use std::sync::Arc;
 
-use axum::extract::State;
+use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, COOKIE, LOCATION, SET_COOKIE};
-use axum::http::{HeaderMap, HeaderValue, Request, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use taskledger_domain::card::CardAuth;
 use taskledger_domain::ids::Principal;
 
 use super::layout;
-use crate::http::AppState;
+use super::session::{self, Session, COOKIE_NAME};
+use crate::http::{guard, AppState, BoardSettings};
 
-/// The cookie holding the board session's token.
-pub const COOKIE_NAME: &str = "tl_token";
 /// Longest token the sign-in form takes (a JWT of the authenticator's own bound fits).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
-/// The token a board request carries (its cookie), if any.
-fn token(headers: &HeaderMap) -> Option<String> {
+/// The session cookie a board request carries, if any.
+fn cookie(headers: &HeaderMap) -> Option<String> {
     headers
         .get_all(COOKIE)
         .iter()
@@ -32,6 +33,10 @@ fn token(headers: &HeaderMap) -> Option<String> {
         .find(|(k, _)| *k == COOKIE_NAME)
         .map(|(_, v)| v.to_string())
         .filter(|v| !v.is_empty())
+}
+
+fn board(state: &AppState) -> Option<&BoardSettings> {
+    state.settings.board.as_ref()
 }
 
 /// Checks `token` (none: no credentials) as the API would.
@@ -46,15 +51,33 @@ async fn check(state: &AppState, token: Option<&str>) -> Result<Principal, Strin
         .map_err(|e| e.to_string())
 }
 
-/// The principal a page is for; without a valid session, the way to the sign-in form.
+/// The principal a page is for: a server without credentials serves its one principal; else
+/// the session's, while it is valid. Without one, the way to the sign-in form.
 pub(super) async fn principal(
     state: &AppState,
     headers: &HeaderMap,
 ) -> Result<Principal, Response> {
-    match check(state, token(headers).as_deref()).await {
-        Ok(p) => Ok(p),
-        Err(_) => Err((StatusCode::SEE_OTHER, [(LOCATION, "/board/login")]).into_response()),
+    let to_login = || (StatusCode::SEE_OTHER, [(LOCATION, "/board/login")]).into_response();
+    if !needs_token(state) {
+        return check(state, None).await.map_err(|_| to_login());
     }
+    let settings = board(state).ok_or_else(to_login)?;
+    cookie(headers)
+        .and_then(|c| Session::open(settings, &c))
+        .and_then(|s| s.principal())
+        .ok_or_else(to_login)
+}
+
+/// A sign-in or sign-out from another site is refused before anything else happens.
+fn cross_site(state: &AppState, parts: &axum::http::request::Parts) -> Option<Response> {
+    let why = guard::same_origin(&state.settings, parts).err()?;
+    tracing::debug!(%why, path = %parts.uri.path(), "board form refused");
+    let body = html! {
+        h1 { "Refused" }
+        p { "This form can only be sent from the board's own pages (" (why) ")." }
+        p { a href="/board/login" { "Sign in" } }
+    };
+    Some((StatusCode::FORBIDDEN, layout::page("Refused", None, body)).into_response())
 }
 
 fn needs_token(state: &AppState) -> bool {
@@ -96,7 +119,14 @@ fn token_field(body: &[u8]) -> String {
         .unwrap_or_default()
 }
 
-pub(super) async fn login(State(state): State<Arc<AppState>>, body: axum::body::Bytes) -> Response {
+pub(super) async fn login(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    if let Some(refused) = cross_site(&state, &parts) {
+        return refused;
+    }
+    let Ok(body) = axum::body::to_bytes(body, MAX_TOKEN_BYTES * 4).await else {
+        return page(&state, Some("That is not a token."));
+    };
     if body.len() > MAX_TOKEN_BYTES * 4 {
         return page(&state, Some("That is not a token."));
     }
@@ -105,25 +135,46 @@ pub(super) async fn login(State(state): State<Arc<AppState>>, body: axum::body::
     if t.is_empty() || t.len() > MAX_TOKEN_BYTES || !t.bytes().all(|b| b.is_ascii_graphic()) {
         return page(&state, Some("That is not a token."));
     }
-    match check(&state, Some(t)).await {
-        Err(why) => page(&state, Some(&format!("The token was not accepted: {why}"))),
-        Ok(_) => {
-            let mut r = (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
-            if let Ok(v) = HeaderValue::from_str(&format!(
-                "{COOKIE_NAME}={t}; Path=/; HttpOnly; SameSite=Strict"
-            )) {
-                r.headers_mut().insert(SET_COOKIE, v);
-            }
-            r
-        }
+    let who = match check(&state, Some(t)).await {
+        Err(why) => return page(&state, Some(&format!("The token was not accepted: {why}"))),
+        Ok(who) => who,
+    };
+    let Some(settings) = board(&state) else {
+        return page(&state, Some("This server keeps no board sessions."));
+    };
+    let session = Session::start(settings, &who, session::jwt_expiry(t));
+    let secure = guard::base(&state.settings, &parts.headers, &parts.extensions)
+        .url
+        .starts_with("https:");
+    let mut r = (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
+    let cookie = format!(
+        "{COOKIE_NAME}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        session.seal(&settings.session_key),
+        session.remaining(),
+        if secure { "; Secure" } else { "" }
+    );
+    if let Ok(v) = HeaderValue::from_str(&cookie) {
+        r.headers_mut().insert(SET_COOKIE, v);
     }
+    tracing::info!(principal = %who, "board session started");
+    r
 }
 
-pub(super) async fn logout() -> Response {
+/// Signing out: the session is revoked (a copy of the cookie opens nothing more) and cleared.
+pub(super) async fn logout(State(state): State<Arc<AppState>>, request: Request) -> Response {
+    let (parts, _) = request.into_parts();
+    if let Some(refused) = cross_site(&state, &parts) {
+        return refused;
+    }
+    if let (Some(settings), Some(c)) = (board(&state), cookie(&parts.headers)) {
+        if let Some(s) = Session::open(settings, &c) {
+            settings.revoked.revoke(&s.sid, s.exp);
+        }
+    }
     let mut r = (StatusCode::SEE_OTHER, [(LOCATION, "/board/login")]).into_response();
     r.headers_mut().insert(
         SET_COOKIE,
-        HeaderValue::from_static("tl_token=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+        HeaderValue::from_static("tl_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
     );
     r
 }
@@ -133,16 +184,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_session_token_is_read_from_its_cookie_only() {
+    fn the_session_is_read_from_its_cookie_only() {
         let mut h = HeaderMap::new();
-        h.insert(COOKIE, HeaderValue::from_static("a=1; tl_token=abc; b=2"));
-        assert_eq!(token(&h).as_deref(), Some("abc"));
+        h.insert(COOKIE, HeaderValue::from_static("a=1; tl_session=abc; b=2"));
+        assert_eq!(cookie(&h).as_deref(), Some("abc"));
         let mut h = HeaderMap::new();
         h.insert(
             COOKIE,
-            HeaderValue::from_static("tl_token_x=abc; tl_token="),
+            HeaderValue::from_static("tl_session_x=abc; tl_session=; tl_token=abc"),
         );
-        assert_eq!(token(&h), None);
-        assert_eq!(token(&HeaderMap::new()), None);
+        assert_eq!(cookie(&h), None);
+        assert_eq!(cookie(&HeaderMap::new()), None);
     }
 }

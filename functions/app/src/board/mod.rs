@@ -8,14 +8,20 @@ mod auth;
 mod board_page;
 mod layout;
 mod plan_svg;
+mod security;
+mod session;
 mod subtask_tree;
 mod task_page;
+pub mod urls;
+
+pub use session::{DEFAULT_SESSION_TTL, MAX_SESSION_TTL};
+pub use urls::ImageOrigins;
 
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -28,8 +34,17 @@ pub const BOARD_PATH: &str = "/board";
 const SCRIPT: &str = include_str!("assets/board.js");
 pub(super) const STYLE: &str = include_str!("assets/board.css");
 
-/// The board's routes, merged into the HTTP router of servers that serve it.
-pub fn routes() -> Router<Arc<AppState>> {
+/// The board's routes, merged into the HTTP router of servers that serve it, each response
+/// with the board's security headers (`security`).
+pub fn routes(state: &AppState) -> Router<Arc<AppState>> {
+    let origins = state
+        .settings
+        .board
+        .as_ref()
+        .map(|b| b.image_origins.clone())
+        .unwrap_or_default();
+    let policy = HeaderValue::from_str(&security::content_security_policy(&origins))
+        .unwrap_or_else(|_| HeaderValue::from_static("default-src 'none'"));
     Router::new()
         .route("/", get(board))
         .route("/board/tasks/{id}", get(task))
@@ -40,6 +55,10 @@ pub fn routes() -> Router<Arc<AppState>> {
             get(|| asset("text/javascript", SCRIPT)),
         )
         .route("/board/assets/board.css", get(|| asset("text/css", STYLE)))
+        .layer(axum::middleware::from_fn_with_state(
+            policy,
+            security::headers,
+        ))
 }
 
 async fn asset(content_type: &'static str, body: &'static str) -> Response {
@@ -64,13 +83,24 @@ async fn board(
     }
 }
 
+/// A task page's query: how many messages of history to show (`task_page::HISTORY_PAGE` at
+/// first; each "older" link shows more).
+#[derive(Debug, Default, serde::Deserialize)]
+struct TaskQuery {
+    history: Option<usize>,
+}
+
 async fn task(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
     Path(id): Path<String>,
+    Query(q): Query<TaskQuery>,
 ) -> Response {
     match auth::principal(&state, &headers).await {
-        Ok(who) => task_page::render(&state, &who, &id).await,
+        Ok(who) => {
+            let history = q.history.unwrap_or(task_page::HISTORY_PAGE);
+            task_page::render(&state, &who, &id, history).await
+        }
         Err(r) => r,
     }
 }

@@ -7,6 +7,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
 use serde_json::Value;
 use taskledger_domain::ext::{Role, METADATA_KEY};
+use taskledger_domain::ids::MAX_HISTORY_LENGTH;
 use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::task::{GateKind, TaskHead};
 use taskledger_domain::wire::{
@@ -15,14 +16,38 @@ use taskledger_domain::wire::{
 
 use super::layout::{self, state_label};
 use super::plan_svg;
+use super::urls::{self, ImageOrigins};
 use crate::http::AppState;
 
 /// The usage extension's key in task metadata (kagent).
 const USAGE_KEY: &str = "https://kagent.dev/extensions/usage/v1";
-/// Events the timeline shows, newest last.
+/// Events the timeline shows, newest last (only these are read).
 pub const MAX_TIMELINE_EVENTS: usize = 500;
+/// Messages of history a page shows at first, and how many more each "older" link adds.
+pub const HISTORY_PAGE: usize = 50;
 
-pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Response {
+/// What a task page is drawn from, read as the caller before drawing starts.
+struct Page {
+    who: Principal,
+    task: Task,
+    head: TaskHead,
+    version: u64,
+    events: Vec<taskledger_domain::events::StoredEvent>,
+    pushes: Option<Vec<taskledger_domain::wire::TaskPushNotificationConfig>>,
+    related: Markup,
+    history: usize,
+    origins: ImageOrigins,
+}
+
+/// The page of task `raw_id` for `who`, with its last `history` messages (at most the largest
+/// history a read returns). The page is drawn on a blocking thread: however large the task,
+/// drawing it never holds up the async workers serving other requests.
+pub(super) async fn render(
+    app: &AppState,
+    who: &Principal,
+    raw_id: &str,
+    history: usize,
+) -> Response {
     let not_found = || {
         let body = html! { h1 { "No such task" } p { "There is no task " code { (raw_id) } " you can see." } p { a href="/" { "All tasks" } } };
         (
@@ -31,6 +56,7 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
         )
             .into_response()
     };
+    let history = history.clamp(1, MAX_HISTORY_LENGTH as usize);
     // GetTask as the caller decides what it may see; only then is the rest read.
     let task = match app
         .service
@@ -39,7 +65,7 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
             GetTaskRequest {
                 tenant: None,
                 id: raw_id.to_string(),
-                history_length: None,
+                history_length: Some(history as i32),
                 current_generation: None,
             },
         )
@@ -51,14 +77,15 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
     let Ok(id) = TaskId::parse(task.id.clone()) else {
         return not_found();
     };
-    let head = match app.service.load(&id).await {
+    let (head, version) = match app.service.load(&id).await {
         Ok(Some(state)) => match state.head {
-            Some(h) => h,
+            Some(h) => (h, state.version),
             None => return not_found(),
         },
         _ => return not_found(),
     };
-    let events = app.service.events(&id, 0).await.unwrap_or_default();
+    let from = version.saturating_sub(MAX_TIMELINE_EVENTS as u64);
+    let events = app.service.events(&id, from).await.unwrap_or_default();
     let pushes = if head.owner == *who {
         app.service
             .list_push_configs(
@@ -76,6 +103,51 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
     } else {
         None
     };
+    let related = super::subtask_tree::render(&app.service, who, &head).await;
+    let origins = ImageOrigins::from_settings(
+        app.settings
+            .board
+            .as_ref()
+            .map(|b| b.image_origins.as_slice())
+            .unwrap_or_default(),
+    );
+    let page = Page {
+        who: who.clone(),
+        task,
+        head,
+        version,
+        events,
+        pushes,
+        related,
+        history,
+        origins,
+    };
+    match tokio::task::spawn_blocking(move || draw(page)).await {
+        Ok(markup) => markup.into_response(),
+        Err(e) => {
+            tracing::error!(error = %e, "drawing a task page failed");
+            (
+                StatusCode::INTERNAL_SERVER_ERROR,
+                "the page could not be drawn",
+            )
+                .into_response()
+        }
+    }
+}
+
+fn draw(p: Page) -> Markup {
+    let Page {
+        who,
+        task,
+        head,
+        version,
+        events,
+        pushes,
+        related,
+        history,
+        origins,
+    } = p;
+    let who = &who;
     let ext = task
         .metadata
         .as_ref()
@@ -89,9 +161,9 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
         .unwrap_or(task.id.as_str())
         .to_string();
     let state = task.status.state.as_str();
-    let related = super::subtask_tree::render(&app.service, who, &head).await;
+    let older = head.history_len > history as u64 && history < MAX_HISTORY_LENGTH as usize;
     let body = html! {
-        article #task data-task-id=(task.id) data-state=(state) data-generation=(events.len()) {
+        article #task data-task-id=(task.id) data-state=(state) data-generation=(version) {
             h1 { (title) }
             @if let Some(g) = ext.as_ref().and_then(|e| e.get("goal")).and_then(Value::as_str) {
                 p.goal { (g) }
@@ -105,8 +177,8 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
             section { h2 { "Plan" } (plan_svg::render(ext.as_ref())) }
             (participants(ext.as_ref(), head.administered_by(who) && !task.status.state.is_terminal()))
             (related)
-            (history(&task))
-            (super::a2ui::render(task.artifacts.as_deref().unwrap_or_default(), may_send(&head, who, &task)))
+            (history_section(&task, head.history_len, older.then(|| older_link(&task.id, history))))
+            (super::a2ui::render(task.artifacts.as_deref().unwrap_or_default(), may_send(&head, who, &task), &origins))
             (artifacts(&task))
             (usage(&task))
             (timeline(&events))
@@ -119,7 +191,16 @@ pub(super) async fn render(app: &AppState, who: &Principal, raw_id: &str) -> Res
             }
         }
     };
-    layout::page(&title, Some(who), body).into_response()
+    layout::page(&title, Some(who), body)
+}
+
+/// The link showing `HISTORY_PAGE` more of the history than `shown`.
+fn older_link(task_id: &str, shown: usize) -> String {
+    let more = (shown + HISTORY_PAGE).min(MAX_HISTORY_LENGTH as usize);
+    format!(
+        "/board/tasks/{}?history={more}",
+        percent_encoding::utf8_percent_encode(task_id, percent_encoding::NON_ALPHANUMERIC)
+    )
 }
 
 /// Whether the caller may send a message now: not on a finished task, not while a gate waits
@@ -266,11 +347,15 @@ fn participants(ext: Option<&Value>, admin: bool) -> Markup {
     }
 }
 
-fn history(task: &Task) -> Markup {
+/// The history shown (the last messages), with the way to older ones when there are more.
+fn history_section(task: &Task, total: u64, older: Option<String>) -> Markup {
     let messages = task.history.clone().unwrap_or_default();
     html! {
         section {
             h2 { "History" }
+            @if let Some(href) = older {
+                p.older { a href=(href) { "Show older messages" } " (" (messages.len()) " of " (total) " shown)" }
+            }
             ol.history {
                 @for m in &messages {
                     li class={ "msg " (if m.role == taskledger_domain::wire::Role::User { "user" } else { "agent" }) } {
@@ -302,11 +387,18 @@ fn part(p: &Part) -> Markup {
         @match &p.content {
             PartContent::Text(t) => { p.text { (t) } }
             PartContent::Url(u) => {
-                p.file { a href=(u) download=[p.filename.as_deref()] { "⬇ " (p.filename.as_deref().unwrap_or(u)) } }
+                @match urls::link(u) {
+                    Some(href) => {
+                        p.file { a href=(href) download=[p.filename.as_deref()] rel="noopener noreferrer" { "⬇ " (p.filename.as_deref().unwrap_or(u)) } }
+                    }
+                    // Not http(s): shown, never followed.
+                    None => { p.file { "⬇ " (p.filename.as_deref().unwrap_or("file")) " " code.url { (u) } } }
+                }
             }
             PartContent::Raw(bytes) => {
                 p.file {
-                    a href={ "data:" (p.media_type.as_deref().unwrap_or("application/octet-stream")) ";base64," (base64_of(bytes)) }
+                    // Always a download of opaque bytes, whatever media type the part claims.
+                    a href={ "data:application/octet-stream;base64," (base64_of(bytes)) }
                         download=(p.filename.as_deref().unwrap_or("file")) {
                         "⬇ " (p.filename.as_deref().unwrap_or("file")) " (" (bytes.len()) " bytes)"
                     }

@@ -5,13 +5,14 @@ use std::sync::Arc;
 
 use crate::card::PublicCard;
 use axum::extract::State;
-use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, HOST, IF_NONE_MATCH, LAST_MODIFIED};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LAST_MODIFIED, VARY};
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
 use taskledger_domain::card::{agent_card, CardAuth, CardSettings};
 
+use super::guard::{self, Base};
 use super::{AppState, GrpcAddress, HttpSettings, CARD_MAX_AGE_SECS};
 
 /// The public keys push deliveries are signed with (JWK Set, RFC 7517).
@@ -34,29 +35,6 @@ pub(super) async fn jwks(State(state): State<Arc<AppState>>) -> Response {
     }
 }
 
-fn base_url(state: &AppState, headers: &HeaderMap) -> String {
-    if let Some(u) = &state.settings.public_url {
-        return u.trim_end_matches('/').to_string();
-    }
-    let host = headers
-        .get(HOST)
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("127.0.0.1");
-    let proto = headers
-        .get("x-forwarded-proto")
-        .and_then(|h| h.to_str().ok())
-        .unwrap_or("http");
-    let prefix = state
-        .settings
-        .path_prefix
-        .as_deref()
-        .map(|p| p.trim_matches('/'))
-        .filter(|p| !p.is_empty())
-        .map(|p| format!("/{p}"))
-        .unwrap_or_default();
-    format!("{proto}://{host}{prefix}")
-}
-
 /// The host (no port) of a base URL: `https://h:8443/x` → `h`, `http://[::1]:8080` → `[::1]`.
 fn host_of(base: &str) -> &str {
     let rest = base.split_once("://").map_or(base, |(_, r)| r);
@@ -74,20 +52,34 @@ fn grpc_url(grpc: Option<&GrpcAddress>, base: &str) -> Option<String> {
     }
 }
 
-/// The public card as a request with `headers` reaches it (its URLs from `--public-url`, else
-/// the request's host). Callers who authenticate also get an extended card.
-pub(super) fn public_card(state: &AppState, headers: &HeaderMap) -> PublicCard {
-    card_at(
+/// The public card as a request reaches it (its URLs from `--public-url`, else the request's
+/// host: `guard::base`). Callers who authenticate also get an extended card.
+pub(super) fn public_card(
+    state: &AppState,
+    headers: &HeaderMap,
+    extensions: &Extensions,
+) -> (PublicCard, Base) {
+    let base = guard::base(&state.settings, headers, extensions);
+    let card = card_at(
         &state.settings,
         state.auth.card_auth(),
         state.service.push_enabled(),
-        base_url(state, headers),
-    )
+        base.url.clone(),
+        base.configured,
+    );
+    (card, base)
 }
 
 /// The public card of a server with `settings` reached at `base`, signed when a key is
-/// configured (`crate::card`).
-pub fn card_at(settings: &HttpSettings, auth: CardAuth, push: bool, base: String) -> PublicCard {
+/// configured and `base` is a configured one (`--public-url`, an allowed host): a card naming
+/// a host a request made up is never signed (`crate::card`).
+pub fn card_at(
+    settings: &HttpSettings,
+    auth: CardAuth,
+    push: bool,
+    base: String,
+    configured: bool,
+) -> PublicCard {
     let card = agent_card(&CardSettings {
         grpc_url: grpc_url(settings.grpc.as_ref(), &base),
         public_url: base.clone(),
@@ -98,11 +90,21 @@ pub fn card_at(settings: &HttpSettings, auth: CardAuth, push: bool, base: String
         push_notifications: push,
         extended_card: auth != CardAuth::None,
     });
-    PublicCard::new(card, settings.card_signer.clone(), &base)
+    let signer = settings.card_signer.clone().filter(|_| configured);
+    PublicCard::new(card, signer, &base)
 }
 
-pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap) -> Response {
-    let card = public_card(&state, &headers).card;
+/// What a card taken from the request's headers varies with, for caches in front.
+const VARY_ON: &str = "Host, X-Forwarded-Proto, X-Forwarded-Host";
+
+pub(super) async fn card(
+    State(state): State<Arc<AppState>>,
+    request: axum::extract::Request,
+) -> Response {
+    let (parts, _) = request.into_parts();
+    let headers = &parts.headers;
+    let (card, base) = public_card(&state, headers, &parts.extensions);
+    let card = card.card;
     let body = serde_json::to_vec(&card).unwrap_or_default();
     let digest = Sha256::digest(&body);
     let etag = format!(
@@ -122,6 +124,9 @@ pub(super) async fn card(State(state): State<Arc<AppState>>, headers: HeaderMap)
     }
     if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(state.started)) {
         h.insert(LAST_MODIFIED, v);
+    }
+    if base.from_request {
+        h.insert(VARY, HeaderValue::from_static(VARY_ON));
     }
     let not_modified = headers
         .get(IF_NONE_MATCH)

@@ -58,13 +58,47 @@ async fn read_bounded(body: Body, headers: &HeaderMap) -> Result<Bytes, AppError
         .map_err(|_| too_large())
 }
 
-/// The body's media type when it is not JSON (`application/json`, or any `+json` type such
-/// as `application/a2a+json`); a missing Content-Type is taken as JSON.
-pub fn non_json_media_type(headers: &HeaderMap) -> Option<String> {
-    let ct = headers.get(CONTENT_TYPE)?;
+/// What a request says its body is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BodyType {
+    /// `application/json`, or any `+json` type such as `application/a2a+json`.
+    Json,
+    /// No `Content-Type`.
+    Missing,
+    /// Anything else (its essence, lower-cased).
+    Other(String),
+}
+
+/// A body is read as JSON only when the request says it is: a JSON type is not one a web page
+/// may send to another origin without asking first (CORS preflight), so no page elsewhere can
+/// make a browser post an A2A request here.
+pub fn body_type(headers: &HeaderMap) -> BodyType {
+    let Some(ct) = headers.get(CONTENT_TYPE) else {
+        return BodyType::Missing;
+    };
     let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
     let essence = ct.split(';').next().unwrap_or("").trim().to_string();
-    (essence != "application/json" && !essence.ends_with("+json")).then_some(essence)
+    if essence == "application/json" || essence.ends_with("+json") {
+        BodyType::Json
+    } else {
+        BodyType::Other(essence)
+    }
+}
+
+impl BodyType {
+    /// Why a body of this type is refused (`None`: it is JSON).
+    pub fn refusal(&self) -> Option<String> {
+        match self {
+            Self::Json => None,
+            Self::Missing => Some(
+                "the request has a body but no Content-Type; send Content-Type: application/json"
+                    .into(),
+            ),
+            Self::Other(essence) => Some(format!(
+                "Content-Type {essence:?} is not supported; send application/json"
+            )),
+        }
+    }
 }
 
 /// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`); the rule is
@@ -120,6 +154,53 @@ pub fn error_info(e: &AppError) -> Value {
         info["metadata"] = json!(meta);
     }
     info
+}
+
+/// An error as `google.rpc.Status` JSON (the HTTP+JSON binding's shape) with the table's HTTP
+/// status.
+pub fn status_error(e: &AppError, table: taskledger_domain::error::ErrorTable) -> Response {
+    let wire = e.kind().wire_for(table);
+    let status = StatusCode::from_u16(wire.http).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = json!({"error": {
+        "code": wire.http,
+        "status": wire.grpc,
+        "message": e.client_message(),
+        "details": [error_info(e)],
+    }});
+    json_response(status, &body)
+}
+
+/// A request refused before any binding read it (the guard of `guard.rs`): a JSON-RPC error
+/// response (id null) on a JSON-RPC path, else the HTTP+JSON shape; the table's HTTP status
+/// either way. Logged here.
+pub fn refusal(
+    parts: &axum::http::request::Parts,
+    e: &AppError,
+    table: taskledger_domain::error::ErrorTable,
+) -> Response {
+    log_refusal(e);
+    let path = parts.uri.path();
+    let rest = path.contains(taskledger_domain::card::REST_PATH);
+    let jsonrpc = !rest
+        && parts.method == axum::http::Method::POST
+        && (path.ends_with(taskledger_domain::card::JSONRPC_PATH)
+            || path.ends_with(&format!("{}/", taskledger_domain::card::JSONRPC_PATH))
+            || path == "/");
+    if !jsonrpc {
+        return status_error(e, table);
+    }
+    let wire = e.kind().wire_for(table);
+    let status = StatusCode::from_u16(wire.http).unwrap_or(StatusCode::BAD_REQUEST);
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": Value::Null,
+        "error": {
+            "code": wire.json_rpc,
+            "message": e.client_message(),
+            "data": [error_info(e)],
+        },
+    });
+    json_response(status, &body)
 }
 
 /// Logs an error where it is handled: ours at error level, the client's at debug.

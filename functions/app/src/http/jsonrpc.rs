@@ -113,12 +113,8 @@ async fn handle(
     parts: axum::http::request::Parts,
     body: Body,
 ) -> Result<(Answer, operations::Extensions), RpcFailure> {
-    if let Some(essence) = common::non_json_media_type(&parts.headers) {
-        return Err(fail(
-            &Value::Null,
-            ErrorKind::ContentTypeNotSupported,
-            format!("Content-Type {essence:?} is not supported; send application/json"),
-        ));
+    if let Some(why) = common::body_type(&parts.headers).refusal() {
+        return Err(fail(&Value::Null, ErrorKind::ContentTypeNotSupported, why));
     }
     let bytes = common::read_body(body, &parts.headers, state.settings.body_read_timeout)
         .await
@@ -185,7 +181,9 @@ async fn handle(
         ctx.version = version;
         ctx.task_encoding = Some(common::JSON_TASKS);
         if method == Method::GetExtendedAgentCard.name() {
-            ctx.card = Some(Arc::new(super::card::public_card(state, &parts.headers)));
+            ctx.card = Some(Arc::new(
+                super::card::public_card(state, &parts.headers, &parts.extensions).0,
+            ));
         }
         let op = Operation::decode(Method::named(method)?, request, "params")?;
         let reply = operations::execute(&state.service, ctx, op).await?;

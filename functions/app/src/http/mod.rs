@@ -8,6 +8,8 @@ mod card;
 pub use card::card_at;
 mod common;
 pub use common::BODY_READ_TIMEOUT;
+pub mod guard;
+pub use guard::Proxies;
 mod jsonrpc;
 pub(crate) mod rest;
 mod sse;
@@ -47,9 +49,15 @@ pub struct HttpSettings {
     pub version: String,
     /// The push signing key set served at `/.well-known/jwks.json` (none: not served).
     pub jwks: Option<Value>,
-    /// Whether the task board's pages are served (`/`, `/board/…`; ADR 023): by the local server
-    /// and a container running it, not by Lambda (a build without the `board` feature has none).
-    pub board: bool,
+    /// The task board's pages (`/`, `/board/…`; ADR 023), when served: by the local server and
+    /// a container running it, not by Lambda (a build without the `board` feature has none).
+    pub board: Option<BoardSettings>,
+    /// Host names the server answers to besides loopback names and the public URL's host
+    /// (`guard`): a server without credentials refuses any other `Host`; the card is signed
+    /// only for these and the public URL.
+    pub allowed_hosts: Vec<String>,
+    /// Whose `X-Forwarded-Proto`/`X-Forwarded-Host` are believed.
+    pub proxies: Proxies,
     /// The key that signs the public agent card (the push signing key; none: unsigned).
     pub card_signer: Option<Arc<taskledger_infra::webhook::PushSigner>>,
     /// Where the gRPC binding is served, for the card's `GRPC` interface (none: not served).
@@ -63,6 +71,30 @@ pub struct HttpSettings {
     pub stream_keep_alive: std::time::Duration,
     /// How long a request body may take to arrive (`common::BODY_READ_TIMEOUT`).
     pub body_read_timeout: std::time::Duration,
+}
+
+/// What the task board needs besides the API's settings.
+#[derive(Debug, Clone)]
+pub struct BoardSettings {
+    /// Origins (`https://cdn.example.com`) images on board pages may come from besides the
+    /// board's own and `data:` (validated by the board's `ImageOrigins::parse`).
+    pub image_origins: Vec<String>,
+    /// The key board sessions are signed with (HMAC-SHA256; the local server keeps it in the
+    /// data directory).
+    pub session_key: Arc<[u8]>,
+    /// How long a board session lasts at most (a JWT's own expiry ends it sooner).
+    pub session_ttl: std::time::Duration,
+    /// Sessions signed out before they expired.
+    pub revoked: Arc<dyn SessionRevocations>,
+}
+
+/// Where signed-out board sessions are remembered until they would have expired (the local
+/// server keeps them in a file of its data directory, so a restart forgets none).
+pub trait SessionRevocations: Send + Sync + std::fmt::Debug {
+    /// Remembers session `id`, valid until `expires` (Unix seconds).
+    fn revoke(&self, id: &str, expires: u64);
+    /// Whether session `id` was signed out.
+    fn is_revoked(&self, id: &str) -> bool;
 }
 
 /// The `host:port` the card gives for the gRPC binding (A2A: no scheme).
@@ -104,7 +136,17 @@ pub fn router(state: Arc<AppState>) -> Router {
         .map(|p| format!("/{}", p.trim_matches('/')))
         .filter(|p| p.len() > 1);
     let challenge = state.auth.card_auth();
+    let guarded = challenge == taskledger_domain::card::CardAuth::None;
+    let guard_state = state.clone();
     let routes = routes(state);
+    // Without credentials, where a request comes from is all there is to check.
+    let routes = if guarded {
+        routes.layer(axum::middleware::from_fn(move |req: Request, next| {
+            guard::guard(guard_state.clone(), req, next)
+        }))
+    } else {
+        routes
+    };
     let routes = match prefix {
         Some(p) => Router::new().nest(&p, routes),
         None => routes,
@@ -172,8 +214,8 @@ fn routes(state: Arc<AppState>) -> Router {
         .route(rest::REST_PATH, any(rest::rest))
         .route(&format!("{}/{{*path}}", rest::REST_PATH), any(rest::rest));
     #[cfg(feature = "board")]
-    let router = if state.settings.board {
-        router.merge(crate::board::routes())
+    let router = if state.settings.board.is_some() {
+        router.merge(crate::board::routes(&state))
     } else {
         router
     };
@@ -211,9 +253,133 @@ mod tests {
                 stream_keep_alive: DEFAULT_KEEP_ALIVE,
                 body_read_timeout: common::BODY_READ_TIMEOUT,
                 card_signer: None,
-                board: false,
+                board: None,
+                allowed_hosts: vec!["h.example.com".into()],
+                proxies: Proxies::None,
             },
         ))
+    }
+
+    async fn call(app: Router, method: &str, uri: &str, headers: &[(&str, &str)]) -> u16 {
+        let mut req = axum::http::Request::builder().method(method).uri(uri);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let body = if method == "POST" {
+            Body::from("{}")
+        } else {
+            Body::empty()
+        };
+        app.oneshot(req.body(body).unwrap())
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    }
+
+    #[tokio::test]
+    async fn a_server_without_credentials_answers_only_its_own_hosts_and_pages() {
+        let ok = [("a2a-version", "1.0"), ("content-type", "application/json")];
+        let with = |extra: (&'static str, &'static str)| {
+            let mut h = ok.to_vec();
+            h.push(extra);
+            h
+        };
+        // its own names, and loopback names on any port
+        for host in [
+            "h.example.com",
+            "h.example.com:8443",
+            "localhost:9",
+            "127.0.0.1:8080",
+            "[::1]:1",
+        ] {
+            assert_eq!(
+                call(app(None), "GET", "/a2a/rest/tasks", &with(("host", host))).await,
+                200,
+                "{host}"
+            );
+        }
+        // a DNS-rebinding page's host
+        assert_eq!(
+            call(
+                app(None),
+                "GET",
+                "/a2a/rest/tasks",
+                &with(("host", "evil.example:8080"))
+            )
+            .await,
+            403
+        );
+        // a cross-site request, by Origin or by Sec-Fetch-Site, on any binding
+        let cross = [
+            ("host", "127.0.0.1:8080"),
+            ("origin", "https://evil.example"),
+        ];
+        let mut h = ok.to_vec();
+        h.extend(cross);
+        assert_eq!(
+            call(app(None), "POST", "/a2a/rest/message:send", &h).await,
+            403
+        );
+        assert_eq!(call(app(None), "POST", "/a2a", &h).await, 403);
+        let mut h = ok.to_vec();
+        h.extend([("host", "127.0.0.1:8080"), ("sec-fetch-site", "cross-site")]);
+        assert_eq!(call(app(None), "GET", "/a2a/rest/tasks", &h).await, 403);
+        // its own origin is fine
+        let mut h = ok.to_vec();
+        h.extend([
+            ("host", "127.0.0.1:8080"),
+            ("origin", "http://127.0.0.1:8080"),
+            ("sec-fetch-site", "same-origin"),
+        ]);
+        assert_eq!(call(app(None), "GET", "/a2a/rest/tasks", &h).await, 200);
+        // the card stays a public document
+        assert_eq!(
+            call(
+                app(None),
+                "GET",
+                "/.well-known/agent-card.json",
+                &[("host", "evil.example")]
+            )
+            .await,
+            200
+        );
+    }
+
+    #[tokio::test]
+    async fn a_body_is_read_only_when_it_says_it_is_json() {
+        let post = |ct: Option<&'static str>, uri: &'static str| async move {
+            let mut req = axum::http::Request::post(uri)
+                .header("host", "h.example.com")
+                .header("a2a-version", "1.0");
+            if let Some(ct) = ct {
+                req = req.header("content-type", ct);
+            }
+            let body = r#"{"message":{"messageId":"m","role":"ROLE_USER","parts":[{"text":"x"}]}}"#;
+            let resp = app(None)
+                .oneshot(req.body(Body::from(body)).unwrap())
+                .await
+                .unwrap();
+            let status = resp.status().as_u16();
+            let bytes = axum::body::to_bytes(resp.into_body(), 1 << 20)
+                .await
+                .unwrap();
+            (status, String::from_utf8_lossy(&bytes).to_string())
+        };
+        // HTTP+JSON: no Content-Type (what a cross-site no-cors fetch with a Blob sends) is 415
+        let (status, body) = post(None, "/a2a/rest/message:send").await;
+        assert_eq!(status, 415, "{body}");
+        assert!(body.contains("no Content-Type"), "{body}");
+        let (status, _) = post(Some("text/plain"), "/a2a/rest/message:send").await;
+        assert_eq!(status, 415);
+        // JSON-RPC: the same request is refused as a JSON-RPC error
+        let (_, body) = post(None, "/a2a").await;
+        assert!(
+            body.contains("-32005") && body.contains("no Content-Type"),
+            "{body}"
+        );
+        let (status, body) = post(Some("application/json"), "/a2a/rest/message:send").await;
+        assert_eq!(status, 200, "{body}");
     }
 
     async fn get(app: Router, uri: &str) -> (u16, serde_json::Value) {

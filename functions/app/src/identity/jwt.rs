@@ -29,6 +29,20 @@ pub const JWKS_REFETCH_MIN: Duration = Duration::from_secs(30);
 pub const JWKS_MAX_AGE: Duration = Duration::from_secs(15 * 60);
 /// Clock skew allowed on `exp` and `nbf`.
 pub const LEEWAY_SECS: u64 = 30;
+/// The longest JWT lifetime a server may be configured to accept at most (`max_lifetime`).
+pub const MAX_LIFETIME_LIMIT: Duration = Duration::from_secs(366 * 24 * 3600);
+
+/// A configured maximum lifetime in seconds: 0 is none; past `MAX_LIFETIME_LIMIT` is refused.
+pub fn max_lifetime(secs: u64) -> Result<Option<Duration>, String> {
+    match secs {
+        0 => Ok(None),
+        s if s > MAX_LIFETIME_LIMIT.as_secs() => Err(format!(
+            "{s} s is longer than {} s (a year); 0 accepts any lifetime",
+            MAX_LIFETIME_LIMIT.as_secs()
+        )),
+        s => Ok(Some(Duration::from_secs(s))),
+    }
+}
 
 /// Where the keys are.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -59,6 +73,9 @@ pub struct JwtSettings {
     pub tenant_claim: String,
     /// How often an unknown `kid` may fetch the JWKS again (`JWKS_REFETCH_MIN`).
     pub refetch_min: Duration,
+    /// The longest lifetime a token may have: `exp` at most this long after `iat` (which is
+    /// then required) and after now. None: any.
+    pub max_lifetime: Option<Duration>,
 }
 
 /// The asymmetric algorithms a configuration may name.
@@ -246,6 +263,9 @@ impl JwtAuthenticator {
                 other => format!("invalid token ({other:?})"),
             })
         })?;
+        if let Some(max) = self.settings.max_lifetime {
+            lifetime_within(&data.claims, max)?;
+        }
         let text = |k: &str| data.claims.get(k).and_then(Value::as_str);
         let subject = text("sub").ok_or_else(|| invalid("the sub claim is not a string"))?;
         let tenant = match data.claims.get(&self.settings.tenant_claim) {
@@ -265,9 +285,58 @@ impl JwtAuthenticator {
     }
 }
 
+/// A verified token's lifetime against `max`: it must say when it was issued, and end no more
+/// than `max` after that, nor after now (leeway allowed).
+fn lifetime_within(claims: &Map<String, Value>, max: Duration) -> Result<(), AuthError> {
+    let secs = |k: &str| claims.get(k).and_then(Value::as_u64);
+    let exp = secs("exp").ok_or_else(|| invalid("the token has no exp claim"))?;
+    let iat = secs("iat").ok_or_else(|| {
+        invalid("the token has no iat claim (this server bounds token lifetimes)")
+    })?;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let max = max.as_secs();
+    if exp.saturating_sub(iat) > max || exp.saturating_sub(now) > max + LEEWAY_SECS {
+        return Err(invalid(format!(
+            "the token lives longer than this server accepts ({max} s)"
+        )));
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_lifetime_at_the_bound_is_accepted_and_one_second_more_is_not() {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        let claims = |iat: u64, exp: u64| {
+            let mut m = Map::new();
+            m.insert("iat".into(), iat.into());
+            m.insert("exp".into(), exp.into());
+            m
+        };
+        let max = Duration::from_secs(3600);
+        assert!(lifetime_within(&claims(now, now + 3600), max).is_ok());
+        assert!(lifetime_within(&claims(now, now + 3601), max).is_err());
+        // Issued "long ago" on paper but valid for a year from now: refused by the second rule.
+        assert!(lifetime_within(&claims(now + 360 * 86400, now + 365 * 86400), max).is_err());
+        let mut no_iat = claims(now, now + 60);
+        no_iat.remove("iat");
+        assert!(lifetime_within(&no_iat, max).is_err());
+        assert_eq!(max_lifetime(0), Ok(None));
+        assert_eq!(
+            max_lifetime(MAX_LIFETIME_LIMIT.as_secs()),
+            Ok(Some(MAX_LIFETIME_LIMIT))
+        );
+        assert!(max_lifetime(MAX_LIFETIME_LIMIT.as_secs() + 1).is_err());
+    }
 
     #[test]
     fn only_asymmetric_algorithms_may_be_configured() {

@@ -138,7 +138,15 @@ impl PushSide {
         let Some(head) = state.head.as_ref() else {
             return Ok(0);
         };
-        let deliveries = push::deliveries(id.as_str(), &head.push, event.seq, body);
+        // Only to those who still see the task (a removed participant's configs are deleted in
+        // the commit that removed them; this holds for any delivery relayed after it).
+        let audience: Vec<push::Subscription> = head
+            .push
+            .iter()
+            .filter(|s| head.delivers_to(s))
+            .cloned()
+            .collect();
+        let deliveries = push::deliveries(id.as_str(), &audience, event.seq, body);
         if deliveries.is_empty() {
             return Ok(0);
         }

@@ -125,7 +125,8 @@ impl Service {
         req: &GetTaskRequest,
     ) -> Result<(TaskId, HistoryLength), AppError> {
         let history = HistoryLength::parse(req.history_length)
-            .map_err(|e| AppError::invalid_params("historyLength", e))?;
+            .map_err(|e| AppError::invalid_params("historyLength", e))?
+            .for_read();
         let task_id = task_id_of(&req.id)?;
         if let Some(seen) = req.current_generation {
             self.load_visible(Actor::Client(who), &task_id).await?;
@@ -146,7 +147,8 @@ impl Service {
         let page_size =
             PageSize::parse(req.page_size).map_err(|e| AppError::invalid_params("pageSize", e))?;
         let history = HistoryLength::parse(req.history_length)
-            .map_err(|e| AppError::invalid_params("historyLength", e))?;
+            .map_err(|e| AppError::invalid_params("historyLength", e))?
+            .at_most_max();
         let context_id = req
             .context_id
             .clone()

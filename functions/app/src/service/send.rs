@@ -97,7 +97,8 @@ impl Service {
     ) -> Result<Submission, AppError> {
         let config = req.configuration.clone().unwrap_or_default();
         let history = HistoryLength::parse(config.history_length)
-            .map_err(|e| AppError::invalid_params("configuration.historyLength", e))?;
+            .map_err(|e| AppError::invalid_params("configuration.historyLength", e))?
+            .at_most_max();
         let push = match &config.task_push_notification_config {
             None => None,
             Some(c) => Some(self.push_spec(c, "configuration.taskPushNotificationConfig")?),

@@ -5,31 +5,51 @@
 //! action's context names (a pointer, or a literal), for the script to resolve when clicked.
 //! An unknown component shows as folded JSON.
 
+use std::cell::Cell;
+
 use maud::{html, Markup};
 use serde_json::{Map, Value};
 
 use super::model::{self, Bound};
 use super::Surface;
+use crate::board::urls::{self, Image, ImageOrigins};
 
-/// Nesting drawn at most (a surface is a tree; deeper parts show as JSON).
-pub const MAX_DEPTH: usize = 16;
+/// Nesting drawn at most (the domain refuses deeper surfaces; deeper parts show as JSON).
+pub const MAX_DEPTH: usize = taskledger_domain::a2ui::MAX_SURFACE_DEPTH;
 /// Items of one List template drawn at most.
 pub const MAX_LIST_ITEMS: usize = 200;
+/// Components drawn at most for one surface, List items included: past it the rest is left out
+/// with a note. Whatever a surface holds, drawing it is bounded.
+pub const MAX_DRAWN_NODES: usize = 2_000;
 
 struct Draw<'a> {
     surface_id: &'a str,
     s: &'a Surface,
     may_act: bool,
+    origins: &'a ImageOrigins,
+    /// Components still to be drawn.
+    budget: Cell<usize>,
+    /// Whether one was left out for want of budget.
+    cut: Cell<bool>,
 }
 
-/// The surface, drawn from its `root` component.
-pub(super) fn root(surface_id: &str, s: &Surface, may_act: bool) -> Markup {
-    Draw {
+/// The surface, drawn from its `root` component, at most `MAX_DRAWN_NODES` components.
+pub(super) fn root(surface_id: &str, s: &Surface, may_act: bool, origins: &ImageOrigins) -> Markup {
+    let draw = Draw {
         surface_id,
         s,
         may_act,
+        origins,
+        budget: Cell::new(MAX_DRAWN_NODES),
+        cut: Cell::new(false),
+    };
+    let drawn = draw.component(taskledger_domain::a2ui::ROOT_ID, "", 0);
+    html! {
+        (drawn)
+        @if draw.cut.get() {
+            p.a2ui-cut role="note" { "Only the first " (MAX_DRAWN_NODES) " components of this surface are shown." }
+        }
     }
-    .component("root", "", 0)
 }
 
 impl Draw<'_> {
@@ -77,6 +97,13 @@ impl Draw<'_> {
         let Some(c) = self.s.components.get(id) else {
             return html! {};
         };
+        match self.budget.get() {
+            0 => {
+                self.cut.set(true);
+                return html! {};
+            }
+            n => self.budget.set(n - 1),
+        }
         if depth > MAX_DEPTH {
             return html! { pre { (c.to_string()) } };
         }
@@ -95,15 +122,31 @@ impl Draw<'_> {
             }
             "Divider" => html! { hr; },
             "Icon" => html! { span.a2ui-icon { (self.text(c.get("name"), base)) } },
-            "Image" => html! {
-                img.a2ui-image src=(self.text(c.get("url"), base))
-                    alt=(self.text(c.get("altText").or(c.get("description")), base));
-            },
-            "Video" | "AudioPlayer" => html! {
-                a href=(self.text(c.get("url"), base)) {
-                    (self.text(c.get("description").or(c.get("url")), base))
+            "Image" => {
+                let url = self.text(c.get("url"), base);
+                let alt = self.text(c.get("altText").or(c.get("description")), base);
+                match urls::image(&url, self.origins) {
+                    Image::Shown(src) => html! { img.a2ui-image src=(src) alt=(alt); },
+                    Image::Link(href) => html! {
+                        a.a2ui-image-link href=(href) rel="noopener noreferrer" target="_blank" {
+                            "🖼 " (if alt.is_empty() { href.clone() } else { alt })
+                        }
+                    },
+                    Image::Text => {
+                        html! { span.a2ui-image-text { "🖼 " (if alt.is_empty() { url } else { alt }) } }
+                    }
                 }
-            },
+            }
+            "Video" | "AudioPlayer" => {
+                let url = self.text(c.get("url"), base);
+                let label = self.text(c.get("description").or(c.get("url")), base);
+                match urls::link(&url) {
+                    Some(href) => {
+                        html! { a href=(href) rel="noopener noreferrer" target="_blank" { (label) } }
+                    }
+                    None => html! { span.a2ui-media-text { (label) } },
+                }
+            }
             "Tabs" => html! {
                 div.a2ui-tabs {
                     @for t in c.get("tabs").or(c.get("tabItems")).and_then(Value::as_array).into_iter().flatten() {

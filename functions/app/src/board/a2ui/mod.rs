@@ -14,6 +14,8 @@ use maud::{html, Markup};
 use serde_json::Value;
 use taskledger_domain::wire::{Artifact, PartContent};
 
+use super::urls::ImageOrigins;
+
 /// One surface: its components by id and its data model.
 #[derive(Default)]
 struct Surface {
@@ -24,8 +26,10 @@ struct Surface {
 /// The surfaces the task's artifacts build, by id, in order of creation.
 fn surfaces(artifacts: &[Artifact]) -> Vec<(String, Surface)> {
     let mut out: Vec<(String, Surface)> = Vec::new();
+    // Only what `emit_ui` made (the domain checked its structure); nothing else is drawn.
     let parts = artifacts
         .iter()
+        .filter(|a| a.name.as_deref() == Some(taskledger_domain::a2ui::ARTIFACT_NAME))
         .flat_map(|a| a.parts.iter())
         .filter_map(|p| match (&p.content, p.media_type.as_deref()) {
             (PartContent::Data(v), Some(taskledger_domain::a2ui::MEDIA_TYPE)) => Some(v),
@@ -79,8 +83,9 @@ fn surfaces(artifacts: &[Artifact]) -> Vec<(String, Surface)> {
 }
 
 /// Every surface of the task, drawn (nothing when it has none). Buttons act only when the
-/// caller may send a message on the task (`may_act`); otherwise they show, disabled.
-pub(super) fn render(artifacts: &[Artifact], may_act: bool) -> Markup {
+/// caller may send a message on the task (`may_act`); otherwise they show, disabled. Images
+/// come only from the board, `data:` or `origins` (`urls`).
+pub(super) fn render(artifacts: &[Artifact], may_act: bool, origins: &ImageOrigins) -> Markup {
     let all = surfaces(artifacts);
     html! {
         @if !all.is_empty() {
@@ -88,7 +93,7 @@ pub(super) fn render(artifacts: &[Artifact], may_act: bool) -> Markup {
                 h2 { "Surfaces" }
                 @for (id, s) in &all {
                     div.a2ui-surface data-surface=(id) {
-                        (draw::root(id, s, may_act))
+                        (draw::root(id, s, may_act, origins))
                     }
                 }
             }

@@ -4,11 +4,17 @@ use serde_json::{json, Value};
 use taskledger_domain::wire::Artifact;
 
 use super::model;
-use super::render;
+use super::render as render_with;
+use crate::board::urls::ImageOrigins;
+
+fn render(artifacts: &[Artifact], may_act: bool) -> maud::Markup {
+    render_with(artifacts, may_act, &ImageOrigins::default())
+}
 
 fn artifact(parts: Vec<Value>) -> Artifact {
     serde_json::from_value(json!({
         "artifactId": "a2ui:9",
+        "name": "a2ui",
         "parts": parts.into_iter().map(|d| json!({"data": d, "mediaType": "application/a2ui+json"})).collect::<Vec<_>>()
     }))
     .unwrap()
@@ -153,4 +159,106 @@ fn a_list_template_draws_at_most_its_bound_of_items() {
     use super::draw::MAX_LIST_ITEMS;
     assert_eq!(drawn(MAX_LIST_ITEMS), MAX_LIST_ITEMS);
     assert_eq!(drawn(MAX_LIST_ITEMS + 1), MAX_LIST_ITEMS);
+}
+
+#[test]
+fn a_surface_that_draws_itself_four_times_over_is_cut_at_the_node_budget() {
+    // The render bomb: a Column whose children are itself four times (the domain refuses it at
+    // emit; drawn anyway, the board stays within its budget).
+    let a = artifact(vec![
+        json!({"createSurface": {"surfaceId": "s"}}),
+        json!({"updateComponents": {"surfaceId": "s", "components": [
+            {"id": "root", "component": "Column", "children": ["root", "root", "root", "root"]}
+        ]}}),
+    ]);
+    let started = std::time::Instant::now();
+    let html = render(&[a], true).into_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(2));
+    let columns = html.matches("a2ui-column").count();
+    assert!(columns <= super::draw::MAX_DRAWN_NODES, "{columns}");
+    assert!(html.len() < 1 << 20, "{} bytes", html.len());
+}
+
+#[test]
+fn the_node_budget_draws_exactly_its_bound() {
+    let drawn = |n: usize| {
+        let ids: Vec<String> = (0..n).map(|_| "t".to_string()).collect();
+        let a = artifact(vec![
+            json!({"createSurface": {"surfaceId": "s"}}),
+            json!({"updateComponents": {"surfaceId": "s", "components": [
+                {"id": "root", "component": "Column", "children": ids},
+                {"id": "t", "component": "Text", "text": "x"}
+            ]}}),
+        ]);
+        let html = render(&[a], true).into_string();
+        (html.matches("a2ui-text").count(), html.contains("a2ui-cut"))
+    };
+    use super::draw::MAX_DRAWN_NODES;
+    // The root is one node: its children fill the rest of the budget.
+    assert_eq!(drawn(MAX_DRAWN_NODES - 1), (MAX_DRAWN_NODES - 1, false));
+    let (texts, cut) = drawn(MAX_DRAWN_NODES);
+    assert_eq!(texts, MAX_DRAWN_NODES - 1);
+    assert!(cut);
+}
+
+#[test]
+fn media_and_images_follow_the_url_rule() {
+    let a = artifact(vec![
+        json!({"createSurface": {"surfaceId": "s"}}),
+        json!({"updateComponents": {"surfaceId": "s", "components": [
+            {"id": "root", "component": "Column", "children": ["v", "au", "ok", "pix", "inline", "js"]},
+            {"id": "v", "component": "Video", "url": "javascript:alert(1)", "description": "watch"},
+            {"id": "au", "component": "AudioPlayer", "url": " JAVASCRIPT:alert(1)"},
+            {"id": "ok", "component": "Video", "url": "https://media.example.com/v.mp4", "description": "a video"},
+            {"id": "pix", "component": "Image", "url": "https://tracker.example/p.gif", "altText": "pixel"},
+            {"id": "inline", "component": "Image", "url": "data:image/png;base64,AA==", "altText": "dot"},
+            {"id": "js", "component": "Image", "url": "javascript:alert(1)", "altText": "bad"}
+        ]}}),
+    ]);
+    let html = render(std::slice::from_ref(&a), true).into_string();
+    assert!(
+        !html.to_ascii_lowercase().contains("href=\"javascript"),
+        "{html}"
+    );
+    assert!(
+        !html.to_ascii_lowercase().contains("src=\"javascript"),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"href="https://media.example.com/v.mp4""#),
+        "{html}"
+    );
+    assert!(
+        !html.contains(r#"src="https://tracker.example"#),
+        "not fetched: {html}"
+    );
+    assert!(
+        html.contains(r#"href="https://tracker.example/p.gif""#),
+        "offered as a link: {html}"
+    );
+    assert!(
+        html.contains(r#"src="data:image/png;base64,AA==""#),
+        "{html}"
+    );
+    let allowed = ImageOrigins::parse("https://tracker.example").unwrap();
+    let html = render_with(&[a], true, &allowed).into_string();
+    assert!(
+        html.contains(r#"src="https://tracker.example/p.gif""#),
+        "{html}"
+    );
+}
+
+#[test]
+fn only_artifacts_emit_ui_made_are_drawn() {
+    let mut a = artifact(vec![
+        json!({"createSurface": {"surfaceId": "s"}}),
+        json!({"updateComponents": {"surfaceId": "s", "components": [
+            {"id": "root", "component": "Text", "text": "hello"}
+        ]}}),
+    ]);
+    assert!(render(std::slice::from_ref(&a), true)
+        .into_string()
+        .contains("hello"));
+    a.name = Some("report".into());
+    assert!(render(&[a], true).into_string().is_empty());
 }

@@ -12,13 +12,13 @@ use std::sync::Arc;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::header::ALLOW;
-use axum::http::{HeaderValue, StatusCode};
+use axum::http::HeaderValue;
 use axum::response::Response;
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use taskledger_domain::error::ErrorKind;
 use tracing::{info_span, Instrument};
 
-use super::common::{self, json_response};
+use super::common;
 use super::sse;
 use super::AppState;
 use crate::error::AppError;
@@ -29,15 +29,7 @@ pub use taskledger_domain::card::REST_PATH;
 /// An HTTP+JSON error: the table's HTTP status, the error body, `Allow` on a 405.
 fn failure(state: &AppState, e: &AppError) -> Response {
     common::log_refusal(e);
-    let wire = e.kind().wire_for(state.settings.error_table);
-    let status = StatusCode::from_u16(wire.http).unwrap_or(StatusCode::BAD_REQUEST);
-    let body = json!({"error": {
-        "code": wire.http,
-        "status": wire.grpc,
-        "message": e.client_message(),
-        "details": [common::error_info(e)],
-    }});
-    let mut response = json_response(status, &body);
+    let mut response = common::status_error(e, state.settings.error_table);
     if e.kind() == ErrorKind::MethodNotAllowed {
         if let Some(allow) = e
             .metadata()
@@ -104,15 +96,19 @@ async fn handle(
     let mut request = if route.from_query {
         routes::query_fields(route.method, parts.uri.query())?
     } else {
-        if let Some(essence) = common::non_json_media_type(&parts.headers) {
-            return Err(AppError::protocol(
-                ErrorKind::UnsupportedMediaType,
-                format!("Content-Type {essence:?} is not supported; send application/json"),
-            ));
+        let declared = common::body_type(&parts.headers);
+        if let common::BodyType::Other(_) = declared {
+            let why = declared.refusal().unwrap_or_default();
+            return Err(AppError::protocol(ErrorKind::UnsupportedMediaType, why));
         }
-        body_object(
-            &common::read_body(body, &parts.headers, state.settings.body_read_timeout).await?,
-        )?
+        let bytes =
+            common::read_body(body, &parts.headers, state.settings.body_read_timeout).await?;
+        // An empty body (`POST …:cancel`) needs no type; one with content must say it is JSON.
+        if declared == common::BodyType::Missing && !bytes.iter().all(u8::is_ascii_whitespace) {
+            let why = declared.refusal().unwrap_or_default();
+            return Err(AppError::protocol(ErrorKind::UnsupportedMediaType, why));
+        }
+        body_object(&bytes)?
     };
     let principal = crate::identity::caller(state.auth.as_ref(), &state.service, &parts).await?;
     let version = common::check_version(&parts.headers, parts.uri.query())?;
@@ -126,7 +122,9 @@ async fn handle(
     ctx.version = version;
     ctx.task_encoding = Some(common::JSON_TASKS);
     if route.method == crate::operations::Method::GetExtendedAgentCard {
-        ctx.card = Some(Arc::new(super::card::public_card(state, &parts.headers)));
+        ctx.card = Some(Arc::new(
+            super::card::public_card(state, &parts.headers, &parts.extensions).0,
+        ));
     }
     let span = info_span!(
         "rest",

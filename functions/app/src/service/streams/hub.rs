@@ -8,9 +8,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use taskledger_domain::ids::TaskId;
+use taskledger_domain::events::StoredEvent;
+use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::ports::EventStore;
-use taskledger_domain::projection::stream::{item, StreamItem};
+use taskledger_domain::projection::stream::{item, revoked, StreamItem};
 use tokio::sync::{broadcast, Notify};
 use tracing::{debug, warn};
 
@@ -18,12 +19,22 @@ use tracing::{debug, warn};
 /// last event it received with `Last-Event-ID`): the per-stream buffer limit.
 pub const STREAM_BUFFER_BATCHES: usize = 64;
 
-/// The updates of the events in `(after, upto]`.
+/// The updates of the events in `(after, upto]`, and who lost sight of the task among them
+/// (the event's sequence, and the principals).
 #[derive(Debug)]
 pub struct Batch {
     pub after: u64,
     pub upto: u64,
     pub items: Vec<StreamItem>,
+    pub revoked: Vec<(u64, Vec<Principal>)>,
+}
+
+/// The revocations among `events` (`projection::stream::revoked`).
+pub(super) fn revocations(events: &[StoredEvent]) -> Vec<(u64, Vec<Principal>)> {
+    events
+        .iter()
+        .filter_map(|e| revoked(e).map(|p| (e.seq, p)))
+        .collect()
 }
 
 struct Tail {
@@ -152,8 +163,14 @@ async fn tail(
                 let terminal = items
                     .iter()
                     .any(|i| i.state.is_some_and(|s| s.is_terminal()));
+                let revoked = revocations(&events);
                 // No receiver left is fine: the next round retires the tailer.
-                let _ = tx.send(Arc::new(Batch { after, upto, items }));
+                let _ = tx.send(Arc::new(Batch {
+                    after,
+                    upto,
+                    items,
+                    revoked,
+                }));
                 after = upto;
                 if terminal {
                     inner.retire(&task_id, &tx, true);

@@ -137,7 +137,8 @@ impl Service {
         let start = match last_event_id {
             None => {
                 let history = HistoryLength::parse(req.history_length)
-                    .map_err(|e| AppError::invalid_params("historyLength", e))?;
+                    .map_err(|e| AppError::invalid_params("historyLength", e))?
+                    .for_read();
                 let start = self.snapshot(who, &task_id, None, history).await?;
                 if start.state.is_terminal() {
                     return Err(AppError::protocol(
@@ -173,6 +174,7 @@ impl Service {
                     after,
                     state,
                     first: None,
+                    who: who.clone(),
                 }
             }
         };
@@ -221,8 +223,8 @@ impl Service {
             .map(|e| e.decode())
             .collect::<Result<Vec<TaskEvent>, String>>()
             .map_err(|e| AppError::protocol(ErrorKind::Internal, e))?;
-        let mut task =
-            replay(&decoded, history).ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
+        let mut task = replay(&decoded, history.for_read())
+            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
         // Events carry their generation beside the body (`generation` is shown to 1.1 only).
         let generation = task.generation.take();
         // The Task's id is the last event a client was shown (events after it that show
@@ -243,6 +245,7 @@ impl Service {
                 Some(shown),
                 generation,
             )?),
+            who: who.clone(),
         })
     }
 }

@@ -1,12 +1,13 @@
 //! One subscriber's stream: what follows its position, from its tailer's batches, filled from
 //! the store itself whenever a batch does not start where the subscriber is (it joined a
 //! tailer that was ahead, or it just subscribed). It ends after the update that settles the
-//! stream, at its deadline, or when it falls more than the buffer limit behind.
+//! stream, at its deadline, when it falls more than the buffer limit behind, or — read from
+//! the same events, no store read of its own — where its principal lost sight of the task.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use taskledger_domain::ids::TaskId;
+use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::ports::EventStore;
 use taskledger_domain::projection::stream::{item, StreamItem};
 use taskledger_domain::wire::TaskState;
@@ -30,6 +31,10 @@ pub(super) struct Reader {
     needs_backlog: bool,
     done: bool,
     deadline: Option<Instant>,
+    /// Whose stream it is.
+    who: Principal,
+    /// Where `who` lost sight of the task: nothing from this event on is sent.
+    cut: Option<u64>,
 }
 
 /// Where a stream starts.
@@ -40,6 +45,8 @@ pub(super) struct Start {
     /// The task's state at `after`: a stream that is settled already ends after `first`.
     pub state: TaskState,
     pub first: Option<StreamEvent>,
+    /// The subscriber.
+    pub who: Principal,
 }
 
 impl Reader {
@@ -63,6 +70,25 @@ impl Reader {
             first: start.first,
             needs_backlog: !watch.fresh,
             deadline,
+            who: start.who,
+            cut: None,
+        }
+    }
+
+    /// Notes where the subscriber loses sight of the task, if these revocations say so, and
+    /// drops what would follow.
+    fn revoke(&mut self, revoked: &[(u64, Vec<Principal>)]) {
+        let first = revoked
+            .iter()
+            .filter(|(_, who)| who.contains(&self.who))
+            .map(|(seq, _)| *seq)
+            .min();
+        if let Some(seq) = first {
+            debug!(task_id = %self.task_id, seq, principal = %self.who, "access revoked: the stream ends");
+            self.cut = Some(self.cut.map_or(seq, |c| c.min(seq)));
+        }
+        if let Some(cut) = self.cut {
+            self.pending.retain(|i| i.seq < cut);
         }
     }
 
@@ -75,6 +101,10 @@ impl Reader {
                 return None;
             }
             if let Some(item) = self.pending.pop_front() {
+                if self.cut.is_some_and(|c| item.seq >= c) {
+                    self.done = true;
+                    return None;
+                }
                 if item.state.is_some_and(|s| self.until.ends_at(s)) {
                     self.done = true;
                 }
@@ -83,6 +113,11 @@ impl Reader {
                     generation: Some(item.generation),
                     body: item.body.into(),
                 });
+            }
+            if self.cut.is_some() {
+                // Everything before the revocation has been sent.
+                self.done = true;
+                return None;
             }
             if self.needs_backlog {
                 self.needs_backlog = false;
@@ -127,6 +162,13 @@ impl Reader {
         let after = self.after;
         self.pending
             .extend(batch.items.iter().filter(|i| i.seq > after).cloned());
+        let revoked: Vec<_> = batch
+            .revoked
+            .iter()
+            .filter(|(seq, _)| *seq > after)
+            .cloned()
+            .collect();
+        self.revoke(&revoked);
         self.after = self.after.max(batch.upto);
     }
 
@@ -137,6 +179,7 @@ impl Reader {
                 let (task_id, context_id) = (self.task_id.as_str(), self.context_id.as_str());
                 self.pending
                     .extend(events.iter().filter_map(|e| item(task_id, context_id, e)));
+                self.revoke(&super::hub::revocations(&events));
                 if let Some(last) = events.last() {
                     self.after = last.seq;
                 }
