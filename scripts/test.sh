@@ -180,7 +180,7 @@ node -e "const c=require('crypto');const {privateKey}=c.generateKeyPairSync('ec'
 port=$(free_port)
 log=$(mktemp)
 "${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
-  --tokens "tok-bob=acme/bob" --push-signing-key-file "$key" >"$log" 2>&1 &
+  --tokens "tok-bob=acme/bob" --push-signing-key-file "$key" --public-url "http://127.0.0.1:$port" >"$log" 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
 if ! "$venv/bin/python" tests/python/card_signature.py "http://127.0.0.1:$port" tok-bob; then
@@ -220,3 +220,21 @@ if ! node "$js/board.mjs" "http://127.0.0.1:$port" "$shots" "http://127.0.0.1:$a
   exit 1
 fi
 echo "screenshots of the board and a task page: $shots"
+
+echo "==> the board's security in a real browser (issue 43: links, CSP, cross-site forms and requests)"
+port=$(free_port)
+open_port=$(free_port)
+while [ "$open_port" = "$port" ]; do open_port=$(free_port); done
+log=$(mktemp)
+open_log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
+  --tokens "tok-alice=acme/alice,tok-bob=acme/bob,tok-mallory=acme/mallory" >"$log" 2>&1 &
+pids+=($!)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$open_port" --in-memory >"$open_log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
+wait_for "http://127.0.0.1:$open_port/.well-known/agent-card.json"
+if ! node "$js/security.mjs" "http://127.0.0.1:$port" "http://127.0.0.1:$open_port"; then
+  echo "--- server logs"; cat "$log" "$open_log"
+  exit 1
+fi

@@ -33,10 +33,25 @@ fn browser() -> reqwest::Client {
         .unwrap()
 }
 
+/// The session cookie (`name=value`) signing in with `token` gives.
+async fn session(s: &Server, token: &str) -> String {
+    let r = browser()
+        .post(format!("{}/board/login", s.base))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(format!("token={token}"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), StatusCode::SEE_OTHER, "signed in");
+    let set = r.headers()[SET_COOKIE].to_str().unwrap();
+    set.split(';').next().unwrap().to_string()
+}
+
+/// A page as the principal of `token` reads it, signed in (none: not signed in).
 async fn page(s: &Server, path: &str, token: Option<&str>) -> (StatusCode, String) {
     let mut r = browser().get(format!("{}{path}", s.base));
     if let Some(t) = token {
-        r = r.header(COOKIE, format!("tl_token={t}"));
+        r = r.header(COOKIE, session(s, t).await);
     }
     let r = r.send().await.unwrap();
     (r.status(), r.text().await.unwrap())
@@ -92,10 +107,12 @@ async fn signing_in_checks_the_token_and_keeps_it_in_a_cookie() {
     assert_eq!(r.headers()[LOCATION], "/");
     let cookie = r.headers()[SET_COOKIE].to_str().unwrap().to_string();
     assert!(
-        cookie.starts_with("tl_token=b;")
+        cookie.starts_with("tl_session=")
+            && !cookie.starts_with("tl_session=b;")
             && cookie.contains("HttpOnly")
-            && cookie.contains("SameSite=Strict"),
-        "{cookie}"
+            && cookie.contains("SameSite=Strict")
+            && cookie.contains("Max-Age="),
+        "a signed session, not the token: {cookie}"
     );
     let (status, board) = page(&s, "/", Some("b")).await;
     assert_eq!(status, StatusCode::OK);

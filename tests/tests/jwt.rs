@@ -316,3 +316,40 @@ async fn a_jwks_file_works_and_a_bad_configuration_fails_at_start() {
     let err = taskledger_local::start(bad).await.expect_err("refused");
     assert!(err.to_string().contains("JWT"), "{err}");
 }
+
+#[tokio::test]
+async fn a_server_bounding_token_lifetimes_refuses_longer_lived_tokens() {
+    let key = Key::new("k1", 7);
+    let idp = idp(json!({"keys": [key.jwk()]})).await;
+    let mut config = test_config();
+    config.jwt = Some(JwtSettings {
+        issuer: ISSUER.into(),
+        audiences: vec![AUDIENCE.into()],
+        algorithms: vec![Algorithm::ES256],
+        jwks: JwksSource::Url(idp.url.clone()),
+        tenant_claim: "tenant".into(),
+        max_lifetime: Some(std::time::Duration::from_secs(3600)),
+        refetch_min: REFETCH,
+    });
+    let s = Server::start_with(config).await;
+    let token = |iat: i64, exp: i64| {
+        key.sign(
+            &json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "tenant": "acme",
+                         "iat": iat, "exp": exp}),
+        )
+    };
+    // An hour exactly is accepted.
+    let (status, body, _) = jsonrpc(&s, Some(&token(now(), now() + 3600))).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    // A second more, a year, or no iat at all is refused.
+    refused(
+        &s,
+        &token(now(), now() + 3601),
+        "lives an hour and a second",
+    )
+    .await;
+    refused(&s, &token(now(), now() + 365 * 86400), "lives a year").await;
+    let no_iat =
+        key.sign(&json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 60}));
+    refused(&s, &no_iat, "says nothing of when it was issued").await;
+}

@@ -495,7 +495,7 @@ mod tests {
         // The agent is held to the same budget.
         let e = state
             .decide(TaskCommand::AppendAgentMessage {
-                message: Message::agent_text("a-1", &"x".repeat(size as usize)),
+                message: Message::agent_text("a-1", "x".repeat(size as usize)),
                 at: Timestamp::from_unix_nanos(3),
             })
             .unwrap_err();

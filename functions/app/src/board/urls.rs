@@ -86,7 +86,7 @@ impl ImageOrigins {
 
     fn allows(&self, url: &url::Url) -> bool {
         let origin = url.origin().ascii_serialization();
-        self.0.iter().any(|o| *o == origin)
+        self.0.contains(&origin)
     }
 }
 
