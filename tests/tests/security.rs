@@ -137,7 +137,7 @@ async fn a_javascript_url_part_is_not_drawn_as_a_link_and_pages_carry_a_strict_p
     }
     assert!(!csp.contains("unsafe-inline"), "{csp}");
     assert_eq!(headers["x-content-type-options"], "nosniff");
-    assert_eq!(headers["referrer-policy"], "no-referrer");
+    assert_eq!(headers["referrer-policy"], "same-origin");
     assert_eq!(headers["x-frame-options"], "DENY");
     // The sign-in page and the script carry them too.
     for path in ["/board/login", "/board/assets/board.js"] {

@@ -2,7 +2,9 @@
 //! script on the board's origin: a strict Content-Security-Policy (script only from the board's
 //! own file, the one inline stylesheet by its hash, images from the board, `data:` or the
 //! operator's origins, no frames, no plugins, forms and fetches to the board itself), no
-//! MIME sniffing, no referrer leaving with a link, never framed, never cached.
+//! MIME sniffing, no referrer leaving with a link to another origin (`same-origin`: with
+//! `no-referrer` a browser sends `Origin: null` on the board's own forms, which the
+//! cross-site check must then refuse), never framed, never cached.
 
 use std::sync::OnceLock;
 
@@ -55,7 +57,7 @@ pub(super) async fn headers(
     let h = response.headers_mut();
     h.insert(CONTENT_SECURITY_POLICY, policy);
     h.insert(X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff"));
-    h.insert(REFERRER_POLICY, HeaderValue::from_static("no-referrer"));
+    h.insert(REFERRER_POLICY, HeaderValue::from_static("same-origin"));
     h.insert(X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     if !h.contains_key(CACHE_CONTROL) {
         h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
