@@ -86,6 +86,15 @@ const signedInAs = async (page) => {
 };
 
 try {
+  // Another site's page cannot drive the server that takes no credentials.
+  const before = (await rpc(open, null, 'ListTasks', { pageSize: 1 })).totalSize;
+  const driver = await (await browser.newContext()).newPage();
+  await driver.goto(`${evilBase}/drive`);
+  await driver.waitForFunction(() => document.title === 'sent', null, { timeout: 10_000 }).catch(() => {});
+  await driver.waitForTimeout(300);
+  const after = (await rpc(open, null, 'ListTasks', { pageSize: 1 })).totalSize;
+  check('a page on another site creates no task on a server without credentials', after === before, `${before} -> ${after}`);
+
   // A task alice shares with bob, and bob's message carrying the finding's payload.
   const created = await rpc(base, 'tok-alice', 'SendMessage', {
     message: {
@@ -100,7 +109,7 @@ try {
     message: {
       messageId: `m-${randomUUID()}`, role: 'ROLE_USER', taskId: id,
       parts: [
-        { url: "javascript:window.__pwned=sessionStorage.getItem('tl_token')", filename: 'report.pdf' },
+        { url: "javascript:void(window.__pwned=sessionStorage.getItem('tl_token'))", filename: 'report.pdf' },
         { text: '<img src=x onerror="window.__pwned=1"><script>window.__pwned=2</script>' },
       ],
     },
@@ -157,14 +166,6 @@ try {
   check('a copy of a signed-out session opens nothing', replay.url().startsWith(`${base}/board/login`), replay.url());
   await copy.close();
 
-  // Another site's page cannot drive the server that takes no credentials.
-  const before = (await rpc(open, null, 'ListTasks', { pageSize: 1 })).totalSize;
-  const driver = await (await browser.newContext()).newPage();
-  await driver.goto(`${evilBase}/drive`);
-  await driver.waitForFunction(() => document.title === 'sent', null, { timeout: 10_000 }).catch(() => {});
-  await driver.waitForTimeout(300);
-  const after = (await rpc(open, null, 'ListTasks', { pageSize: 1 })).totalSize;
-  check('a page on another site creates no task on a server without credentials', after === before, `${before} -> ${after}`);
 } catch (e) {
   failed += 1;
   console.log(`FAIL the run: ${e.stack || e}`);
