@@ -24,15 +24,9 @@ impl AddressPolicy {
 
     /// A comma-separated list of networks (`10.1.0.0/16,::1/128`; a bare address is one host).
     pub fn parse_allowlist(list: &str) -> Result<Self, String> {
-        let mut allow = Vec::new();
-        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let net = item
-                .parse::<ipnet::IpNet>()
-                .or_else(|_| item.parse::<IpAddr>().map(ipnet::IpNet::from))
-                .map_err(|_| format!("{item:?} is not an address or network (CIDR)"))?;
-            allow.push(net);
-        }
-        Ok(Self { allow })
+        Ok(Self {
+            allow: parse_networks(list)?,
+        })
     }
 
     pub fn allowlist(&self) -> &[ipnet::IpNet] {
@@ -52,6 +46,20 @@ impl AddressPolicy {
             "address {ip} is {class} and is not on the push allowlist"
         ))
     }
+}
+
+/// A comma-separated list of networks in CIDR notation, a bare address being one host
+/// (`10.1.0.0/16, ::1/128, 192.168.1.7`); empty items are skipped.
+pub fn parse_networks(list: &str) -> Result<Vec<ipnet::IpNet>, String> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(|item| {
+            item.parse::<ipnet::IpNet>()
+                .or_else(|_| item.parse::<IpAddr>().map(ipnet::IpNet::from))
+                .map_err(|_| format!("{item:?} is not an address or network (CIDR)"))
+        })
+        .collect()
 }
 
 /// An IPv6 address that carries an IPv4 address is judged as that IPv4 address: IPv4-mapped

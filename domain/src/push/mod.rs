@@ -6,7 +6,7 @@ mod delivery;
 mod retry;
 mod subscription;
 
-pub use address::AddressPolicy;
+pub use address::{parse_networks, AddressPolicy};
 pub use delivery::{
     deliveries, PushDelivery, PushUpdate, CONTENT_TYPE, DELIVERY_ID_HEADER, SEQUENCE_HEADER,
     SIGNATURE_HEADER, TOKEN_HEADER,

@@ -201,15 +201,14 @@ mod tests {
         ]}})
     }
 
-    #[test]
-    fn the_task_gets_one_closed_a2ui_artifact_named_after_its_event() {
+    /// Given a task, just created.
+    fn created() -> crate::task::TaskAggregate {
         use crate::ids::{ContextId, Principal, TaskId};
-        use crate::task::{CreateTask, TaskAggregate, TaskCommand, TaskEvent};
+        use crate::task::{CreateTask, TaskAggregate, TaskCommand};
         use crate::time::Timestamp;
-        use crate::wire::{Message, TaskState};
-
+        use crate::wire::Message;
         let mut task = TaskAggregate::default();
-        let created = task
+        let events = task
             .decide(TaskCommand::CreateTask(CreateTask {
                 task_id: TaskId::parse("t-1").unwrap(),
                 context_id: ContextId::parse("c-1").unwrap(),
@@ -220,7 +219,17 @@ mod tests {
                 awaiting_assignee: None,
             }))
             .unwrap();
-        created.iter().for_each(|e| task.apply_event(e));
+        events.iter().for_each(|e| task.apply_event(e));
+        task
+    }
+
+    #[test]
+    fn the_task_gets_one_closed_a2ui_artifact_named_after_its_event() {
+        use crate::task::{TaskCommand, TaskEvent};
+        use crate::time::Timestamp;
+        use crate::wire::TaskState;
+
+        let mut task = created();
         let emit = || TaskCommand::EmitUi {
             messages: UiMessages::parse(vec![create("s"), components()]).unwrap(),
             at: Timestamp::now(),
@@ -261,25 +270,12 @@ mod tests {
 
     #[test]
     fn a2ui_comes_only_from_emit_ui_and_a_surface_that_draws_itself_is_refused() {
-        use crate::ids::{ContextId, Principal, TaskId};
-        use crate::task::{CreateTask, TaskAggregate, TaskCommand};
+        use crate::task::TaskCommand;
         use crate::time::Timestamp;
-        use crate::wire::{Artifact, Message, Part};
+        use crate::wire::{Artifact, Part};
 
         // given a task
-        let mut task = TaskAggregate::default();
-        let created = task
-            .decide(TaskCommand::CreateTask(CreateTask {
-                task_id: TaskId::parse("t-1").unwrap(),
-                context_id: ContextId::parse("c-1").unwrap(),
-                owner: Principal::anonymous(),
-                message: Message::user_text("m-1", "show me"),
-                at: Timestamp::now(),
-                extension: None,
-                awaiting_assignee: None,
-            }))
-            .unwrap();
-        created.iter().for_each(|e| task.apply_event(e));
+        let task = created();
         // when the agent emits a Column holding itself, it is refused and nothing is recorded
         let looped = json!({"version": "v0.9", "updateComponents": {"surfaceId": "s", "components": [
             {"id": "root", "component": "Column", "children": ["root", "root", "root", "root"]}

@@ -40,14 +40,7 @@ pub enum Proxies {
 impl Proxies {
     /// A comma-separated list of networks or addresses; empty: `None`.
     pub fn parse(list: &str) -> Result<Self, String> {
-        let mut nets = Vec::new();
-        for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let net = item
-                .parse::<ipnet::IpNet>()
-                .or_else(|_| item.parse::<IpAddr>().map(ipnet::IpNet::from))
-                .map_err(|_| format!("{item:?} is not an address or network (CIDR)"))?;
-            nets.push(net);
-        }
+        let nets = taskledger_domain::push::parse_networks(list)?;
         Ok(if nets.is_empty() {
             Self::None
         } else {
