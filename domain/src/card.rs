@@ -12,6 +12,9 @@ pub const PROTOCOL_VERSION: &str = "1.0";
 /// The draft version each interface also speaks (task generations, a2aproject/A2A#1810),
 /// listed after the 1.0 interfaces so a 1.0 client picks those.
 pub const DRAFT_PROTOCOL_VERSION: &str = "1.1";
+/// The earlier protocol line each binding also serves (A2A 0.3, translated at the edge),
+/// listed last: a 0.3 client reads the 0.3 fields of the card, which name these.
+pub const V03_PROTOCOL_VERSION: &str = "0.3";
 /// Path of the JSON-RPC endpoint (also answered with a trailing slash).
 pub const JSONRPC_PATH: &str = "/a2a";
 /// Base path of the HTTP+JSON binding (`/a2a/rest/message:send`, `/a2a/rest/tasks/{id}`, …).
@@ -85,7 +88,9 @@ fn security(auth: CardAuth) -> (BTreeMap<String, SecurityScheme>, Vec<SecurityRe
 }
 
 /// JSON-RPC at `<base>/a2a` first (the binding every client has), HTTP+JSON at
-/// `<base>/a2a/rest`, then gRPC when served.
+/// `<base>/a2a/rest`, then gRPC when served; each for 1.0, then the 1.1 draft, then 0.3 (whose
+/// HTTP+JSON paths are `/v1/…` below the same URL). The one list of what is served: the 0.3
+/// fields of the card are made from its 0.3 entries.
 fn interfaces(base: &str, grpc_url: Option<&str>) -> Vec<AgentInterface> {
     let mut bindings = vec![
         (format!("{base}{JSONRPC_PATH}"), "JSONRPC"),
@@ -94,17 +99,21 @@ fn interfaces(base: &str, grpc_url: Option<&str>) -> Vec<AgentInterface> {
     if let Some(url) = grpc_url {
         bindings.push((url.to_string(), "GRPC"));
     }
-    [PROTOCOL_VERSION, DRAFT_PROTOCOL_VERSION]
-        .into_iter()
-        .flat_map(|version| {
-            bindings.iter().map(move |(url, binding)| AgentInterface {
-                url: url.clone(),
-                protocol_binding: (*binding).into(),
-                protocol_version: version.into(),
-                tenant: None,
-            })
+    [
+        PROTOCOL_VERSION,
+        DRAFT_PROTOCOL_VERSION,
+        V03_PROTOCOL_VERSION,
+    ]
+    .into_iter()
+    .flat_map(|version| {
+        bindings.iter().map(move |(url, binding)| AgentInterface {
+            url: url.clone(),
+            protocol_binding: (*binding).into(),
+            protocol_version: version.into(),
+            tenant: None,
         })
-        .collect()
+    })
+    .collect()
 }
 
 /// The extensions the card declares: the ones a client may activate. None is required.
@@ -312,7 +321,9 @@ mod tests {
                 "JSONRPC 1.0",
                 "HTTP+JSON 1.0",
                 "JSONRPC 1.1",
-                "HTTP+JSON 1.1"
+                "HTTP+JSON 1.1",
+                "JSONRPC 0.3",
+                "HTTP+JSON 0.3"
             ]
         );
         settings.grpc_url = Some("a2a.example.com:50051".into());

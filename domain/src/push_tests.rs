@@ -21,6 +21,7 @@ fn wire(id: Option<&str>, url: &str) -> TaskPushNotificationConfig {
         url: url.into(),
         token: None,
         authentication: None,
+        protocol: Default::default(),
     }
 }
 

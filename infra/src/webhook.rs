@@ -253,7 +253,7 @@ impl WebhookSender {
         let mut req = self
             .client
             .post(url)
-            .header(reqwest::header::CONTENT_TYPE, push::CONTENT_TYPE)
+            .header(reqwest::header::CONTENT_TYPE, d.content_type())
             .header(push::SEQUENCE_HEADER, d.seq.to_string())
             .header(push::DELIVERY_ID_HEADER, d.delivery_id());
         if let Some(auth) = config.authorization() {

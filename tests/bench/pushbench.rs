@@ -60,6 +60,7 @@ async fn throughput() {
                 url: r.url.clone(),
                 token: None,
                 authentication: None,
+                protocol: Default::default(),
             };
             cmds.push(TaskCommand::SetPushConfig {
                 config: PushConfigSpec::parse(&wire, "", &AddressPolicy::allow_loopback(), "")

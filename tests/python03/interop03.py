@@ -601,8 +601,8 @@ async def push_checks(c: Checks, client, raw: RawPush, task_id: str, receiver: R
 
 async def webhook_checks(c: Checks, receiver: Receiver, task_id: str, suffix: str) -> None:
     hook_path = f'/hooks/py03-hook-{suffix}'
-    name = ('webhook got a POST with the 0.3 Task (kind "task", status.state "canceled") '
-            'and X-A2A-Notification-Token')
+    name = ('webhook got a POST with the 0.3 Task (kind "task", status.state "canceled"), '
+            'X-A2A-Notification-Token and Content-Type application/json')
     hit = None
     deadline = time.monotonic() + SETTLE_S
     while hit is None and time.monotonic() < deadline:
@@ -630,7 +630,8 @@ async def webhook_checks(c: Checks, receiver: Receiver, task_id: str, suffix: st
         valid = f' (not a valid 0.3 Task: {e})'
     c.check(
         name,
-        header(d['headers'], 'X-A2A-Notification-Token') == f'tok-{suffix}' and not valid,
+        header(d['headers'], 'X-A2A-Notification-Token') == f'tok-{suffix}' and not valid
+        and (header(d['headers'], 'Content-Type') or '').startswith('application/json'),
         f'token={header(d["headers"], "X-A2A-Notification-Token")!r} '
         f'content-type={header(d["headers"], "Content-Type")!r}{valid}',
     )

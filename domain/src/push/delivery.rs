@@ -17,6 +17,8 @@ pub const TOKEN_HEADER: &str = "X-A2A-Notification-Token";
 pub const SIGNATURE_HEADER: &str = "X-Taskledger-Signature";
 /// Media type of a delivery's body.
 pub const CONTENT_TYPE: &str = "application/a2a+json";
+/// Media type of a delivery to a config registered over 0.3 (which knew no a2a+json).
+pub const CONTENT_TYPE_V03: &str = "application/json";
 
 /// One update to one subscriber: what the push queue carries and the worker sends.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,6 +42,14 @@ impl PushDelivery {
     /// at most 128 characters, so a digest).
     pub fn group(&self) -> String {
         digest(&format!("{}\n{}", self.task_id, self.config.id))
+    }
+
+    /// The delivery's media type: 1.0's, or plain JSON for a 0.3 config.
+    pub fn content_type(&self) -> &'static str {
+        match self.config.protocol {
+            crate::wire::PushProtocol::V03 => CONTENT_TYPE_V03,
+            crate::wire::PushProtocol::V1 => CONTENT_TYPE,
+        }
     }
 
     /// Queue de-duplication id (a digest: at most 128 characters).

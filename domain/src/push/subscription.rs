@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use super::address::AddressPolicy;
 use crate::error::DomainError;
-use crate::wire::{AuthenticationInfo, TaskPushNotificationConfig};
+use crate::wire::{AuthenticationInfo, PushProtocol, TaskPushNotificationConfig};
 
 /// Webhook subscriptions one task may hold.
 pub const MAX_PUSH_CONFIGS_PER_TASK: usize = 50;
@@ -42,6 +42,9 @@ pub struct Subscription {
     /// The principal it belongs to, when not the task's owner (a participant's; ADR 021).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<crate::ids::Principal>,
+    /// How its deliveries are written (the protocol it was registered over).
+    #[serde(default, skip_serializing_if = "PushProtocol::is_v1")]
+    pub protocol: PushProtocol,
 }
 
 impl Subscription {
@@ -70,6 +73,7 @@ impl Subscription {
                 scheme: scheme.clone(),
                 credentials: None,
             }),
+            protocol: Default::default(),
         }
     }
 
@@ -97,6 +101,9 @@ pub struct PushConfigSpec {
     /// Whose it is, when not the task's owner's (set when it is registered).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub owner: Option<crate::ids::Principal>,
+    /// How its deliveries are written (the protocol it was registered over).
+    #[serde(default, skip_serializing_if = "PushProtocol::is_v1")]
+    pub protocol: PushProtocol,
 }
 
 impl PushConfigSpec {
@@ -166,6 +173,7 @@ impl PushConfigSpec {
             scheme,
             credentials,
             owner: None,
+            protocol: wire.protocol,
         })
     }
 
@@ -178,6 +186,7 @@ impl PushConfigSpec {
             credentials: self.credentials,
             from_seq,
             owner: self.owner,
+            protocol: self.protocol,
         }
     }
 }

@@ -23,7 +23,7 @@ pub use part::{Part, PartContent};
 pub use proto::Metadata;
 pub use push::{
     AuthenticationInfo, ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig,
+    ListTaskPushNotificationConfigsResponse, PushProtocol, TaskPushNotificationConfig,
     TaskPushNotificationConfigRef,
 };
 pub use requests::{

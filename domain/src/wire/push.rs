@@ -12,8 +12,26 @@ pub struct AuthenticationInfo {
     pub credentials: Option<String>,
 }
 
+/// The protocol line a push config was registered over, which decides how its deliveries are
+/// written (1.0: a `StreamResponse`; 0.3: the Task, in 0.3 JSON). Not on the 1.0 wire: the
+/// 0.3 edge sets it on the config it hands on.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum PushProtocol {
+    #[default]
+    #[serde(rename = "1.0")]
+    V1,
+    #[serde(rename = "0.3")]
+    V03,
+}
+
+impl PushProtocol {
+    pub fn is_v1(&self) -> bool {
+        *self == Self::V1
+    }
+}
+
 /// `lf.a2a.v1.TaskPushNotificationConfig`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaskPushNotificationConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -28,6 +46,10 @@ pub struct TaskPushNotificationConfig {
     pub token: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub authentication: Option<AuthenticationInfo>,
+    /// How deliveries are written: set by the edge the config came through, never read from
+    /// or written to the wire.
+    #[serde(skip)]
+    pub protocol: PushProtocol,
 }
 
 /// `lf.a2a.v1.GetTaskPushNotificationConfigRequest` and

@@ -2,10 +2,11 @@
 //! command service with its one commit path (`service`), the agents behind a small port
 //! (`agent`), the A2A bindings (`http`; `grpc` with the `grpc` feature) and the request rules
 //! they share (`request`), the loops that drive the service (`runners`), who is calling
-//! (`identity`) and how often it may (`limits`), and the composition the binaries share (`compose`).
+//! (`identity`) and how often it may (`limits`), the A2A 0.3 shapes the bindings translate at
+//! their edge (`v03`), and the composition the binaries share (`compose`).
 //!
 //! Rooms depend downwards only: `http`, `grpc` and `runners` → `service` → `agent` (the port),
-//! all on the leaves `request`, `per_task` and `error`; `compose` may name everything, infra's
+//! all on the leaves `v03`, `operations`, `request`, `per_task` and `error`; `compose` may name everything, infra's
 //! adapters included.
 
 pub mod agent;
@@ -24,6 +25,7 @@ mod per_task;
 pub mod request;
 pub mod runners;
 pub mod service;
+pub mod v03;
 
 pub use error::AppError;
 pub use http::{router, AppState, GrpcAddress, HttpSettings};

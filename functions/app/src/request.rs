@@ -15,6 +15,8 @@ pub const SUPPORTED_MAJOR: u32 = 1;
 pub const VERSION_HEADER: &str = "A2A-Version";
 /// Header and gRPC metadata key listing the extensions the client wants active.
 pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
+/// A2A 0.3's name for it, read beside it (the union is asked for) and echoed beside it.
+pub const V03_EXTENSIONS_HEADER: &str = "X-A2A-Extensions";
 
 /// The minor version from which the draft's task generations are served (A2A 1.1,
 /// a2aproject/A2A#1810): `generation` on tasks and updates, long-polling GetTask, conditional
@@ -34,7 +36,11 @@ impl ProtocolVersion {
     }
 }
 
-/// The version rule: a missing or empty value means 0.3, which is not served; any `1.x` is.
+/// The protocol versions served, as a VersionNotSupported error names them.
+pub const SUPPORTED_VERSIONS: &str = "0.3, 1.0, 1.1";
+
+/// The version rule of a 1.x method (`SendMessage`, …): a missing or empty value means 0.3,
+/// whose methods are the 0.3 ones (`message/send`, …), so it is refused; any `1.x` is served.
 /// `requested` is the value as the binding found it (a header already trimmed).
 pub fn check_version(requested: Option<String>) -> Result<ProtocolVersion, AppError> {
     let requested = requested
@@ -51,10 +57,35 @@ pub fn check_version(requested: Option<String>) -> Result<ProtocolVersion, AppEr
     }
     Err(AppError::protocol(
         ErrorKind::VersionNotSupported,
-        format!("A2A protocol version {requested} is not supported; send {VERSION_HEADER}: 1.0"),
+        format!(
+            "A2A protocol version {requested} is not served by this method; send \
+             {VERSION_HEADER}: 1.0 (versions served: {SUPPORTED_VERSIONS}; 0.3 clients call the 0.3 \
+             methods, paths and service)"
+        ),
     )
     .with("requestedVersion", requested)
-    .with("supportedVersions", "1.0"))
+    .with("supportedVersions", SUPPORTED_VERSIONS))
+}
+
+/// The version rule of a 0.3 method (`message/send`, `/v1/…`, `a2a.v1.A2AService`): no
+/// version (0.3 has no header), or any `0.x`. A 1.x version with a 0.3 method mixes the two
+/// lines and is refused.
+pub fn check_v03_version(requested: Option<&str>) -> Result<(), AppError> {
+    let requested = requested.map(str::trim).filter(|v| !v.is_empty());
+    match requested {
+        None => Ok(()),
+        Some(v) if v.split('.').next() == Some("0") => Ok(()),
+        Some(v) => Err(AppError::protocol(
+            ErrorKind::VersionNotSupported,
+            format!(
+                "this is an A2A 0.3 method, called with {VERSION_HEADER}: {v}; a 0.3 client sends \
+                 no version, a 1.x client calls the 1.x methods (versions served: \
+                 {SUPPORTED_VERSIONS})"
+            ),
+        )
+        .with("requestedVersion", v)
+        .with("supportedVersions", SUPPORTED_VERSIONS)),
+    }
 }
 
 /// The extension URIs a client asks for (comma-separated, blanks dropped). Unknown URIs are

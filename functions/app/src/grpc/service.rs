@@ -27,6 +27,8 @@ use crate::service::Service;
 
 /// gRPC metadata key echoing the extensions active for a call (`A2A-Extensions`).
 pub const EXTENSIONS_METADATA: &str = "a2a-extensions";
+/// A2A 0.3's key for it (`X-A2A-Extensions`), read and echoed beside it.
+pub const V03_EXTENSIONS_METADATA: &str = "x-a2a-extensions";
 /// gRPC metadata key of the protocol version a client speaks (`A2A-Version`).
 pub const VERSION_METADATA: &str = "a2a-version";
 
@@ -99,9 +101,9 @@ impl A2aGrpc {
         let metadata = &owned;
         let version = metadata_text(metadata, VERSION_METADATA).map(|v| v.trim().to_string());
         let version = request::check_version(version)?;
-        let listed: Vec<&str> = metadata
-            .get_all(EXTENSIONS_METADATA)
-            .iter()
+        let listed: Vec<&str> = [EXTENSIONS_METADATA, V03_EXTENSIONS_METADATA]
+            .into_iter()
+            .flat_map(|key| metadata.get_all(key).iter())
             .filter_map(|v| v.to_str().ok())
             .collect();
         let mut ctx = Context::new(who);
@@ -174,9 +176,7 @@ impl A2aGrpc {
             outcome => convert::reply_to_bytes(&rpc.output, outcome).map_err(|e| self.fail(&e))?,
         };
         let mut response = Response::new(message);
-        if let Some(v) = reply.extensions.header().and_then(|h| h.parse().ok()) {
-            response.metadata_mut().insert(EXTENSIONS_METADATA, v);
-        }
+        echo_extensions(response.metadata_mut(), &reply.extensions);
         Ok(response)
     }
 
@@ -202,10 +202,22 @@ impl A2aGrpc {
                 .map_err(|e| status(&e, table))
         });
         let mut response = Response::new(Box::pin(messages) as StreamOf<Vec<u8>>);
-        if let Some(v) = reply.extensions.header().and_then(|h| h.parse().ok()) {
-            response.metadata_mut().insert(EXTENSIONS_METADATA, v);
-        }
+        echo_extensions(response.metadata_mut(), &reply.extensions);
         Ok(response)
+    }
+}
+
+/// The extensions active for a call, in `a2a-extensions` and 0.3's `x-a2a-extensions`.
+fn echo_extensions(
+    metadata: &mut tonic::metadata::MetadataMap,
+    active: &crate::operations::Extensions,
+) {
+    if let Some(v) = active
+        .header()
+        .and_then(|h| h.parse::<tonic::metadata::MetadataValue<_>>().ok())
+    {
+        metadata.insert(V03_EXTENSIONS_METADATA, v.clone());
+        metadata.insert(EXTENSIONS_METADATA, v);
     }
 }
 

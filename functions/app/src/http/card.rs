@@ -104,8 +104,8 @@ pub(super) async fn card(
     let (parts, _) = request.into_parts();
     let headers = &parts.headers;
     let (card, base) = public_card(&state, headers, &parts.extensions);
-    let card = card.card;
-    let body = serde_json::to_vec(&card).unwrap_or_default();
+    // One document for every client: the 1.0 card with the 0.3 fields beside it.
+    let body = serde_json::to_vec(&crate::v03::card::merged(&card.card)).unwrap_or_default();
     let digest = Sha256::digest(&body);
     let etag = format!(
         "\"{}\"",

@@ -13,7 +13,7 @@ use taskledger_domain::ids::IdempotencyKey;
 use super::{IDEMPOTENCY_HEADER, MAX_BODY_BYTES, VERSION_HEADER};
 use crate::error::AppError;
 use crate::operations::{Extensions, Outcome, TaskEncoding};
-use crate::request::{self, EXTENSIONS_HEADER};
+use crate::request::{self, EXTENSIONS_HEADER, V03_EXTENSIONS_HEADER};
 
 /// The body, refused as PayloadTooLarge past `MAX_BODY_BYTES` (by its declared length before
 /// anything is read).
@@ -101,12 +101,8 @@ impl BodyType {
     }
 }
 
-/// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`); the rule is
-/// `request::check_version`.
-pub fn check_version(
-    headers: &HeaderMap,
-    query: Option<&str>,
-) -> Result<request::ProtocolVersion, AppError> {
+/// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`).
+fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
     let from_query = query.and_then(|q| {
         q.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
@@ -114,19 +110,32 @@ pub fn check_version(
                 .then(|| v.to_string())
         })
     });
-    let requested = headers
+    headers
         .get(VERSION_HEADER)
         .and_then(|v| v.to_str().ok())
         .map(|v| v.trim().to_string())
-        .or(from_query);
-    request::check_version(requested)
+        .or(from_query)
 }
 
-/// The extension URIs listed in `A2A-Extensions` (any number of headers, comma-separated).
+/// A 1.x method's version; the rule is `request::check_version`.
+pub fn check_version(
+    headers: &HeaderMap,
+    query: Option<&str>,
+) -> Result<request::ProtocolVersion, AppError> {
+    request::check_version(requested_version(headers, query))
+}
+
+/// A 0.3 method's version (none or `0.x`); the rule is `request::check_v03_version`.
+pub fn check_v03_version(headers: &HeaderMap, query: Option<&str>) -> Result<(), AppError> {
+    request::check_v03_version(requested_version(headers, query).as_deref())
+}
+
+/// The extension URIs listed in `A2A-Extensions` and 0.3's `X-A2A-Extensions` (any number of
+/// headers, comma-separated).
 pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
-    let listed: Vec<&str> = headers
-        .get_all(EXTENSIONS_HEADER)
-        .iter()
+    let listed: Vec<&str> = [EXTENSIONS_HEADER, V03_EXTENSIONS_HEADER]
+        .into_iter()
+        .flat_map(|name| headers.get_all(name).iter())
         .filter_map(|v| v.to_str().ok())
         .collect();
     request::requested_extensions(&listed)
@@ -232,6 +241,13 @@ pub fn result_body(outcome: &Outcome, rpc_id: Option<&Value>) -> Result<Vec<u8>,
     Ok(out)
 }
 
+/// A JSON-RPC success response to `rpc_id` whose result is `result` (`null` included: 0.3's
+/// delete answers `"result": null`).
+pub fn value_body(result: &Value, rpc_id: &Value) -> Result<Vec<u8>, AppError> {
+    serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": rpc_id, "result": result}))
+        .map_err(not_serialised)
+}
+
 /// How the HTTP bindings write a Task result: ProtoJSON.
 pub const JSON_TASKS: TaskEncoding = TaskEncoding {
     id: 0,
@@ -268,12 +284,16 @@ pub fn json_response(status: StatusCode, body: &Value) -> Response {
         .into_response()
 }
 
-/// Echoes the extensions that were active for the request (`A2A-Extensions`).
+/// Echoes the extensions that were active for the request (`A2A-Extensions`, and 0.3's
+/// `X-A2A-Extensions`).
 pub fn with_extensions(mut response: Response, extensions: &Extensions) -> Response {
     if let Some(v) = extensions
         .header()
         .and_then(|h| HeaderValue::from_str(&h).ok())
     {
+        response
+            .headers_mut()
+            .insert(V03_EXTENSIONS_HEADER, v.clone());
         response.headers_mut().insert(EXTENSIONS_HEADER, v);
     }
     response

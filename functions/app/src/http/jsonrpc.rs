@@ -19,6 +19,8 @@ use super::AppState;
 use crate::error::AppError;
 use crate::operations::{self, Context, Method, Operation, Outcome};
 use crate::service::streams::TaskStream;
+use crate::v03::{self, jsonrpc::Method03};
+use taskledger_domain::wire::PushProtocol;
 
 /// A JSON-RPC error reply.
 struct RpcFailure {
@@ -86,7 +88,8 @@ fn params(params: Option<Value>) -> Result<Value, AppError> {
 /// notification).
 enum Answer {
     One(Vec<u8>),
-    Stream(Value, TaskStream),
+    /// The stream, and the 0.3 method it answers (its events in 0.3 shapes).
+    Stream(Value, TaskStream, Option<Method03>),
     Nothing,
 }
 
@@ -94,11 +97,15 @@ pub(super) async fn jsonrpc(State(state): State<Arc<AppState>>, request: Request
     let (parts, body) = request.into_parts();
     let response = match handle(&state, parts, body).await {
         Ok((Answer::One(body), extensions)) => (common::json_bytes_response(body), extensions),
-        Ok((Answer::Stream(id, stream), extensions)) => {
+        Ok((Answer::Stream(id, stream, v03), extensions)) => {
             // Each event is one JSON-RPC response to the request, with its id.
             let id = id.to_string();
             let sse = sse::respond(stream, state.settings.stream_keep_alive, move |e| {
-                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{}}}"#, e.body)
+                let event = match v03 {
+                    Some(m) => std::borrow::Cow::Owned(v03::jsonrpc::stream_event(m, &e.body)),
+                    None => std::borrow::Cow::Borrowed(&*e.body),
+                };
+                format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{event}}}"#)
             });
             (sse, extensions)
         }
@@ -165,7 +172,14 @@ async fn handle(
         ));
     };
     let failed = |e| RpcFailure::new(&reply_id, e);
-    let version = common::check_version(&parts.headers, parts.uri.query()).map_err(failed)?;
+    // A 0.3 method is known by its name; its version is then none or 0.x (ADR 031).
+    let v03 = Method03::named(method);
+    let version = match v03 {
+        Some(_) => common::check_v03_version(&parts.headers, parts.uri.query())
+            .map(|()| Default::default()),
+        None => common::check_version(&parts.headers, parts.uri.query()),
+    }
+    .map_err(failed)?;
     let key = common::idempotency_key(&parts.headers).map_err(failed)?;
     let span = info_span!(
         "rpc",
@@ -174,26 +188,40 @@ async fn handle(
         task_id = tracing::field::Empty
     );
     let result = async {
-        let request = params(params_given)?;
+        let given = params(params_given)?;
+        let (op_method, request) = match v03 {
+            Some(m) => (m.operation(), v03::jsonrpc::request(m, &given)?),
+            None => (Method::named(method)?, given),
+        };
         let mut ctx = Context::new(principal).with_idempotency(key, &request);
         ctx.requested_extensions = common::requested_extensions(&parts.headers);
         ctx.last_event_id = sse::last_event_id(&parts.headers);
         ctx.version = version;
-        ctx.task_encoding = Some(common::JSON_TASKS);
-        if method == Method::GetExtendedAgentCard.name() {
+        ctx.task_encoding = Some(match v03 {
+            Some(_) => v03::jsonrpc::TASK_ENCODING,
+            None => common::JSON_TASKS,
+        });
+        if op_method == Method::GetExtendedAgentCard {
             ctx.card = Some(Arc::new(
                 super::card::public_card(state, &parts.headers, &parts.extensions).0,
             ));
         }
-        let op = Operation::decode(Method::named(method)?, request, "params")?;
+        let mut op = Operation::decode(op_method, request, "params")?;
+        if v03.is_some() {
+            op.deliver_as(PushProtocol::V03);
+        }
         let reply = operations::execute(&state.service, ctx, op).await?;
-        let answer = match reply.outcome {
-            Outcome::Stream(stream) => Answer::Stream(reply_id.clone(), stream),
-            outcome if id.is_none() => {
+        let answer = match (reply.outcome, v03) {
+            (Outcome::Stream(stream), v03) => Answer::Stream(reply_id.clone(), stream, v03),
+            (outcome, _) if id.is_none() => {
                 drop(outcome);
                 Answer::Nothing
             }
-            outcome => Answer::One(common::result_body(&outcome, Some(&reply_id))?),
+            (outcome, Some(m)) => Answer::One(common::value_body(
+                &v03::jsonrpc::result(m, &outcome)?,
+                &reply_id,
+            )?),
+            (outcome, None) => Answer::One(common::result_body(&outcome, Some(&reply_id))?),
         };
         Ok::<_, AppError>((answer, reply.extensions))
     }

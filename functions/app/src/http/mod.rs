@@ -408,8 +408,10 @@ mod tests {
             .collect();
         assert_eq!(
             urls,
-            // each binding for 1.0, then again for the 1.1 draft
+            // each binding for 1.0, then again for the 1.1 draft, then for 0.3
             [
+                "http://h.example.com/prod/a2a",
+                "http://h.example.com/prod/a2a/rest",
                 "http://h.example.com/prod/a2a",
                 "http://h.example.com/prod/a2a/rest",
                 "http://h.example.com/prod/a2a",

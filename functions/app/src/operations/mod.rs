@@ -18,7 +18,7 @@ use taskledger_domain::ids::{IdempotencyKey, Principal};
 use taskledger_domain::intake::json_fingerprint;
 use taskledger_domain::wire::{
     AgentCard, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse,
+    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, PushProtocol,
     SendMessageRequest, SendMessageResponse, Task, TaskPushNotificationConfig,
     TaskPushNotificationConfigRef,
 };
@@ -181,6 +181,24 @@ impl Operation {
             }
         } else {
             message.extensions.retain(|e| e != hitl);
+        }
+    }
+
+    /// Marks the push configs the request registers (one of its own, or one inline in a send)
+    /// as registered over `protocol`: their deliveries are written in its shapes.
+    pub fn deliver_as(&mut self, protocol: PushProtocol) {
+        match self {
+            Self::CreatePushConfig(c) => c.protocol = protocol,
+            Self::SendMessage(r) | Self::SendStreamingMessage(r) => {
+                if let Some(c) = r
+                    .configuration
+                    .as_mut()
+                    .and_then(|c| c.task_push_notification_config.as_mut())
+                {
+                    c.protocol = protocol;
+                }
+            }
+            _ => {}
         }
     }
 

@@ -12,6 +12,7 @@ use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{replay_state, restore, CommittedEvent, EventStore, PushQueue};
 use taskledger_domain::push;
 use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
+use taskledger_domain::wire::PushProtocol;
 use tokio::sync::Notify;
 
 use crate::service::turns::handle_turn;
@@ -146,7 +147,22 @@ impl PushSide {
             .filter(|s| head.delivers_to(s))
             .cloned()
             .collect();
-        let deliveries = push::deliveries(id.as_str(), &audience, event.seq, body);
+        let mut deliveries = push::deliveries(id.as_str(), &audience, event.seq, body);
+        // A config registered over 0.3 receives the Task in 0.3 JSON (`v03::push`).
+        if deliveries
+            .iter()
+            .any(|d| d.config.protocol == PushProtocol::V03)
+        {
+            let status = serde_json::to_value(&head.status).unwrap_or_default();
+            if let Some(v03) = crate::v03::push::task_body(body, &status) {
+                for d in deliveries
+                    .iter_mut()
+                    .filter(|d| d.config.protocol == PushProtocol::V03)
+                {
+                    d.body = v03.clone();
+                }
+            }
+        }
         if deliveries.is_empty() {
             return Ok(0);
         }
