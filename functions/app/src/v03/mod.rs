@@ -15,4 +15,5 @@
 pub mod card;
 pub mod jsonrpc;
 pub mod objects;
+pub mod proto_json;
 pub mod push;

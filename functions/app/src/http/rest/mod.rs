@@ -6,6 +6,7 @@
 //! `application/a2a+json` (any `+json` type); responses are `application/json`.
 
 pub(crate) mod routes;
+mod v03;
 
 use std::sync::Arc;
 
@@ -47,6 +48,20 @@ pub(in crate::http) async fn rest(
     request: Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
+    // `/v1/…` is A2A 0.3, ahead of the 1.0 routes and their tenant prefix (ADR 031).
+    let below = parts
+        .uri
+        .path()
+        .strip_prefix(REST_PATH)
+        .unwrap_or(parts.uri.path())
+        .to_string();
+    if let Some(route) = v03::route(parts.method.as_str(), &below) {
+        let result = match route {
+            Ok(route) => v03::handle(&state, parts, body, route).await,
+            Err(e) => Err(e),
+        };
+        return result.unwrap_or_else(|e| failure(&state, &e));
+    }
     match handle(&state, parts, body).await {
         Ok(reply) => {
             let response = match reply.outcome {
