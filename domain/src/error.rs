@@ -271,6 +271,25 @@ impl ErrorKind {
     }
 }
 
+impl ErrorKind {
+    /// The HTTP status A2A 0.3's HTTP+JSON binding gave this kind (the official 0.3 SDK's map,
+    /// which 0.3 REST clients read): 422 for invalid params, 409 for a task that cannot be
+    /// canceled, 501 for what is not supported, 415, 502 and 404 as its table; the rest as
+    /// 1.0.1's.
+    pub const fn http_v03(self) -> u16 {
+        use ErrorKind::*;
+        match self {
+            InvalidParams => 422,
+            TaskNotCancelable => 409,
+            PushNotificationNotSupported | UnsupportedOperation => 501,
+            ContentTypeNotSupported => 415,
+            InvalidAgentResponse => 502,
+            ExtendedAgentCardNotConfigured => 404,
+            other => other.wire().http,
+        }
+    }
+}
+
 /// Refusals decided by the domain: the command changes nothing.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DomainError {

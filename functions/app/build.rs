@@ -1,4 +1,5 @@
-//! With the `grpc` feature: compiles `proto/lf/a2a/v1/a2a.proto` with protox (pure Rust, no
+//! With the `grpc` feature: compiles `proto/lf/a2a/v1/a2a.proto` (and A2A 0.3's
+//! `proto/a2a/v1/a2a.proto`) with protox (pure Rust, no
 //! protoc on the machine) into prost messages and a tonic client (the server side is
 //! `grpc::routes`, on the descriptor set), and keeps the encoded descriptor set in OUT_DIR for
 //! the ProtoJSON transcoding and the reflection service.
@@ -6,6 +7,8 @@
 use std::path::PathBuf;
 
 const PROTO: &str = "proto/lf/a2a/v1/a2a.proto";
+/// The A2A 0.3 service (package `a2a.v1`), served beside it (ADR 031).
+const PROTO_V03: &str = "proto/a2a/v1/a2a.proto";
 /// The descriptor set the `grpc` module embeds.
 const DESCRIPTOR: &str = "a2a_descriptor.bin";
 
@@ -19,6 +22,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut compiler = protox::Compiler::new(["proto"])?;
     compiler.include_imports(true).include_source_info(false);
     compiler.open_file(PROTO)?;
+    compiler.open_file(PROTO_V03)?;
     std::fs::write(out.join(DESCRIPTOR), compiler.encode_file_descriptor_set())?;
     let mut config = tonic_prost_build::Config::new();
     config.enable_type_names();

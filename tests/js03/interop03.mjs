@@ -220,7 +220,11 @@ async function run(baseUrl, mode, c) {
         )
       : new ClientFactory({ transports: factories[mode]() });
   const supported = mode === 'auto' ? [BINDINGS.jsonrpc, BINDINGS.http_json] : [BINDINGS[mode]];
-  const expected = [(card.preferredTransport ?? 'JSONRPC').toUpperCase(), ...(card.additionalInterfaces ?? []).map((i) => String(i.transport).toUpperCase())].find((t) => supported.includes(t));
+  // The factory's order: the card's preferred transport, then additionalInterfaces.
+  const expected = [
+    (card.preferredTransport ?? 'JSONRPC').toUpperCase(),
+    ...(card.additionalInterfaces ?? []).map((i) => String(i.transport).toUpperCase()),
+  ].find((t) => supported.includes(t));
   let client;
   const clientName = `ClientFactory builds a client from the card (--transport ${mode})`;
   try {

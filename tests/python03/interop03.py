@@ -165,7 +165,9 @@ def make_client(c: Checks, card: AgentCard, binding: str, streaming: bool, wire:
         f'offered={offered}',
     ):
         return None
-    sdk_http = httpx.AsyncClient(timeout=TIMEOUT_S, event_hooks={'request': [wire.on_request]})
+    # The SDK's own httpx client (closed by client.close()), recording each request.
+    sdk_http = None if binding == 'grpc' else httpx.AsyncClient(
+        timeout=TIMEOUT_S, event_hooks={'request': [wire.on_request]})
     config = ClientConfig(
         streaming=streaming,
         httpx_client=sdk_http,

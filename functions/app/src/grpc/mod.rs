@@ -4,7 +4,9 @@
 //! `encode` after the plans of `plan`), the error table's gRPC column with ErrorInfo details
 //! (`errors`), the RPCs routed by path with messages as bytes (`routes`), the service that
 //! calls the same `Service` methods as JSON-RPC (`service`), and a server with optional TLS
-//! (`server`) whose sockets send a reply in one write (`coalesce`). Built with the `grpc` feature only.
+//! (`server`) whose sockets send a reply in one write (`coalesce`). A2A 0.3's
+//! `a2a.v1.A2AService` is served beside it on the same port, its RPCs routed to the same
+//! operations through the 0.3 translation (`crate::v03`). Built with the `grpc` feature only.
 
 mod coalesce;
 pub mod convert;
@@ -20,6 +22,13 @@ pub mod service;
 #[allow(clippy::all, missing_docs)]
 pub mod proto {
     tonic::include_proto!("lf.a2a.v1");
+}
+
+/// The generated messages and client of A2A 0.3's `proto/a2a/v1/a2a.proto` (served by
+/// `routes` beside `proto`'s service; the client is for tests and tools).
+#[allow(clippy::all, missing_docs)]
+pub mod proto03 {
+    tonic::include_proto!("a2a.v1");
 }
 
 pub use convert::FILE_DESCRIPTOR_SET;

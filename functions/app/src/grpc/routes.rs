@@ -24,14 +24,19 @@ use super::convert::pool;
 use super::A2aGrpc;
 use crate::http::MAX_BODY_BYTES;
 use crate::operations::Method;
+use crate::v03::jsonrpc::Method03;
 
 /// The service's full name (the path prefix of its RPCs).
 pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";
+/// A2A 0.3's service, served beside it on the same port (ADR 031).
+pub const V03_SERVICE_NAME: &str = "a2a.v1.A2AService";
 
 /// One RPC of the service.
 #[derive(Debug)]
 pub struct Rpc {
     pub method: Method,
+    /// The 0.3 method, for an RPC of the 0.3 service.
+    pub v03: Option<Method03>,
     pub path: String,
     pub input: MessageDescriptor,
     /// The output type's full name (`google.protobuf.Empty` for a delete).
@@ -39,23 +44,33 @@ pub struct Rpc {
     pub streaming: bool,
 }
 
-/// The RPCs of `A2AService`, from the descriptor pool.
+/// The RPCs of both services, from the descriptor pool.
 pub fn rpcs() -> &'static [Rpc] {
     static RPCS: OnceLock<Vec<Rpc>> = OnceLock::new();
     RPCS.get_or_init(|| {
-        let service = pool()
-            .get_service_by_name(SERVICE_NAME)
-            .expect("the descriptor set holds A2AService");
-        service
-            .methods()
-            .map(|m| Rpc {
-                method: Method::named(m.name()).expect("every RPC is an operation"),
-                path: format!("/{SERVICE_NAME}/{}", m.name()),
-                input: m.input(),
-                output: m.output().full_name().to_string(),
-                streaming: m.is_server_streaming(),
-            })
-            .collect()
+        let mut all = Vec::new();
+        for name in [SERVICE_NAME, V03_SERVICE_NAME] {
+            let service = pool()
+                .get_service_by_name(name)
+                .expect("the descriptor set holds both A2AServices");
+            all.extend(service.methods().map(|m| {
+                let v03 = (name == V03_SERVICE_NAME).then(|| {
+                    crate::v03::grpc::method_of(m.name()).expect("every 0.3 RPC is mapped")
+                });
+                Rpc {
+                    method: match v03 {
+                        Some(m03) => m03.operation(),
+                        None => Method::named(m.name()).expect("every RPC is an operation"),
+                    },
+                    v03,
+                    path: format!("/{name}/{}", m.name()),
+                    input: m.input(),
+                    output: m.output().full_name().to_string(),
+                    streaming: m.is_server_streaming(),
+                }
+            }));
+        }
+        all
     })
 }
 
@@ -114,6 +129,28 @@ impl A2aServiceServer {
 
 impl NamedService for A2aServiceServer {
     const NAME: &'static str = SERVICE_NAME;
+}
+
+/// The same binding under A2A 0.3's service name (`a2a.v1.A2AService`).
+#[derive(Clone)]
+pub struct A2aV03ServiceServer(pub A2aServiceServer);
+
+impl NamedService for A2aV03ServiceServer {
+    const NAME: &'static str = V03_SERVICE_NAME;
+}
+
+impl tower::Service<http::Request<Body>> for A2aV03ServiceServer {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        self.0.call(req)
+    }
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send + 'static>>;
@@ -175,7 +212,17 @@ mod tests {
     #[test]
     fn every_rpc_is_routed_with_its_types() {
         let rpcs = rpcs();
-        assert_eq!(rpcs.len(), 11);
+        assert_eq!(rpcs.len(), 11 + 10, "1.0's and 0.3's");
+        let sub = rpcs
+            .iter()
+            .find(|r| r.path == "/a2a.v1.A2AService/TaskSubscription")
+            .unwrap();
+        assert_eq!(
+            (sub.method, sub.v03),
+            (Method::SubscribeToTask, Some(Method03::Resubscribe))
+        );
+        assert!(sub.streaming);
+        assert_eq!(sub.output, "a2a.v1.StreamResponse");
         let get = rpcs.iter().find(|r| r.method == Method::GetTask).unwrap();
         assert_eq!(get.path, "/lf.a2a.v1.A2AService/GetTask");
         assert_eq!(get.input.full_name(), "lf.a2a.v1.GetTaskRequest");

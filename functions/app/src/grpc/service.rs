@@ -24,6 +24,8 @@ use crate::identity::Authenticator;
 use crate::operations::{self, Context, Method, Operation, Outcome, Reply, TaskEncoding};
 use crate::request;
 use crate::service::Service;
+use crate::v03;
+use taskledger_domain::wire::PushProtocol;
 
 /// gRPC metadata key echoing the extensions active for a call (`A2A-Extensions`).
 pub const EXTENSIONS_METADATA: &str = "a2a-extensions";
@@ -46,6 +48,17 @@ const PROTOBUF_TASKS: TaskEncoding = TaskEncoding {
     id: 1,
     encode: |outcome| convert::reply_to_bytes(convert::TASK_MESSAGE, outcome),
 };
+
+/// How the 0.3 service writes a Task result: the `a2a.v1.Task` message's bytes.
+const V03_TASKS: TaskEncoding = TaskEncoding {
+    id: 3,
+    encode: |outcome| {
+        let rpc = v03::objects::task_out(&outcome.to_value()?);
+        convert::protojson_to_bytes(V03_TASK_MESSAGE, &v03::proto_json::task_out(&rpc))
+    },
+};
+/// The 0.3 proto's Task.
+const V03_TASK_MESSAGE: &str = "a2a.v1.Task";
 
 /// The gRPC binding: the service it translates onto and who may call it.
 #[derive(Clone)]
@@ -93,14 +106,24 @@ impl A2aGrpc {
     /// The caller (through the `Authenticator` the HTTP bindings use, reading `authorization`
     /// metadata as the header), `a2a-version`, and the context: `a2a-extensions`,
     /// `idempotency-key`.
-    async fn begin(&self, metadata: MetadataMap) -> Result<(Context, MetadataMap), AppError> {
+    async fn begin(
+        &self,
+        metadata: MetadataMap,
+        v03: bool,
+    ) -> Result<(Context, MetadataMap), AppError> {
         let (mut parts, ()) = axum::http::Request::new(()).into_parts();
         parts.headers = metadata.into_headers();
         let who = crate::identity::caller(self.auth.as_ref(), &self.service, &parts).await?;
         let owned = MetadataMap::from_headers(parts.headers);
         let metadata = &owned;
         let version = metadata_text(metadata, VERSION_METADATA).map(|v| v.trim().to_string());
-        let version = request::check_version(version)?;
+        // The 0.3 service is 0.3 whatever it is called with: none or 0.x (ADR 031).
+        let version = if v03 {
+            request::check_v03_version(version.as_deref())?;
+            Default::default()
+        } else {
+            request::check_version(version)?
+        };
         let listed: Vec<&str> = [EXTENSIONS_METADATA, V03_EXTENSIONS_METADATA]
             .into_iter()
             .flat_map(|key| metadata.get_all(key).iter())
@@ -111,7 +134,7 @@ impl A2aGrpc {
         ctx.last_event_id = metadata_text(metadata, LAST_EVENT_ID_METADATA).map(str::to_string);
         ctx.version = version;
         ctx.card = self.card.clone();
-        ctx.task_encoding = Some(PROTOBUF_TASKS);
+        ctx.task_encoding = Some(if v03 { V03_TASKS } else { PROTOBUF_TASKS });
         Ok((ctx, owned))
     }
 
@@ -132,7 +155,10 @@ impl A2aGrpc {
         let (metadata, _, body) = request.into_parts();
         let value = convert::bytes_to_protojson(&rpc.input, body)
             .map_err(|e| Status::internal(e.to_string()))?;
-        let (ctx, metadata) = self.begin(metadata).await.map_err(|e| self.fail(&e))?;
+        let (ctx, metadata) = self
+            .begin(metadata, rpc.v03.is_some())
+            .await
+            .map_err(|e| self.fail(&e))?;
         let method = rpc.method;
         let span = info_span!(
             "grpc",
@@ -150,9 +176,24 @@ impl A2aGrpc {
                     obj.insert("scope".into(), scope.into());
                 }
             }
+            if let Some(m03) = rpc.v03 {
+                value = v03::jsonrpc::request(m03, &v03::grpc::params(m03, &value)?)?;
+            }
             let key = Self::idempotency_key(&metadata)?;
             let ctx = ctx.with_idempotency(key, &value);
-            let op = Operation::decode(method, value, convert::REQUEST_ROOT)?;
+            let mut op = Operation::decode(method, value, convert::REQUEST_ROOT)?;
+            if rpc.v03.is_some() {
+                op.deliver_as(PushProtocol::V03);
+                // 0.3's GetAgentCard answers with the public card where there is no extended one.
+                if let (Operation::GetExtendedAgentCard, Some(card)) = (&op, &ctx.card) {
+                    if card.card.capabilities.extended_agent_card != Some(true) {
+                        return Ok(Reply {
+                            outcome: Outcome::Card(Box::new(card.card.clone())),
+                            extensions: Default::default(),
+                        });
+                    }
+                }
+            }
             operations::execute(&self.service, ctx, op).await
         }
         .instrument(span)
@@ -171,9 +212,14 @@ impl A2aGrpc {
         if rpc.method == Method::DeleteTaskPushNotificationConfig {
             return Ok(Response::new(Vec::new()));
         }
-        let message = match &reply.outcome {
-            Outcome::Encoded(bytes) => bytes.to_vec(),
-            outcome => convert::reply_to_bytes(&rpc.output, outcome).map_err(|e| self.fail(&e))?,
+        let message = match (&reply.outcome, rpc.v03) {
+            (Outcome::Encoded(bytes), _) => bytes.to_vec(),
+            (outcome, Some(m03)) => {
+                v03_reply(m03, &rpc.output, outcome).map_err(|e| self.fail(&e))?
+            }
+            (outcome, None) => {
+                convert::reply_to_bytes(&rpc.output, outcome).map_err(|e| self.fail(&e))?
+            }
         };
         let mut response = Response::new(message);
         echo_extensions(response.metadata_mut(), &reply.extensions);
@@ -194,7 +240,16 @@ impl A2aGrpc {
         };
         let table = self.table;
         let messages = events.map(move |event| {
-            serde_json::from_str::<serde_json::Value>(&event.body)
+            let body = match rpc.v03 {
+                Some(m03) => {
+                    let rpc03 = v03::jsonrpc::stream_event(m03, &event.body);
+                    serde_json::from_str::<serde_json::Value>(&rpc03)
+                        .map(|v| v03::proto_json::response_out(&v).to_string())
+                        .unwrap_or(rpc03)
+                }
+                None => event.body.to_string(),
+            };
+            serde_json::from_str::<serde_json::Value>(&body)
                 .map_err(|e| {
                     AppError::protocol(ErrorKind::Internal, format!("a stored update: {e}"))
                 })
@@ -205,6 +260,24 @@ impl A2aGrpc {
         echo_extensions(response.metadata_mut(), &reply.extensions);
         Ok(response)
     }
+}
+
+/// A 0.3 RPC's reply: the JSON-RPC translation's result as the 0.3 proto's `output`.
+fn v03_reply(
+    method: v03::jsonrpc::Method03,
+    output: &str,
+    outcome: &Outcome,
+) -> Result<Vec<u8>, AppError> {
+    let value = match outcome {
+        Outcome::Card(card) => v03::grpc::card(&serde_json::to_value(card).map_err(|e| {
+            AppError::protocol(
+                ErrorKind::Internal,
+                format!("cannot serialise the card: {e}"),
+            )
+        })?),
+        outcome => v03::proto_json::answer(method, &v03::jsonrpc::result(method, outcome)?),
+    };
+    convert::protojson_to_bytes(output, &value)
 }
 
 /// The extensions active for a call, in `a2a-extensions` and 0.3's `x-a2a-extensions`.

@@ -27,6 +27,8 @@ struct RpcFailure {
     id: Value,
     before_rpc: bool,
     error: AppError,
+    /// Sent as a stream of one event (a 0.3 streaming method: its clients read errors there).
+    as_event: bool,
 }
 
 impl RpcFailure {
@@ -35,7 +37,13 @@ impl RpcFailure {
             id: id.clone(),
             before_rpc: false,
             error,
+            as_event: false,
         }
+    }
+
+    fn as_event(mut self, yes: bool) -> Self {
+        self.as_event = yes;
+        self
     }
 
     /// Refused before the request was read as JSON-RPC: the table's HTTP status.
@@ -44,6 +52,7 @@ impl RpcFailure {
             id: Value::Null,
             before_rpc: true,
             error,
+            as_event: false,
         }
     }
 
@@ -67,6 +76,9 @@ impl RpcFailure {
                 "data": [common::error_info(&self.error)],
             },
         });
+        if self.as_event {
+            return sse::one_event(body.to_string());
+        }
         json_response(self.status(state), &body)
     }
 }
@@ -171,9 +183,10 @@ async fn handle(
             "method must be a string",
         ));
     };
-    let failed = |e| RpcFailure::new(&reply_id, e);
     // A 0.3 method is known by its name; its version is then none or 0.x (ADR 031).
     let v03 = Method03::named(method);
+    let streams03 = v03.is_some_and(Method03::streams);
+    let failed = |e| RpcFailure::new(&reply_id, e).as_event(streams03);
     let version = match v03 {
         Some(_) => common::check_v03_version(&parts.headers, parts.uri.query())
             .map(|()| Default::default()),
@@ -227,5 +240,5 @@ async fn handle(
     }
     .instrument(span)
     .await;
-    result.map_err(|error| RpcFailure::new(&reply_id, error))
+    result.map_err(|error| RpcFailure::new(&reply_id, error).as_event(streams03))
 }

@@ -53,6 +53,14 @@ where
     response
 }
 
+/// A stream of one event (`data`), then closed: how a streaming method of A2A 0.3 answers an
+/// error (its clients read the error from the stream).
+pub fn one_event(data: String) -> Response {
+    let events =
+        futures_util::stream::once(async move { Ok::<_, Infallible>(Event::default().data(data)) });
+    Sse::new(events).into_response()
+}
+
 /// Bounds on a stream's response besides `ServiceSettings::stream_max` (a Lambda's: ADR 016).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StreamBounds {

@@ -84,6 +84,11 @@ impl Method03 {
             .unwrap_or(Method::GetTask)
     }
 
+    /// Whether it answers with a stream (its errors travel as an event of one).
+    pub fn streams(self) -> bool {
+        matches!(self, Self::Stream | Self::Resubscribe)
+    }
+
     /// Whether a stream of this method ends at an interrupted state too (`message/stream`:
     /// the client must answer; `tasks/resubscribe` follows the task to its end).
     pub fn settles_at_interruption(self) -> bool {

@@ -13,6 +13,7 @@
 //! - `push`: what a webhook registered over 0.3 receives (the Task, 0.3 JSON).
 
 pub mod card;
+pub mod grpc;
 pub mod jsonrpc;
 pub mod objects;
 pub mod proto_json;

@@ -13,6 +13,7 @@ use base64::engine::general_purpose::STANDARD;
 use base64::Engine;
 use serde_json::{json, Map, Value};
 
+use super::jsonrpc::Method03;
 use crate::error::AppError;
 
 /// `key` or its snake_case spelling, as ProtoJSON readers accept both.
@@ -357,6 +358,25 @@ pub fn push_config_out(c: &Value) -> Value {
         "name": format!("tasks/{task}/pushNotificationConfigs/{id}"),
         "pushNotificationConfig": config,
     })
+}
+
+/// A JSON-RPC 0.3 result (`jsonrpc::result`) as the HTTP+JSON and gRPC bindings answer it.
+pub fn answer(method: Method03, result: &Value) -> Value {
+    match method {
+        Method03::Send => response_out(result),
+        Method03::Get | Method03::Cancel => task_out(result),
+        Method03::SetPushConfig | Method03::GetPushConfig => push_config_out(result),
+        Method03::ListPushConfigs => json!({
+            "configs": result
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(push_config_out)
+                .collect::<Vec<_>>(),
+        }),
+        Method03::DeletePushConfig => json!({}),
+        _ => result.clone(),
+    }
 }
 
 #[cfg(test)]

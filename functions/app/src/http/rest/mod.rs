@@ -60,7 +60,7 @@ pub(in crate::http) async fn rest(
             Ok(route) => v03::handle(&state, parts, body, route).await,
             Err(e) => Err(e),
         };
-        return result.unwrap_or_else(|e| failure(&state, &e));
+        return result.unwrap_or_else(|e| v03::failure(&e));
     }
     match handle(&state, parts, body).await {
         Ok(reply) => {

@@ -2,8 +2,7 @@
 //! `/{tenant}` prefix), ahead of the 1.0 routes, so `/v1/` always means 0.3. A 0.3 body
 //! (ProtoJSON of the 0.3 proto) is read into 0.3's JSON-RPC params (`v03::proto_json`), which
 //! become the 1.0 request as for JSON-RPC (`v03::jsonrpc`); answers and stream events go back
-//! the same way. Errors keep the 1.0 binding's shape and statuses (as the official SDK's 0.3
-//! routes do; 0.3 clients read the status).
+//! the same way. Errors carry 0.3's statuses and `{code, message, data}` (`failure`).
 
 use std::sync::Arc;
 
@@ -177,26 +176,22 @@ fn params(r: &Route03, body: &Value, query: Option<&str>) -> Result<Value, AppEr
     })
 }
 
-/// A JSON-RPC 0.3 result in the binding's ProtoJSON.
-fn answer(method: Method03, result: &Value) -> Value {
-    match method {
-        Method03::Send => proto_json::response_out(result),
-        Method03::Get | Method03::Cancel => proto_json::task_out(result),
-        Method03::SetPushConfig | Method03::GetPushConfig => proto_json::push_config_out(result),
-        Method03::ListPushConfigs => json!({
-            "configs": result
-                .as_array()
-                .into_iter()
-                .flatten()
-                .map(proto_json::push_config_out)
-                .collect::<Vec<_>>(),
-        }),
-        Method03::DeletePushConfig => json!({}),
-        _ => result.clone(),
-    }
+/// A refusal as 0.3 REST clients read it: the 0.3 SDK's status for the kind
+/// (`ErrorKind::http_v03`, a column of the one error table) and `{code, message, data}` with
+/// the JSON-RPC code (the official JS client maps errors by it).
+pub(super) fn failure(e: &AppError) -> Response {
+    common::log_refusal(e);
+    let status = axum::http::StatusCode::from_u16(e.kind().http_v03())
+        .unwrap_or(axum::http::StatusCode::BAD_REQUEST);
+    let body = json!({
+        "code": e.kind().wire().json_rpc,
+        "message": e.client_message(),
+        "data": [common::error_info(e)],
+    });
+    common::json_response(status, &body)
 }
 
-/// Runs a 0.3 route: the response, or the error the 1.0 binding writes.
+/// Runs a 0.3 route: the response, or the error (`failure`).
 pub(super) async fn handle(
     state: &Arc<AppState>,
     parts: Parts,
@@ -247,7 +242,7 @@ pub(super) async fn handle(
             })
         }
         outcome => {
-            let v = answer(method, &jsonrpc::result(method, &outcome)?);
+            let v = proto_json::answer(method, &jsonrpc::result(method, &outcome)?);
             common::json_response(axum::http::StatusCode::OK, &v)
         }
     };
