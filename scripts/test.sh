@@ -20,6 +20,9 @@
 #      (sendMessageStream, resubscribeTask: streaming.mjs) on each binding;
 #   6. a signed agent card and bearer tokens: both official clients' signature verifiers and
 #      authenticated calls (card_signature.py, card_signature.mjs);
+#   6b. the official A2A 0.3 clients (a2a-sdk 0.3.26 into tests/python03/.venv, @a2a-js/sdk
+#      0.3.14 into tests/js03/node_modules) over JSON-RPC, HTTP+JSON and gRPC against one server:
+#      send, get, cancel, streams, resubscribe, push configs with a webhook receiving 0.3 Tasks;
 #   7. the task board in Debian's Chromium (installed with apt-get when missing), driven by
 #      playwright-core (board.mjs): three people, live updates, answers, a handoff, a cancel;
 #      screenshots into target/screenshots.
@@ -71,7 +74,7 @@ for binding in rest grpc; do
 done
 
 echo "==> black-box API and streaming tests with the server on DynamoDB"
-TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent \
+TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent --test v03 \
   --test generations --test handoff --test hitl --test sharing --test streaming --test streaming_resume
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
@@ -169,6 +172,40 @@ if [ "${#transports[@]}" -gt 1 ]; then streams+=(http_json); fi
 for transport in "${streams[@]}"; do
   echo "==> JavaScript @a2a-js/sdk streaming over ${transport}"
   if ! node "$js/streaming.mjs" "http://127.0.0.1:$port" --transport "$transport"; then
+    echo "--- server log"; cat "$log"
+    exit 1
+  fi
+done
+
+echo "==> A2A 0.3: the official 0.3 clients (a2a-sdk 0.3.x, @a2a-js/sdk 0.3.x) on JSON-RPC, HTTP+JSON and gRPC"
+venv03=tests/python03/.venv
+if [ ! -x "$venv03/bin/python" ] || ! "$venv03/bin/python" -c 'import a2a, grpc' 2>/dev/null; then
+  python3 -m venv "$venv03"
+  "$venv03/bin/pip" install --quiet --disable-pip-version-check -r tests/python03/requirements.txt
+fi
+js03=tests/js03
+if ! cmp -s "$js03/package-lock.json" "$js03/node_modules/.installed-lock.json"; then
+  echo "==> installing the npm packages into $js03/node_modules (npm ci)"
+  (cd "$js03" && npm ci --no-audit --no-fund)
+  cp "$js03/package-lock.json" "$js03/node_modules/.installed-lock.json"
+fi
+port=$(free_port)
+grpc_port=$(free_port)
+while [ "$grpc_port" = "$port" ]; do grpc_port=$(free_port); done
+log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
+  --grpc-listen "127.0.0.1:$grpc_port" >"$log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
+for transport in jsonrpc http_json grpc; do
+  echo "==> a2a-sdk 0.3 over ${transport}"
+  if ! "$venv03/bin/python" tests/python03/interop03.py "http://127.0.0.1:$port" "$transport" \
+    || ! "$venv03/bin/python" tests/python03/streaming03.py "http://127.0.0.1:$port" "$transport"; then
+    echo "--- server log"; cat "$log"
+    exit 1
+  fi
+  echo "==> @a2a-js/sdk 0.3 over ${transport}"
+  if ! node "$js03/interop03.mjs" "http://127.0.0.1:$port" --transport "$transport"; then
     echo "--- server log"; cat "$log"
     exit 1
   fi

@@ -973,4 +973,115 @@ async fn the_reflection_service_lists_the_a2a_service() {
     };
     let names: Vec<_> = list.service.iter().map(|s| s.name.as_str()).collect();
     assert!(names.contains(&"lf.a2a.v1.A2AService"), "{names:?}");
+    assert!(
+        names.contains(&"a2a.v1.A2AService"),
+        "A2A 0.3's too: {names:?}"
+    );
+}
+
+/// A2A 0.3's service on the same port (ADR 031): a 0.3 client's calls, in 0.3 messages,
+/// reach the same tasks as 1.0's.
+#[tokio::test]
+async fn the_0_3_service_serves_the_same_tasks_on_the_same_port() {
+    use taskledger_app::grpc::proto03::{self as p03, a2a_service_client::A2aServiceClient};
+    let s = GrpcServer::start().await;
+    let channel = tonic::transport::Channel::from_shared(format!("http://{}", s.grpc))
+        .unwrap()
+        .connect_lazy();
+    let mut client = A2aServiceClient::new(channel);
+    let message = p03::Message {
+        message_id: "tck-input-required-g03".into(),
+        role: p03::Role::User as i32,
+        content: vec![p03::Part {
+            part: Some(p03::part::Part::Text("hello over 0.3".into())),
+            metadata: None,
+        }],
+        ..Default::default()
+    };
+    let mut send = tonic::Request::new(p03::SendMessageRequest {
+        request: Some(message),
+        configuration: Some(p03::SendMessageConfiguration {
+            blocking: true,
+            ..Default::default()
+        }),
+        metadata: None,
+    });
+    send.metadata_mut().insert(
+        "x-a2a-extensions",
+        "https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1"
+            .parse()
+            .unwrap(),
+    );
+    let reply = client.send_message(send).await.expect("0.3 SendMessage");
+    assert_eq!(
+        reply
+            .metadata()
+            .get("x-a2a-extensions")
+            .and_then(|v| v.to_str().ok()),
+        Some("https://madarauchiha-314.github.io/tiny-harness/a2a/ext/task/v1"),
+        "echoed under 0.3's key"
+    );
+    let Some(p03::send_message_response::Payload::Task(task)) = reply.into_inner().payload else {
+        panic!("a task");
+    };
+    assert_eq!(
+        task.status.as_ref().map(|s| s.state),
+        Some(p03::TaskState::InputRequired as i32)
+    );
+    // 1.0 reads what 0.3 made, and 0.3 reads it back by resource name.
+    let one = s
+        .http
+        .ok("GetTask", serde_json::json!({"id": task.id}))
+        .await;
+    assert_eq!(one["history"][0]["parts"][0]["text"], "hello over 0.3");
+    let got = client
+        .get_task(p03::GetTaskRequest {
+            name: format!("tasks/{}", task.id),
+            history_length: 0,
+        })
+        .await
+        .expect("0.3 GetTask")
+        .into_inner();
+    assert_eq!(got.id, task.id);
+    let bad = client
+        .get_task(p03::GetTaskRequest {
+            name: task.id.clone(),
+            history_length: 0,
+        })
+        .await
+        .unwrap_err();
+    assert_eq!(
+        bad.code(),
+        tonic::Code::InvalidArgument,
+        "not a resource name: {bad:?}"
+    );
+    let canceled = client
+        .cancel_task(p03::CancelTaskRequest {
+            name: format!("tasks/{}", task.id),
+        })
+        .await
+        .expect("0.3 CancelTask")
+        .into_inner();
+    assert_eq!(
+        canceled.status.map(|s| s.state),
+        Some(p03::TaskState::Cancelled as i32)
+    );
+    // The 0.3 card: the public one, where no caller authenticates.
+    let card = client
+        .get_agent_card(p03::GetAgentCardRequest {})
+        .await
+        .expect("0.3 GetAgentCard")
+        .into_inner();
+    assert!(card.protocol_version.starts_with("0.3"), "{card:?}");
+    assert!(card.url.ends_with("/a2a"), "{card:?}");
+    // A 1.x version on the 0.3 service is refused.
+    let mut mixed = tonic::Request::new(p03::GetTaskRequest {
+        name: format!("tasks/{}", task.id),
+        history_length: 0,
+    });
+    mixed
+        .metadata_mut()
+        .insert("a2a-version", "1.0".parse().unwrap());
+    let e = client.get_task(mixed).await.unwrap_err();
+    assert_eq!(e.code(), tonic::Code::FailedPrecondition, "{e:?}");
 }

@@ -41,7 +41,7 @@ impl RpcFailure {
         }
     }
 
-    fn as_event(mut self, yes: bool) -> Self {
+    fn in_stream(mut self, yes: bool) -> Self {
         self.as_event = yes;
         self
     }
@@ -186,7 +186,11 @@ async fn handle(
     // A 0.3 method is known by its name; its version is then none or 0.x (ADR 031).
     let v03 = Method03::named(method);
     let streams03 = v03.is_some_and(Method03::streams);
-    let failed = |e| RpcFailure::new(&reply_id, e).as_event(streams03);
+    // A name of neither line does not exist, whatever version the call says.
+    if v03.is_none() {
+        Method::named(method).map_err(|e| RpcFailure::new(&reply_id, e))?;
+    }
+    let failed = |e| RpcFailure::new(&reply_id, e).in_stream(streams03);
     let version = match v03 {
         Some(_) => common::check_v03_version(&parts.headers, parts.uri.query())
             .map(|()| Default::default()),
@@ -240,5 +244,5 @@ async fn handle(
     }
     .instrument(span)
     .await;
-    result.map_err(|error| RpcFailure::new(&reply_id, error).as_event(streams03))
+    result.map_err(|error| RpcFailure::new(&reply_id, error).in_stream(streams03))
 }
