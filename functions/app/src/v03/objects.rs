@@ -100,7 +100,8 @@ pub fn message_in(v: &Value, field: &str) -> Result<Value, AppError> {
 /// A 0.3 `Part` (`TextPart`, `FilePart`, `DataPart`) as 1.0 reads it.
 pub fn part_in(v: &Value, field: &str) -> Result<Value, AppError> {
     let o = object(v, field)?;
-    let kind = match o.get("kind") {
+    // `type` was the discriminator before 0.3 (0.2): read as `kind` when that is absent.
+    let kind = match o.get("kind").or_else(|| o.get("type")) {
         Some(Value::String(k)) => k.as_str(),
         Some(_) => {
             return Err(AppError::invalid_params(

@@ -45,6 +45,13 @@ fn a_1_0_shape_or_an_unknown_kind_in_a_0_3_request_is_refused_by_field() {
     assert!(refused(msg(json!([{"raw": "aGk="}]), "user")).contains("1.0's file fields"));
     assert!(refused(msg(json!([{"kind": "image", "x": 1}]), "user"))
         .contains("\"image\" is not a part kind"));
+    // 0.2's discriminator is read as 0.3's
+    assert!(refused(msg(
+        json!([{"type": "unsupported_type", "text": "x"}]),
+        "user"
+    ))
+    .contains("is not a part kind"));
+    assert!(message_in(&msg(json!([{"type": "text", "text": "x"}]), "user"), "m").is_ok());
     assert!(refused(msg(
         json!([{"kind": "file", "file": {"bytes": "a", "uri": "b"}}]),
         "user"
