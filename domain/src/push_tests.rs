@@ -283,6 +283,8 @@ fn status_and_artifact_events_push_stream_responses() {
         parts: vec![crate::wire::Part::text("42")],
         metadata: None,
         extensions: vec![],
+        end_generation: Default::default(),
+        start_generation: Default::default(),
     };
     let events = s
         .decide(TaskCommand::AddArtifact {

@@ -313,6 +313,8 @@ fn artifact(id: &str, text: &str) -> Artifact {
         parts: vec![Part::text(text)],
         metadata: None,
         extensions: vec![],
+        end_generation: Default::default(),
+        start_generation: Default::default(),
     }
 }
 

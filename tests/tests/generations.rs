@@ -150,7 +150,7 @@ async fn get_task_with_a_current_generation_waits_for_the_next_one() {
 }
 
 #[tokio::test]
-async fn the_card_lists_each_binding_for_1_0_and_then_for_1_1() {
+async fn the_card_lists_each_binding_for_1_0_then_for_1_1_then_for_0_3() {
     let s = Server::start().await;
     let card = s.card().await;
     let versions: Vec<&str> = card["supportedInterfaces"]
@@ -159,9 +159,20 @@ async fn the_card_lists_each_binding_for_1_0_and_then_for_1_1() {
         .iter()
         .map(|i| i["protocolVersion"].as_str().unwrap())
         .collect();
-    let half = versions.len() / 2;
-    assert!(versions[..half].iter().all(|v| *v == "1.0"), "{versions:?}");
-    assert!(versions[half..].iter().all(|v| *v == "1.1"), "{versions:?}");
+    let third = versions.len() / 3;
+    assert_eq!(versions.len(), third * 3, "{versions:?}");
+    assert!(
+        versions[..third].iter().all(|v| *v == "1.0"),
+        "{versions:?}"
+    );
+    assert!(
+        versions[third..2 * third].iter().all(|v| *v == "1.1"),
+        "{versions:?}"
+    );
+    assert!(
+        versions[2 * third..].iter().all(|v| *v == "0.3"),
+        "{versions:?}"
+    );
 }
 
 #[tokio::test]
@@ -191,4 +202,93 @@ async fn a_1_1_stream_numbers_its_updates_one_generation_apart() {
             .all(|e| !e.data.to_string().contains("generation")),
         "{events:?}"
     );
+}
+
+/// The draft 1.1 task timeline (a2aproject/A2A#2129): messages and statuses in order, each with
+/// its generation, artifacts with the generations they span — for 1.1 requests only, `history`
+/// filled beside it.
+#[tokio::test]
+async fn a_1_1_task_carries_its_timeline_and_a_1_0_one_does_not() {
+    let s = Server::start().await;
+    let sent = ok_1_1(
+        &s,
+        "SendMessage",
+        json!({"message": {"messageId": format!("tck-stream-artifact-chunked-{}", uuid::Uuid::new_v4().simple()),
+            "role": "ROLE_USER", "parts": [{"text": "go"}]}}),
+    )
+    .await;
+    let id = sent["task"]["id"].as_str().unwrap().to_string();
+    let t = ok_1_1(&s, "GetTask", json!({"id": id})).await;
+    let timeline = t["timeline"].as_array().unwrap_or_else(|| panic!("{t}"));
+    let gen_of = |e: &Value| e["generation"].as_str().unwrap().parse::<u64>().unwrap();
+    let gens: Vec<u64> = timeline.iter().map(gen_of).collect();
+    assert!(gens.windows(2).all(|w| w[0] <= w[1]), "in order: {gens:?}");
+    // The task is created (its first status) with the client's message, at generation 1.
+    assert_eq!(
+        timeline[0]["status"]["state"], "TASK_STATE_SUBMITTED",
+        "{t}"
+    );
+    assert_eq!(timeline[1]["message"]["parts"][0]["text"], "go", "{t}");
+    assert_eq!((gen_of(&timeline[0]), gen_of(&timeline[1])), (1, 1));
+    let last = timeline.last().unwrap();
+    assert_eq!(last["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    assert_eq!(
+        gen_of(last),
+        generation(&t),
+        "the last status is the task's generation"
+    );
+    let artifact = &t["artifacts"][0];
+    let span = |k: &str| artifact[k].as_str().unwrap().parse::<u64>().unwrap();
+    assert!(
+        span("startGeneration") < span("endGeneration"),
+        "two chunks: {artifact}"
+    );
+    assert!(span("endGeneration") < gen_of(last));
+    assert!(
+        t["history"].as_array().is_some_and(|h| !h.is_empty()),
+        "history stays filled"
+    );
+    // timelineLength, on GetTask, ListTasks and a send.
+    let two = ok_1_1(&s, "GetTask", json!({"id": id, "timelineLength": 2})).await;
+    assert_eq!(
+        two["timeline"].as_array().unwrap()[..],
+        timeline[timeline.len() - 2..]
+    );
+    let page = ok_1_1(&s, "ListTasks", json!({"timelineLength": 1})).await;
+    assert_eq!(
+        page["tasks"][0]["timeline"].as_array().map(Vec::len),
+        Some(1),
+        "{page}"
+    );
+    let listed = ok_1_1(&s, "ListTasks", json!({})).await;
+    assert!(
+        listed["tasks"][0].get("timeline").is_none(),
+        "a list carries one only when asked"
+    );
+    let with = ok_1_1(
+        &s,
+        "SendMessage",
+        json!({"message": {"messageId": "m-tl", "role": "ROLE_USER", "parts": [{"text": "x"}]},
+            "configuration": {"timelineLength": 3}}),
+    )
+    .await;
+    assert!(
+        with["task"]["timeline"]
+            .as_array()
+            .is_some_and(|e| !e.is_empty() && e.len() <= 3),
+        "{with}"
+    );
+    // 1.0 sees none of it.
+    let one = s
+        .ok("GetTask", json!({"id": id, "timelineLength": 2}))
+        .await;
+    assert!(
+        one.get("timeline").is_none() && one.get("generation").is_none(),
+        "{one}"
+    );
+    assert!(one["artifacts"][0].get("startGeneration").is_none());
+    let e = s
+        .call_with("GetTask", json!({"id": id, "timelineLength": -1}), V1_1)
+        .await;
+    assert_eq!(error_code(&e), -32602, "{e}");
 }

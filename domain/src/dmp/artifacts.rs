@@ -140,6 +140,8 @@ impl WorkArtifact {
             parts: vec![part],
             metadata: (!metadata.is_empty()).then_some(metadata),
             extensions: vec![WORK_URI.into()],
+            end_generation: Default::default(),
+            start_generation: Default::default(),
         }
     }
 }

@@ -4,6 +4,7 @@
 mod first;
 pub mod push;
 pub mod stream;
+pub mod timeline;
 
 pub use first::first_commit_view;
 
@@ -53,6 +54,8 @@ pub(crate) fn chunk_artifact(
         parts: parts.to_vec(),
         metadata: metadata.clone(),
         extensions: Vec::new(),
+        end_generation: Default::default(),
+        start_generation: Default::default(),
     }
 }
 
@@ -239,6 +242,7 @@ pub fn assemble(
         history: history.filter(|h| !h.is_empty()),
         metadata: (!metadata.is_empty()).then_some(metadata),
         generation: (head.generation > 0).then_some(head.generation),
+        timeline: None,
     }
 }
 

@@ -51,6 +51,8 @@ fn artifact(last_chunk: bool) -> TaskEvent {
             parts: vec![Part::text("part one")],
             metadata: None,
             extensions: Vec::new(),
+            end_generation: Default::default(),
+            start_generation: Default::default(),
         },
         last_chunk,
         at: at(2),

@@ -32,6 +32,7 @@ pub use requests::{
 };
 pub use task::{
     Artifact, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
+    TimelineEntry, TimelineItem,
 };
 
 /// How many bytes `v` takes as compact JSON (what the size limits count), counted as it is

@@ -51,3 +51,16 @@ pub(crate) mod int64 {
         }
     }
 }
+
+/// A required int64 as ProtoJSON writes it (a decimal string), read from a number or a string.
+pub(crate) mod int64_required {
+    use serde::{de, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &u64, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&v.to_string())
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<u64, D::Error> {
+        super::int64::deserialize(d)?.ok_or_else(|| de::Error::custom("an integer is required"))
+    }
+}

@@ -48,6 +48,13 @@ pub struct SendMessageConfiguration {
         skip_serializing_if = "Option::is_none"
     )]
     pub if_generation_match: Option<u64>,
+    /// Draft A2A 1.1: how many timeline entries each task returned carries (the last ones).
+    #[serde(
+        alias = "timeline_length",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeline_length: Option<i32>,
 }
 
 /// `lf.a2a.v1.SendMessageRequest`.
@@ -92,6 +99,13 @@ pub struct GetTaskRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub current_generation: Option<u64>,
+    /// Draft A2A 1.1: how many timeline entries to return (the last ones), as `historyLength`.
+    #[serde(
+        alias = "timeline_length",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeline_length: Option<i32>,
 }
 
 /// `lf.a2a.v1.ListTasksRequest`.
@@ -129,6 +143,13 @@ pub struct ListTasksRequest {
     /// taskledger's sharing filter, not A2A's (ADR 021): `owned`, `shared`, or unset for both.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub scope: Option<String>,
+    /// Draft A2A 1.1: how many timeline entries each task returned carries (the last ones).
+    #[serde(
+        alias = "timeline_length",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeline_length: Option<i32>,
 }
 
 /// `lf.a2a.v1.ListTasksResponse`: every member is required and always present.

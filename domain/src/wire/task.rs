@@ -40,6 +40,41 @@ pub struct Artifact {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub extensions: Vec<String>,
+    /// Draft A2A 1.1 (the task timeline): the generation the artifact first appeared at, and
+    /// the one its last chunk did. Set only for requests that say 1.1.
+    #[serde(
+        alias = "start_generation",
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub start_generation: Option<u64>,
+    #[serde(
+        alias = "end_generation",
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub end_generation: Option<u64>,
+}
+
+/// One entry of a task's timeline (draft A2A 1.1): a message, or a status the task took, with
+/// the generation it belongs to (several entries may share one: a message does not move it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TimelineEntry {
+    #[serde(with = "super::proto::int64_required")]
+    pub generation: u64,
+    #[serde(flatten)]
+    pub entry: TimelineItem,
+}
+
+/// What a timeline entry holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub enum TimelineItem {
+    Message(Message),
+    Status(TaskStatus),
 }
 
 /// `lf.a2a.v1.Task`.
@@ -63,6 +98,11 @@ pub struct Task {
         skip_serializing_if = "Option::is_none"
     )]
     pub generation: Option<u64>,
+    /// Draft A2A 1.1: the messages and statuses of the task in order, each with its
+    /// generation (`projection::timeline`). Set only for requests that say 1.1; `history` is
+    /// filled beside it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<Vec<TimelineEntry>>,
 }
 
 /// `lf.a2a.v1.TaskStatusUpdateEvent`.

@@ -82,6 +82,7 @@ fn unset_fields_are_omitted_never_null() {
         history: None,
         metadata: None,
         generation: None,
+        timeline: Default::default(),
     };
     let v = serde_json::to_value(&t).unwrap();
     assert!(!contains_null(&v));

@@ -49,6 +49,8 @@ pub async fn a_first_commit_reads_back_as_its_events_show<S: Store>(store: Arc<S
                     parts: vec![Part::text("draft")],
                     metadata: None,
                     extensions: vec![],
+                    end_generation: Default::default(),
+                    start_generation: Default::default(),
                 },
                 append: false,
                 last_chunk: false,

@@ -28,6 +28,8 @@ pub async fn events_read_back_with_what_streams_show<S: Store>(store: Arc<S>) {
                 parts: vec![Part::text("Grüße, \"quoted\" \u{1f600}")],
                 metadata: None,
                 extensions: Vec::new(),
+                end_generation: Default::default(),
+                start_generation: Default::default(),
             },
             last_chunk: true,
             at: now,

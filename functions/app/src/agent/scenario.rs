@@ -121,6 +121,8 @@ impl ScenarioAgent {
                 parts: vec![part],
                 metadata: None,
                 extensions: vec![],
+                end_generation: Default::default(),
+                start_generation: Default::default(),
             },
             append,
             last_chunk,

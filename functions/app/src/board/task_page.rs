@@ -67,6 +67,7 @@ pub(super) async fn render(
                 id: raw_id.to_string(),
                 history_length: Some(history as i32),
                 current_generation: None,
+                timeline_length: Default::default(),
             },
         )
         .await

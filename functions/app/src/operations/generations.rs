@@ -1,12 +1,17 @@
 //! The draft A2A 1.1 task generations, shown only to clients that speak 1.1: a 1.0 request's
 //! generation fields are unknown fields (ignored), and its results carry no `generation`; a
-//! 1.1 stream gets each update's generation written into it.
+//! 1.1 stream gets each update's generation written into it. The task timeline (a 1.1 draft
+//! too) is added here for 1.1 requests only.
 
 use futures_util::StreamExt;
 
+use taskledger_domain::ids::HistoryLength;
+
 use super::{Operation, Outcome};
+use crate::error::AppError;
 use crate::request::ProtocolVersion;
 use crate::service::streams::StreamEvent;
+use crate::service::Service;
 
 /// The request as the client's version reads it.
 pub(super) fn request_for(version: ProtocolVersion, op: Operation) -> Operation {
@@ -17,6 +22,7 @@ pub(super) fn request_for(version: ProtocolVersion, op: Operation) -> Operation 
         Operation::SendMessage(mut r) => {
             if let Some(c) = r.configuration.as_mut() {
                 c.if_generation_match = None;
+                c.timeline_length = None;
             }
             Operation::SendMessage(r)
         }
@@ -28,10 +34,64 @@ pub(super) fn request_for(version: ProtocolVersion, op: Operation) -> Operation 
         }
         Operation::GetTask(mut r) => {
             r.current_generation = None;
+            r.timeline_length = None;
             Operation::GetTask(r)
+        }
+        Operation::ListTasks(mut r) => {
+            r.timeline_length = None;
+            Operation::ListTasks(r)
         }
         other => other,
     }
+}
+
+/// How many timeline entries a 1.1 request asks for (`timelineLength`, read as `historyLength`
+/// is): `None` when it names none.
+pub(super) fn timeline_length(raw: Option<i32>) -> Result<Option<HistoryLength>, AppError> {
+    raw.map(|n| {
+        HistoryLength::parse(Some(n))
+            .map(HistoryLength::at_most_max)
+            .map_err(|e| {
+                AppError::invalid_params(
+                    "timelineLength",
+                    e.replace("historyLength", "timelineLength"),
+                )
+            })
+    })
+    .transpose()
+}
+
+/// Draft A2A 1.1: the task or tasks of `outcome` with their timelines — of `length` entries
+/// (GetTask without one: the read default, as for history; a send or a list only when asked).
+pub(super) async fn with_timelines(
+    svc: &Service,
+    outcome: Outcome,
+    length: Option<HistoryLength>,
+    always: bool,
+) -> Result<Outcome, AppError> {
+    use taskledger_domain::wire::SendMessageResponse;
+    let length = match (length, always) {
+        (Some(l), _) => l,
+        (None, true) => HistoryLength::All.for_read(),
+        (None, false) => return Ok(outcome),
+    };
+    Ok(match outcome {
+        Outcome::Task(mut t) => {
+            svc.with_timeline(&mut t, length).await?;
+            Outcome::Task(t)
+        }
+        Outcome::Sent(SendMessageResponse::Task(mut t)) => {
+            svc.with_timeline(&mut t, length).await?;
+            Outcome::Sent(SendMessageResponse::Task(t))
+        }
+        Outcome::Tasks(mut page) => {
+            for t in &mut page.tasks {
+                svc.with_timeline(t, length).await?;
+            }
+            Outcome::Tasks(page)
+        }
+        other => other,
+    })
 }
 
 /// The result as the client's version shows it.

@@ -338,9 +338,20 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
     let mut op = generations::request_for(ctx.version, op);
     op.hide_inactive(&extensions);
     let who = &ctx.principal;
+    let timeline = ctx.version.generations();
     let outcome = match op {
         Operation::SendMessage(req) => {
-            Outcome::Sent(svc.send_message(who, req, ctx.idempotency).await?)
+            let length = generations::timeline_length(
+                req.configuration.as_ref().and_then(|c| c.timeline_length),
+            )?;
+            let sent = Outcome::Sent(svc.send_message(who, req, ctx.idempotency).await?);
+            generations::with_timelines(svc, sent, length, false).await?
+        }
+        // 1.1: with its timeline, read afresh (answers kept by ADR 026 carry none).
+        Operation::GetTask(req) if timeline => {
+            let length = generations::timeline_length(req.timeline_length)?;
+            let task = Outcome::Task(svc.get_task(who, req).await?);
+            generations::with_timelines(svc, task, length, true).await?
         }
         // As sent before, while the task has not changed (ADR 026).
         Operation::GetTask(req) => match ctx.task_encoding {
@@ -355,7 +366,11 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
             }
             None => Outcome::Task(svc.get_task(who, req).await?),
         },
-        Operation::ListTasks(req) => Outcome::Tasks(svc.list_tasks(who, req).await?),
+        Operation::ListTasks(req) => {
+            let length = generations::timeline_length(req.timeline_length)?;
+            let page = Outcome::Tasks(svc.list_tasks(who, req).await?);
+            generations::with_timelines(svc, page, length, false).await?
+        }
         Operation::CancelTask(req) => Outcome::Task(svc.cancel_task(who, req).await?),
         Operation::CreatePushConfig(req) => {
             Outcome::PushConfig(svc.create_push_config(who, req).await?)

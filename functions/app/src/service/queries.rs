@@ -15,6 +15,7 @@ use std::sync::Arc;
 use super::answers::{AnswerKey, Audience, Lookup};
 use super::{task_id_of, Actor, Service};
 use crate::error::AppError;
+use taskledger_domain::error::ErrorKind;
 
 impl Service {
     /// A page token for `cursor`, good only for `scope` (the caller and the filters).
@@ -227,6 +228,28 @@ impl Service {
             .reads
             .count_by_state(who, ListScope::All, context.as_ref())
             .await?)
+    }
+
+    /// Draft A2A 1.1: `task` with its timeline (its last `length` entries) and its artifacts'
+    /// generations, read from the event log (`projection::timeline`). The task was read as
+    /// the caller already, who may see it.
+    pub async fn with_timeline(
+        &self,
+        task: &mut Task,
+        length: HistoryLength,
+    ) -> Result<(), AppError> {
+        let id = task_id_of(&task.id)?;
+        let events = self.store.events(&id, 0).await?;
+        let t = taskledger_domain::projection::timeline::timeline(&events, length)
+            .map_err(|e| AppError::protocol(ErrorKind::Internal, e))?;
+        task.timeline = Some(t.entries);
+        for a in task.artifacts.iter_mut().flatten() {
+            if let Some((start, end)) = t.artifacts.get(&a.artifact_id) {
+                a.start_generation = Some(*start);
+                a.end_generation = Some(*end);
+            }
+        }
+        Ok(())
     }
 
     /// What the agent sees of a task: its state and its whole history.

@@ -195,6 +195,8 @@ impl LlmAgent {
                             parts: vec![Part::text(final_text.clone())],
                             metadata: None,
                             extensions: vec![],
+                            end_generation: Default::default(),
+                            start_generation: Default::default(),
                         },
                         append: false,
                         last_chunk: true,

@@ -160,6 +160,7 @@ fn parameters(method: Method) -> &'static [(&'static str, &'static str, Kind)] {
             ("historyLength", "history_length", Kind::Int),
             ("statusTimestampAfter", "status_timestamp_after", Kind::Text),
             ("includeArtifacts", "include_artifacts", Kind::Bool),
+            ("timelineLength", "timeline_length", Kind::Int),
             // taskledger's sharing filter (ADR 021)
             ("scope", "scope", Kind::Text),
         ],
@@ -167,6 +168,7 @@ fn parameters(method: Method) -> &'static [(&'static str, &'static str, Kind)] {
         Method::GetTask => &[
             ("historyLength", "history_length", Kind::Int),
             ("currentGeneration", "current_generation", Kind::Text),
+            ("timelineLength", "timeline_length", Kind::Int),
         ],
         Method::SubscribeToTask => &[("historyLength", "history_length", Kind::Int)],
         Method::ListTaskPushNotificationConfigs => &[

@@ -321,6 +321,7 @@ mod buffer_tests {
             id: task.id.clone(),
             history_length: None,
             current_generation: None,
+            timeline_length: Default::default(),
         };
         let mut slow = svc.subscribe(&who, req.clone(), None).await.unwrap();
         let first = slow.next().await.expect("the Task");
