@@ -7,7 +7,9 @@
 //!
 //! cargo build --release -p taskledger-local -p taskledger-tests
 //! target/release/loadbench [--clients 16] [--seconds 10] [--server target/release/taskledger]
-//!                          [--binding jsonrpc|rest|grpc] [--alternate N]
+//!                          [--binding jsonrpc|rest|grpc|jsonrpc03] [--alternate N]
+//! `jsonrpc03` is A2A 0.3's JSON-RPC (`message/send`, `tasks/get`, no version header) on the
+//! same endpoint: with `--alternate N` it prints its req/s against 1.0's (ADR 031).
 //! With `--alternate N`, one server serves both bindings and N rounds alternate a JSON-RPC phase
 //! and a `--binding` phase (GetTask rounds, then SendMessage rounds, ≤ 5 s each, in A B / B A
 //! order), printing the ratio per round
@@ -28,6 +30,8 @@ enum Binding {
     JsonRpc,
     Rest,
     Grpc,
+    /// A2A 0.3's JSON-RPC methods on the same endpoint (`message/send`, `tasks/get`; ADR 031).
+    JsonRpc03,
 }
 
 struct Args {
@@ -60,8 +64,9 @@ fn args() -> Args {
                     "jsonrpc" => Binding::JsonRpc,
                     "rest" => Binding::Rest,
                     "grpc" => Binding::Grpc,
+                    "jsonrpc03" => Binding::JsonRpc03,
                     other => {
-                        eprintln!("--binding is jsonrpc, rest or grpc, not {other:?}");
+                        eprintln!("--binding is jsonrpc, rest, grpc or jsonrpc03, not {other:?}");
                         std::process::exit(2);
                     }
                 }
@@ -156,10 +161,12 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 
 async fn rpc(client: &reqwest::Client, url: &str, method: &str, params: Value) -> Value {
     let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    client
-        .post(url)
-        .header("A2A-Version", "1.0")
-        .json(&body)
+    let mut req = client.post(url);
+    // A 0.3 method goes without a version, as 0.3 clients send it.
+    if !method.contains('/') {
+        req = req.header("A2A-Version", "1.0");
+    }
+    req.json(&body)
         .send()
         .await
         .expect("request")
@@ -172,6 +179,16 @@ fn send_params(i: usize) -> Value {
     json!({
         "message": {"messageId": format!("bench-{i}"), "role": "ROLE_USER", "parts": [{"text": "benchmark payload"}]},
         "configuration": {"returnImmediately": true, "historyLength": 0}
+    })
+}
+
+/// The same send as `send_params`, in 0.3's shapes (0.3 cannot ask for no history: 0 is no
+/// limit there, so the answer carries the one message).
+fn send_params_03(i: usize) -> Value {
+    json!({
+        "message": {"kind": "message", "messageId": format!("bench-{i}"), "role": "user",
+            "parts": [{"kind": "text", "text": "benchmark payload"}]},
+        "configuration": {"blocking": false}
     })
 }
 
@@ -208,6 +225,11 @@ fn grpc_request<T>(message: T) -> tonic::Request<T> {
 #[derive(Clone)]
 enum Api {
     JsonRpc {
+        client: reqwest::Client,
+        url: String,
+    },
+    /// A2A 0.3's JSON-RPC on the same endpoint.
+    JsonRpc03 {
         client: reqwest::Client,
         url: String,
     },
@@ -249,6 +271,13 @@ impl Api {
                     .unwrap_or_else(|| panic!("no task: {v}"))
                     .to_string()
             }
+            Api::JsonRpc03 { client, url } => {
+                let v = rpc(client, url, "message/send", send_params_03(i)).await;
+                v["result"]["id"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no task: {v}"))
+                    .to_string()
+            }
             Api::Rest { client, base } => {
                 let url = format!("{base}/message:send");
                 let v = rest(client, reqwest::Method::POST, url, Some(send_params(i))).await;
@@ -276,6 +305,17 @@ impl Api {
                     params["historyLength"] = json!(h);
                 }
                 let v = rpc(client, url, "GetTask", params).await;
+                v["result"]["status"]["state"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("no task: {v}"))
+                    .to_string()
+            }
+            Api::JsonRpc03 { client, url } => {
+                let mut params = json!({"id": id});
+                if let Some(h) = history_length.filter(|h| *h > 0) {
+                    params["historyLength"] = json!(h);
+                }
+                let v = rpc(client, url, "tasks/get", params).await;
                 v["result"]["status"]["state"]
                     .as_str()
                     .unwrap_or_else(|| panic!("no task: {v}"))
@@ -314,7 +354,8 @@ impl Api {
     /// ListTasks (page of 50, no history); the total.
     async fn list(&self) -> i64 {
         match self {
-            Api::JsonRpc { client, url } => {
+            // 0.3 has no ListTasks: the 1.0 method on the same endpoint.
+            Api::JsonRpc { client, url } | Api::JsonRpc03 { client, url } => {
                 let v = rpc(
                     client,
                     url,
@@ -506,6 +547,7 @@ async fn main() {
             Binding::JsonRpc => "JSON-RPC (HTTP/1.1)",
             Binding::Rest => "HTTP+JSON (HTTP/1.1)",
             Binding::Grpc => "gRPC (HTTP/2 h2c, a channel each)",
+            Binding::JsonRpc03 => "A2A 0.3 JSON-RPC (HTTP/1.1)",
         },
         a.seconds
     );
@@ -604,6 +646,10 @@ async fn connect(
             Binding::Rest => Api::Rest {
                 client: client.clone(),
                 base: format!("{base}/a2a/rest"),
+            },
+            Binding::JsonRpc03 => Api::JsonRpc03 {
+                client: client.clone(),
+                url: url.clone(),
             },
             Binding::Grpc => {
                 let channel = Channel::from_shared(format!("http://127.0.0.1:{grpc_port}"))

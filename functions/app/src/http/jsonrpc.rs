@@ -234,6 +234,10 @@ async fn handle(
                 drop(outcome);
                 Answer::Nothing
             }
+            // Kept answers are written in 0.3 already (`v03::jsonrpc::TASK_ENCODING`).
+            (outcome @ Outcome::Encoded(_), Some(_)) => {
+                Answer::One(common::result_body(&outcome, Some(&reply_id))?)
+            }
             (outcome, Some(m)) => Answer::One(common::value_body(
                 &v03::jsonrpc::result(m, &outcome)?,
                 &reply_id,
