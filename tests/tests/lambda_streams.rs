@@ -275,6 +275,19 @@ impl Rig {
         }
     }
 
+    /// Invokes the buffered function with `event` for a JSON answer: the status and the body.
+    async fn invoke_json(&self, event: &Value) -> (u16, Value) {
+        let reply: Value = self
+            .post_invocation(event)
+            .await
+            .json()
+            .await
+            .expect("function response");
+        let body = reply["body"].as_str().unwrap_or_default();
+        let body = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {reply}"));
+        (reply["statusCode"].as_u64().unwrap_or(0) as u16, body)
+    }
+
     /// SubscribeToTask after `last`, again each time the stream is cut, until the task is
     /// terminal: every event follows the one before it.
     async fn resume_until_terminal(&self, task_id: &str, mut last: u64) -> Vec<Sse> {
@@ -462,4 +475,25 @@ async fn a_buffered_stream_returns_at_its_time_limit_and_resumes() {
     let rest = rig.resume_until_terminal(&task_id, last.id.unwrap()).await;
     let chain = ids_and_results(&first[1..].iter().chain(&rest).cloned().collect::<Vec<_>>());
     assert_eq!(chain, rig.uncut(&task_id, first[0].id.unwrap()).await);
+
+    // The same function serves A2A 0.3 (ADR 031): JSON-RPC by its method names, HTTP+JSON
+    // under /a2a/rest/v1, each answer in 0.3's shapes.
+    // A 0.3 client sends no A2A-Version (the fixture's caller is a 1.0 one).
+    let v03 = |mut e: Value| {
+        e["headers"].as_object_mut().unwrap().remove("a2a-version");
+        e
+    };
+    let get = rpc("tasks/get", json!({"id": task_id}));
+    let (status, body) = rig
+        .invoke_json(&v03(event("POST", "/a2a", Some(&get), &[])))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["kind"], "task", "{body}");
+    assert_eq!(body["result"]["id"], task_id.as_str(), "{body}");
+    assert_eq!(body["result"]["status"]["state"], "completed", "{body}");
+    let path = format!("/a2a/rest/v1/tasks/{task_id}");
+    let (status, body) = rig.invoke_json(&v03(event("GET", &path, None, &[]))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["id"], task_id.as_str(), "{body}");
+    assert_eq!(body["status"]["state"], "TASK_STATE_COMPLETED", "{body}");
 }

@@ -35,6 +35,16 @@ fn expect_kind(o: &Map<String, Value>, want: &str, field: &str) -> Result<(), Ap
 }
 
 /// Copies the members `keys` that are present.
+/// A message's members that are the same in 0.3 and 1.0.
+const MESSAGE_FIELDS: &[&str] = &[
+    "messageId",
+    "contextId",
+    "taskId",
+    "referenceTaskIds",
+    "extensions",
+    "metadata",
+];
+
 fn copy(from: &Map<String, Value>, to: &mut Map<String, Value>, keys: &[&str]) {
     for k in keys {
         if let Some(v) = from.get(*k) {
@@ -50,18 +60,7 @@ pub fn message_in(v: &Value, field: &str) -> Result<Value, AppError> {
     let o = object(v, field)?;
     expect_kind(o, "message", field)?;
     let mut out = Map::new();
-    copy(
-        o,
-        &mut out,
-        &[
-            "messageId",
-            "contextId",
-            "taskId",
-            "referenceTaskIds",
-            "extensions",
-            "metadata",
-        ],
-    );
+    copy(o, &mut out, MESSAGE_FIELDS);
     let role = match o.get("role").and_then(Value::as_str) {
         Some("user") => "ROLE_USER",
         Some("agent") => "ROLE_AGENT",
@@ -369,18 +368,7 @@ pub fn message_out(m: &Value) -> Value {
     };
     let mut out = Map::new();
     out.insert("kind".into(), "message".into());
-    copy(
-        o,
-        &mut out,
-        &[
-            "messageId",
-            "contextId",
-            "taskId",
-            "referenceTaskIds",
-            "extensions",
-            "metadata",
-        ],
-    );
+    copy(o, &mut out, MESSAGE_FIELDS);
     let role = match o.get("role").and_then(Value::as_str) {
         Some("ROLE_USER") => "user",
         _ => "agent",
@@ -437,17 +425,27 @@ pub fn task_out(t: &Value) -> Value {
         "contextId".into(),
         o.get("contextId").cloned().unwrap_or_else(|| "".into()),
     );
+    task_members(o, &mut out, [status_out, message_out, artifact_out]);
+    Value::Object(out)
+}
+
+/// A task's status, history and artifacts from `from` into `out`, each through its mapping
+/// (`[status, message, artifact]`): the part of a task every direction of translation shares.
+pub(super) fn task_members(
+    from: &Map<String, Value>,
+    out: &mut Map<String, Value>,
+    [status, message, artifact]: [fn(&Value) -> Value; 3],
+) {
     out.insert(
         "status".into(),
-        status_out(o.get("status").unwrap_or(&Value::Null)),
+        status(from.get("status").unwrap_or(&Value::Null)),
     );
-    if let Some(Value::Array(h)) = o.get("history") {
-        out.insert("history".into(), h.iter().map(message_out).collect());
+    if let Some(Value::Array(h)) = from.get("history") {
+        out.insert("history".into(), h.iter().map(message).collect());
     }
-    if let Some(Value::Array(a)) = o.get("artifacts") {
-        out.insert("artifacts".into(), a.iter().map(artifact_out).collect());
+    if let Some(Value::Array(a)) = from.get("artifacts") {
+        out.insert("artifacts".into(), a.iter().map(artifact).collect());
     }
-    Value::Object(out)
 }
 
 /// SendMessage's 1.0 result (`{"task"}` or `{"message"}`) as 0.3's: the object itself.

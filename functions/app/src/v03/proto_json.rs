@@ -296,15 +296,8 @@ pub fn task_out(t: &Value) -> Value {
     for k in ["id", "contextId", "metadata"] {
         put(&mut out, k, t.get(k));
     }
-    out.insert(
-        "status".into(),
-        status_out(t.get("status").unwrap_or(&Value::Null)),
-    );
-    if let Some(Value::Array(h)) = t.get("history") {
-        out.insert("history".into(), h.iter().map(message_out).collect());
-    }
-    if let Some(Value::Array(a)) = t.get("artifacts") {
-        out.insert("artifacts".into(), a.iter().map(artifact_out).collect());
+    if let Some(o) = t.as_object() {
+        super::objects::task_members(o, &mut out, [status_out, message_out, artifact_out]);
     }
     Value::Object(out)
 }

@@ -26,7 +26,8 @@ const RESOURCES: [&str; 4] = [
     "extendedAgentCard",
 ];
 
-fn decode(raw: &str, what: &str) -> Result<String, AppError> {
+/// A path segment percent-decoded; empty or not UTF-8 is refused, naming `what`.
+pub(super) fn decode(raw: &str, what: &str) -> Result<String, AppError> {
     let s = percent_encoding::percent_decode_str(raw)
         .decode_utf8()
         .map_err(|_| AppError::invalid_params(what, "is not UTF-8 once percent-decoded"))?

@@ -16,6 +16,7 @@ use taskledger_domain::wire::PushProtocol;
 use super::super::common;
 use super::super::sse;
 use super::super::AppState;
+use super::routes::decode;
 use crate::error::AppError;
 use crate::operations::{self, Context, Operation, Outcome};
 use crate::v03::jsonrpc::{self, Method03};
@@ -28,17 +29,6 @@ pub(super) struct Route03 {
     pub tenant: Option<String>,
     pub task: Option<String>,
     pub config: Option<String>,
-}
-
-fn decode(raw: &str, what: &str) -> Result<String, AppError> {
-    let s = percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .map_err(|_| AppError::invalid_params(what, "is not UTF-8 once percent-decoded"))?
-        .into_owned();
-    if s.is_empty() {
-        return Err(AppError::invalid_params(what, "must not be empty"));
-    }
-    Ok(s)
 }
 
 fn refused(kind: ErrorKind, what: String) -> AppError {
