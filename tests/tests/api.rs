@@ -30,7 +30,9 @@ async fn the_agent_card_is_served_with_cache_headers() {
     assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
     assert_eq!(card["supportedInterfaces"][0]["protocolVersion"], "1.0");
     assert_eq!(card["capabilities"]["streaming"], true);
-    assert!(card.get("url").is_none());
+    // 0.3's fields merged in for 0.3 clients (ADR 031), beside the 1.0 card's own.
+    assert_eq!(card["url"], format!("{}/a2a", s.base));
+    assert_eq!(card["protocolVersion"], "0.3.0");
     let again = s
         .client
         .get(&url)
@@ -571,10 +573,11 @@ async fn undeclared_capabilities_get_their_prescribed_errors() {
     // no ErrorInfo), not by the A2A layer.
     if !binding().is_grpc() {
         assert_eq!(s.err("NoSuchMethod", json!({})).await, -32601);
+        // A 0.3 name called as 1.0 is served only to 0.3 callers (ADR 031).
         assert_eq!(
             s.err("message/send", json!({})).await,
-            -32601,
-            "0.3 names are gone"
+            -32009,
+            "a 0.3 method with A2A-Version 1.0"
         );
     }
 }
