@@ -7,7 +7,7 @@ use reqwest::StatusCode;
 use serde_json::{json, Value};
 use taskledger_domain::ids::Principal;
 use taskledger_local::{Config, Storage};
-use taskledger_tests::{binding, error_code, has_null, test_config, Server};
+use taskledger_tests::{binding, error_code, has_null, test_config, Binding, Server};
 
 // ------------------------------------------------------------------ agent card
 
@@ -573,7 +573,9 @@ async fn undeclared_capabilities_get_their_prescribed_errors() {
     // no ErrorInfo), not by the A2A layer.
     if !binding().is_grpc() {
         assert_eq!(s.err("NoSuchMethod", json!({})).await, -32601);
-        // A 0.3 name called as 1.0 is served only to 0.3 callers (ADR 031).
+    }
+    // A 0.3 name called as 1.0 is served only to 0.3 callers (ADR 031).
+    if binding() == Binding::JsonRpc {
         assert_eq!(
             s.err("message/send", json!({})).await,
             -32009,

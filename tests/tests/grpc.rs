@@ -31,12 +31,14 @@ async fn the_card_lists_a_grpc_interface_only_when_grpc_is_served() {
         .iter()
         .filter(|i| i["protocolBinding"] == "GRPC")
         .collect();
-    // once for 1.0, once for the 1.1 draft, at the same address
-    assert_eq!(grpc.len(), 2, "{card}");
+    // once for 1.0, once for the 1.1 draft and once for 0.3, at the same address
+    assert_eq!(grpc.len(), 3, "{card}");
     assert_eq!(grpc[0]["url"], format!("127.0.0.1:{}", s.grpc.port()));
     assert_eq!(grpc[0]["protocolVersion"], "1.0");
     assert_eq!(grpc[1]["url"], grpc[0]["url"]);
     assert_eq!(grpc[1]["protocolVersion"], "1.1");
+    assert_eq!(grpc[2]["url"], grpc[0]["url"]);
+    assert_eq!(grpc[2]["protocolVersion"], "0.3");
     assert_eq!(card["supportedInterfaces"][0]["protocolBinding"], "JSONRPC");
 
     let plain = taskledger_tests::Server::start().await;

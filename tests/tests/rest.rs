@@ -132,17 +132,21 @@ async fn unknown_paths_and_verbs_are_404_and_wrong_methods_405_with_allow() {
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.body);
     assert_eq!(r.reason(), "METHOD_NOT_FOUND");
     assert_eq!(r.body["error"]["status"], "UNIMPLEMENTED");
-    // (`/v1/tasks`, 0.3's path, is tenant `v1`'s ListTasks: any first segment that is no
-    // resource is a tenant)
-    for path in [
-        "/nothing/here/at/all",
-        "/message:frobnicate",
-        "/v1/tasks/x/y",
-    ] {
+    for path in ["/nothing/here/at/all", "/message:frobnicate"] {
         let r = rest(&s, Method::GET, path, &[], None).await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}: {}", r.body);
         assert_eq!(r.reason(), "METHOD_NOT_FOUND", "{path}");
     }
+    // `/v1/…` is A2A 0.3's (ADR 031): an unknown path there is refused in 0.3's shape.
+    let resp = s
+        .client
+        .get(format!("{}{REST_PATH}/v1/tasks/x/y", s.base))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), StatusCode::NOT_FOUND);
+    let body: Value = resp.json().await.unwrap();
+    assert_eq!(body["code"], -32601, "{body}");
     for (method, path, allow) in [
         (Method::DELETE, "/tasks", "GET"),
         (Method::GET, "/message:send", "POST"),
