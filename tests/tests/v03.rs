@@ -11,6 +11,7 @@ use std::time::Duration;
 use reqwest::StatusCode;
 use serde_json::{json, Value};
 use taskledger_domain::ids::Principal;
+use taskledger_local::Storage;
 use taskledger_tests::receiver::{Receiver, Script};
 use taskledger_tests::{test_config, Server};
 
@@ -286,7 +287,12 @@ async fn a_task_made_over_1_0_is_read_streamed_and_cancelled_over_0_3() {
 
 #[tokio::test]
 async fn each_webhook_receives_the_shape_of_its_version_in_order() {
-    let s = Server::start_with(test_config()).await;
+    let mut config = test_config();
+    // On DynamoDB, pushes go through the serverless path: the stream relay and the SQS queues.
+    if let Storage::Dynamo { pollers, .. } = &mut config.storage {
+        *pollers = true;
+    }
+    let s = Server::start_with(config).await;
     let task = s.send_task("tck-input-required-5", "hi").await;
     let id = task["id"].as_str().unwrap().to_string();
     let (hook03, hook10) = (
