@@ -151,7 +151,7 @@ async fn main() {
         let client = sqs::client_from_env().await;
         let turns = sqs::SqsTurnQueue::new(
             client.clone(),
-            sqs::create_queues(&client, &prefix).await.unwrap(),
+            sqs::create_queues(&client, &prefix).await.unwrap().0,
         );
         let model = Arc::new(Timed::default());
         let svc = service(store.clone(), store.clone(), model.clone());
@@ -170,6 +170,7 @@ async fn main() {
         tokio::spawn(taskledger_local::pollers::run_turn_poller(
             svc.clone(),
             Arc::new(turns),
+            taskledger_local::pollers::DEFAULT_TURN_LEASE_SECS,
         ));
         measure(
             "emulator (DynamoDB stream → SQS FIFO)",

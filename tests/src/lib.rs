@@ -37,6 +37,7 @@ pub fn fast_timings() -> ScenarioTimings {
     ScenarioTimings {
         delayed_complete: Duration::from_millis(300),
         resubscribe: Duration::from_millis(600),
+        stall: Duration::from_secs(3600),
     }
 }
 

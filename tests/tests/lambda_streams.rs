@@ -153,6 +153,7 @@ impl Rig {
         c.timings = ScenarioTimings {
             delayed_complete: WORKING_FOR,
             resubscribe: WORKING_FOR,
+            ..Default::default()
         };
         let who = Principal::new(TENANT, SUBJECT).expect("principal");
         c.tokens = [("t".to_string(), who)].into();

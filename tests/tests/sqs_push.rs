@@ -112,7 +112,8 @@ async fn deliveries_flow_through_the_push_queue_with_retries_and_dead_letters() 
         sqs::client_from_env().await,
         sqs::create_queues(&sqs::client_from_env().await, &prefix)
             .await
-            .unwrap(),
+            .unwrap()
+            .0,
     );
     let relay = stream_relay(store.clone(), turns, Some(queue.clone()));
     let mut expected = 0;

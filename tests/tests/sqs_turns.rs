@@ -57,7 +57,7 @@ async fn committed_work_runs_once_through_the_queue() {
     schema::create_tables(&ddb, &prefix).await.unwrap();
     let store = Arc::new(DynamoStore::new(ddb, &prefix));
     let client = sqs::client_from_env().await;
-    let url = sqs::create_queues(&client, &prefix).await.unwrap();
+    let (url, _dlq) = sqs::create_queues(&client, &prefix).await.unwrap();
     let queue = SqsTurnQueue::new(client.clone(), url.clone());
     let svc = Service::new(
         store.clone(),

@@ -10,7 +10,9 @@ use crate::projection::ReadWrite;
 use crate::task::{TaskAggregate, TaskHead};
 use crate::time::Timestamp;
 
+mod housekeeping;
 mod read_model;
+pub use housekeeping::*;
 pub use read_model::*;
 
 /// Version of the snapshot (head) shape; a stored snapshot of another version is rebuilt from events.

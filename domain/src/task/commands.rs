@@ -117,6 +117,19 @@ pub enum TaskCommand {
         work_seq: u64,
         at: Timestamp,
     },
+    /// The turn for the work requested at `work_seq` was given up after `attempts` (its
+    /// retries spent, or dead-lettered): the task fails with `reason` (`liveness`).
+    GiveUpAgentWork {
+        work_seq: u64,
+        attempts: u32,
+        reason: String,
+        at: Timestamp,
+    },
+    /// The deadline reaper: a task at work with no event in the last `deadline_secs` fails.
+    FailStalledTask {
+        deadline_secs: u64,
+        at: Timestamp,
+    },
     /// A skill's instructions join (or leave) the agent's context for this task.
     LoadSkill {
         name: String,

@@ -14,6 +14,7 @@ mod handoff;
 mod handoff_status;
 mod head;
 mod help;
+mod liveness;
 mod messages;
 mod participants;
 mod plan;
@@ -42,6 +43,7 @@ pub use handoff_status::{
 };
 pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
+pub use liveness::{clip_reason, MAX_REASON_CHARS, MAX_STALL_DEADLINE_SECS};
 pub use messages::{MAX_HISTORY_BYTES, MAX_HISTORY_MESSAGES};
 pub use recent::{RecentHistory, RECENT_BYTES, RECENT_MESSAGES};
 pub use sharing::principal_of;
@@ -129,6 +131,15 @@ impl TaskAggregate {
             // agent work
             TaskCommand::FinishAgentTurn { work_seq, at } => {
                 agent_work::finish_turn(head, work_seq, at)
+            }
+            TaskCommand::GiveUpAgentWork {
+                work_seq,
+                attempts,
+                reason,
+                at,
+            } => liveness::give_up(head, work_seq, attempts, &reason, at),
+            TaskCommand::FailStalledTask { deadline_secs, at } => {
+                liveness::fail_stalled(head, deadline_secs, at)
             }
             TaskCommand::ContinueAgentWork {
                 after,

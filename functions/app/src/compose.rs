@@ -204,6 +204,59 @@ pub async fn lambda_service(
     ))
 }
 
+/// The deadline reaper of a deployment: its service and the store's candidates.
+pub struct Reaper {
+    svc: Arc<Service>,
+    store: Arc<dyn taskledger_domain::ports::Housekeeping>,
+    deadline_secs: u64,
+}
+
+impl Reaper {
+    /// One pass at `now` (`runners::reaper`).
+    pub async fn pass(
+        &self,
+        now: taskledger_domain::time::Timestamp,
+    ) -> Result<crate::runners::ReapReport, crate::error::AppError> {
+        crate::runners::reap_stalled(&self.svc, self.store.as_ref(), self.deadline_secs, now).await
+    }
+}
+
+/// The reaper Lambda's: the DynamoDB store as for `lambda_service`, the deadline from
+/// `TASKLEDGER_STALL_DEADLINE_SECS` (default `DEFAULT_STALL_DEADLINE_SECS`; 0 = off: `None`).
+pub async fn lambda_reaper() -> Result<Option<Reaper>, Box<dyn std::error::Error + Send + Sync>> {
+    use crate::runners::{stall_deadline, DEFAULT_STALL_DEADLINE_SECS};
+    let secs = secs_from_env(
+        "TASKLEDGER_STALL_DEADLINE_SECS",
+        Duration::from_secs(DEFAULT_STALL_DEADLINE_SECS),
+    )?;
+    let Some(deadline_secs) = stall_deadline(secs.as_secs())
+        .map_err(|e| format!("TASKLEDGER_STALL_DEADLINE_SECS: {e}"))?
+    else {
+        return Ok(None);
+    };
+    let store = taskledger_infra::lambda::store_from_env().await?;
+    let cursor_key = var("TASKLEDGER_CURSOR_KEY")
+        .ok_or("TASKLEDGER_CURSOR_KEY must be set (signs ListTasks page tokens)")?;
+    // It runs no turns: new work its commits cause reaches the queue through the stream.
+    let agent = ScenarioAgent::new(Default::default());
+    let settings = ServiceSettings {
+        dispatch: crate::service::Dispatch::Feed,
+        ..Default::default()
+    };
+    let svc = Service::new(
+        store.clone(),
+        store.clone(),
+        agent,
+        CursorCodec::new(cursor_key.into_bytes()),
+        settings,
+    );
+    Ok(Some(Reaper {
+        svc,
+        store,
+        deadline_secs,
+    }))
+}
+
 /// How the API function answers (`TASKLEDGER_RESPONSE_STREAMING`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResponseMode {
@@ -369,25 +422,72 @@ pub async fn process_push_batch(
     finished
 }
 
-/// A received batch of the SQS turn queue (message id, body) through the turn handler, in
-/// order; returns the ids of the messages whose turn failed (retried, then dead-lettered).
-/// Unreadable bodies are dropped with a warning: there is nothing to retry.
+/// A turn message as the worker Lambda receives it.
+#[derive(Debug, Clone, Default)]
+pub struct TurnMessage {
+    pub id: String,
+    pub body: Option<String>,
+    /// `ApproximateReceiveCount`: this receive included.
+    pub receives: u32,
+    /// From the dead-letter queue (its receives spent without an answer).
+    pub dead_lettered: bool,
+}
+
+impl TurnMessage {
+    /// A record of an SQS event: its id, body, receive count, and whether its queue is the
+    /// turn queue's dead-letter queue (by the name at the end of the source ARN).
+    pub fn from_record(
+        id: Option<String>,
+        body: Option<String>,
+        attributes: &std::collections::HashMap<String, String>,
+        source_arn: Option<&str>,
+    ) -> Self {
+        Self {
+            id: id.unwrap_or_default(),
+            body,
+            receives: attributes
+                .get("ApproximateReceiveCount")
+                .and_then(|n| n.parse().ok())
+                .unwrap_or(1),
+            dead_lettered: source_arn
+                .is_some_and(|arn| arn.ends_with(taskledger_infra::sqs::TURNS_DLQ)),
+        }
+    }
+}
+
+/// A received batch of the SQS turn queue (or its dead-letter queue) through the turn handler,
+/// in order; returns the ids of the messages whose turn failed (retried, then dead-lettered).
+/// A turn that fails on its last receive, and every dead-lettered one, is given up: its task
+/// fails saying why. Unreadable bodies are dropped with a warning: there is nothing to retry.
 pub async fn run_turn_batch(
     svc: &Arc<Service>,
     budget: crate::agent::TurnBudget,
-    messages: Vec<(String, Option<String>)>,
+    messages: Vec<TurnMessage>,
 ) -> Vec<String> {
+    use crate::runners::{give_up_turn, DEAD_LETTERED};
+    use taskledger_infra::sqs::MAX_RECEIVES;
     let mut failed = Vec::new();
-    for (id, body) in messages {
+    for m in messages {
         let turn: Option<taskledger_domain::turns::AgentTurn> =
-            body.as_deref().and_then(|b| serde_json::from_str(b).ok());
+            m.body.as_deref().and_then(|b| serde_json::from_str(b).ok());
         let Some(turn) = turn else {
-            tracing::warn!(message_id = %id, "unreadable turn message dropped");
+            tracing::warn!(message_id = %m.id, "unreadable turn message dropped");
             continue;
         };
-        if let Err(e) = crate::runners::handle_turn_within(svc, &turn, budget).await {
+        let settled = if m.dead_lettered {
+            give_up_turn(svc, &turn, MAX_RECEIVES, DEAD_LETTERED).await
+        } else {
+            match crate::runners::handle_turn_within(svc, &turn, budget).await {
+                Ok(_) => Ok(()),
+                Err(e) if m.receives >= MAX_RECEIVES => {
+                    give_up_turn(svc, &turn, m.receives, &e.to_string()).await
+                }
+                Err(e) => Err(e),
+            }
+        };
+        if let Err(e) = settled {
             tracing::error!(task_id = %turn.task_id, error = %e, "turn failed");
-            failed.push(id);
+            failed.push(m.id);
         }
     }
     failed

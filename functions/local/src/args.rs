@@ -185,6 +185,15 @@ pub(crate) struct Args {
     /// 0: any lifetime.
     #[arg(long, env = "TASKLEDGER_JWT_MAX_LIFETIME_SECS", default_value_t = 0)]
     pub(crate) jwt_max_lifetime_secs: u64,
+    /// Seconds a task at work (submitted or working) may go without any event before it
+    /// fails, saying so (the deadline reaper); 0: never.
+    #[arg(long, env = "TASKLEDGER_STALL_DEADLINE_SECS", default_value_t = taskledger_app::runners::DEFAULT_STALL_DEADLINE_SECS)]
+    pub(crate) stall_deadline_secs: u64,
+    /// Seconds a turn taken from the SQS turn queue (`--store dynamodb`) stays hidden from
+    /// other receivers, renewed every third of it while it runs: a crashed server's turns run
+    /// again within this bound.
+    #[arg(long, env = "TASKLEDGER_TURN_LEASE_SECS", default_value_t = taskledger_local::pollers::DEFAULT_TURN_LEASE_SECS)]
+    pub(crate) turn_lease_secs: u32,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     pub(crate) log_format: String,

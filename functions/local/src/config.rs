@@ -84,6 +84,12 @@ pub struct Config {
     pub board_image_origins: Vec<String>,
     /// How long a board session lasts at most.
     pub board_session_ttl: Duration,
+    /// A task at work with no event for this many seconds fails (the deadline reaper);
+    /// `None`: never.
+    pub stall_deadline_secs: Option<u64>,
+    /// How long a turn received from the SQS turn queue stays hidden from other receivers,
+    /// renewed while it runs (`pollers::turn_lease`): the crash-recovery bound.
+    pub turn_lease_secs: u32,
 }
 
 /// Where and how the gRPC binding is served.
@@ -158,6 +164,8 @@ impl Config {
             proxies: taskledger_app::http::Proxies::None,
             board_image_origins: Vec::new(),
             board_session_ttl: taskledger_app::board::DEFAULT_SESSION_TTL,
+            stall_deadline_secs: Some(taskledger_app::runners::DEFAULT_STALL_DEADLINE_SECS),
+            turn_lease_secs: crate::pollers::DEFAULT_TURN_LEASE_SECS,
         }
     }
 }

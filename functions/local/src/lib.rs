@@ -18,7 +18,7 @@ use taskledger_app::{
     router, AppState, Dispatch, GrpcAddress, HttpSettings, Service, ServiceSettings,
 };
 use taskledger_domain::cursor::CursorCodec;
-use taskledger_domain::ports::{EventStore, TaskReadModel};
+use taskledger_domain::ports::{EventStore, Housekeeping, TaskReadModel};
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::{PushSigner, WebhookSender};
@@ -43,6 +43,8 @@ use tokio::net::TcpListener;
 pub struct Stores {
     pub events: Arc<dyn EventStore>,
     pub reads: Arc<dyn TaskReadModel>,
+    /// The deadline reaper's candidates.
+    pub housekeeping: Arc<dyn Housekeeping>,
     /// The embedded store: its feed drives the relay, its outbox holds webhook deliveries.
     pub embedded: Option<Arc<SqliteStore>>,
     /// The serverless path's parts, when DynamoDB runs with pollers.
@@ -55,21 +57,34 @@ pub struct Serverless {
     pub ddb: aws_sdk_dynamodb::Client,
     pub table: String,
     pub turns: SqsTurnQueue,
+    /// The turn queue's dead-letter queue: each turn there is given up (its task fails).
+    pub turns_dlq: SqsTurnQueue,
     pub push: SqsPushQueue,
 }
 
+/// The queues of the serverless path.
+struct Queues {
+    turns: SqsTurnQueue,
+    turns_dlq: SqsTurnQueue,
+    push: SqsPushQueue,
+}
+
 /// The turn and push queues: created (with their DLQs) when `create`, else looked up by name.
-async fn queues(prefix: &str, create: bool) -> Result<(SqsTurnQueue, SqsPushQueue), LocalError> {
+async fn queues(prefix: &str, create: bool) -> Result<Queues, LocalError> {
     let client = sqs::client_from_env().await;
     if create {
-        let turns = sqs::create_queues(&client, prefix)
+        let (turns, turns_dlq) = sqs::create_queues(&client, prefix)
             .await
             .map_err(|e| LocalError::Queues(e.to_string()))?;
         let push = sqs::create_push_queues(&client, prefix)
             .await
             .map_err(|e| LocalError::Queues(e.to_string()))?;
         tracing::info!(turns = %turns, push = %push.queue_url, "SQS queues ready");
-        return Ok((SqsTurnQueue::new(client, turns), push));
+        return Ok(Queues {
+            turns: SqsTurnQueue::new(client.clone(), turns),
+            turns_dlq: SqsTurnQueue::new(client, turns_dlq),
+            push,
+        });
     }
     let find = |name: String| {
         let client = client.clone();
@@ -82,12 +97,14 @@ async fn queues(prefix: &str, create: bool) -> Result<(SqsTurnQueue, SqsPushQueu
         }
     };
     let turns = find(format!("{prefix}{}", sqs::TURNS_QUEUE)).await?;
+    let turns_dlq = find(format!("{prefix}{}", sqs::TURNS_DLQ)).await?;
     let push = find(format!("{prefix}{}", sqs::PUSH_QUEUE)).await?;
     let push_dlq = find(format!("{prefix}{}", sqs::PUSH_DLQ)).await?;
-    Ok((
-        SqsTurnQueue::new(client.clone(), turns),
-        SqsPushQueue::new(client, push, push_dlq),
-    ))
+    Ok(Queues {
+        turns: SqsTurnQueue::new(client.clone(), turns),
+        turns_dlq: SqsTurnQueue::new(client.clone(), turns_dlq),
+        push: SqsPushQueue::new(client, push, push_dlq),
+    })
 }
 
 /// Opens the configured store (creating DynamoDB tables first when asked).
@@ -97,6 +114,7 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
         Stores {
             events: s.clone(),
             reads: s.clone(),
+            housekeeping: s.clone(),
             embedded: Some(s),
             serverless: None,
         }
@@ -122,20 +140,22 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
             let s = Arc::new(DynamoStore::new(client.clone(), prefix));
             s.check().await?;
             let serverless = if *pollers {
-                let (turns, push) = queues(prefix, *create_tables).await?;
+                let q = queues(prefix, *create_tables).await?;
                 Some(Serverless {
                     store: (*s).clone(),
                     ddb: client,
                     table: dynamo::schema::table_name(prefix, &dynamo::schema::TASKS),
-                    turns,
-                    push,
+                    turns: q.turns,
+                    turns_dlq: q.turns_dlq,
+                    push: q.push,
                 })
             } else {
                 None
             };
             Stores {
                 events: s.clone(),
-                reads: s,
+                reads: s.clone(),
+                housekeeping: s,
                 embedded: None,
                 serverless,
             }
@@ -166,6 +186,7 @@ async fn build_bindings(
         Some(pem) => Some(Arc::new(PushSigner::from_pem(pem)?)),
         None => None,
     };
+    let housekeeping = stores.housekeeping.clone();
     let service = Service::new(
         stores.events,
         stores.reads,
@@ -216,12 +237,21 @@ async fn build_bindings(
         tokio::spawn(pollers::run_turn_poller(
             service.clone(),
             Arc::new(sl.turns),
+            config.turn_lease_secs,
         ));
+        tokio::spawn(pollers::run_turn_dlq_poller(service.clone(), sl.turns_dlq));
         tokio::spawn(pollers::run_push_poller(
             sl.push,
             WebhookSender::new(config.push.policy.clone(), signer.clone())?
                 .with_secrets(secrets.clone()),
             config.push.retry,
+        ));
+    }
+    if let Some(deadline) = config.stall_deadline_secs {
+        tokio::spawn(taskledger_app::runners::run_reaper(
+            service.clone(),
+            housekeeping,
+            deadline,
         ));
     }
     let auth: Arc<dyn Authenticator> = match &config.jwt {

@@ -279,6 +279,10 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             .origins()
             .to_vec(),
         board_session_ttl: session_ttl(args.board_session_ttl_secs)?,
+        stall_deadline_secs: taskledger_app::runners::stall_deadline(args.stall_deadline_secs)
+            .map_err(|e| format!("--stall-deadline-secs: {e}"))?,
+        turn_lease_secs: taskledger_local::pollers::turn_lease(args.turn_lease_secs)
+            .map_err(|e| format!("--turn-lease-secs: {e}"))?,
         agent: match (
             &args.llm_base_url.clone().filter(|u| !u.is_empty()),
             &args.bedrock_model.clone().filter(|m| !m.is_empty()),

@@ -1,12 +1,13 @@
-//! The agent worker Lambda (SQS trigger on the FIFO turn queue): runs each turn; a turn that
-//! fails is reported as a batch item failure (retried, then dead-lettered), the others are done.
+//! The agent worker Lambda (SQS trigger on the FIFO turn queue and its dead-letter queue): runs
+//! each turn; a turn that fails is reported as a batch item failure (retried), and one that
+//! fails on its last receive, or reaches the dead-letter queue, is given up (its task fails).
 //! Duplicates and stale turns do nothing. A turn that would run past the invocation's deadline
 //! (less `TASKLEDGER_TURN_MARGIN_SECS`) continues in a new turn.
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use taskledger_app::agent::{ScenarioTimings, TurnBudget};
-use taskledger_app::compose::{self, AgentChoice, DEFAULT_TURN_MARGIN};
+use taskledger_app::compose::{self, AgentChoice, TurnMessage, DEFAULT_TURN_MARGIN};
 use taskledger_app::{Dispatch, ServiceSettings};
 
 #[tokio::main]
@@ -30,7 +31,10 @@ async fn main() -> Result<(), Error> {
         let budget = TurnBudget::from_epoch_deadline(event.context.deadline, now_ms, margin);
         let messages = event.payload.records.into_iter();
         let messages = messages
-            .map(|r| (r.message_id.unwrap_or_default(), r.body))
+            .map(|r| {
+                let arn = r.event_source_arn.as_deref();
+                TurnMessage::from_record(r.message_id, r.body, &r.attributes, arn)
+            })
             .collect();
         let svc = svc.clone();
         async move {

@@ -8,8 +8,8 @@ use taskledger_domain::ids::{
 };
 use taskledger_domain::intake;
 use taskledger_domain::ports::{
-    commit_for, restore, EventStore, IdempotencyRecord, MessageKey, StoreError, TaskReadModel,
-    ViewOptions,
+    commit_for, restore, EventStore, Housekeeping, IdempotencyRecord, MessageKey, StoreError,
+    TaskReadModel, ViewOptions,
 };
 use taskledger_domain::projection::{assemble, limit_history};
 use taskledger_domain::task::{AppendUserMessage, CreateTask, TaskAggregate, TaskCommand};
@@ -17,8 +17,8 @@ use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Part, TaskState};
 
 /// A store under contract.
-pub trait Store: EventStore + TaskReadModel + 'static {}
-impl<T: EventStore + TaskReadModel + 'static> Store for T {}
+pub trait Store: EventStore + TaskReadModel + Housekeeping + 'static {}
+impl<T: EventStore + TaskReadModel + Housekeeping + 'static> Store for T {}
 
 pub fn alice() -> Principal {
     Principal::new("acme", "alice").expect("valid principal")
@@ -115,12 +115,14 @@ pub fn append_cmd(id: &str, text: &str) -> TaskCommand {
 
 mod first;
 mod history;
+mod housekeeping;
 mod list;
 mod sharing;
 mod stamp;
 mod stream;
 pub use first::a_first_commit_reads_back_as_its_events_show;
 pub use history::a_history_past_the_tail_reads_whole_and_in_order;
+pub use housekeeping::tasks_at_work_are_found_by_the_age_of_their_status;
 pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters};
 pub use sharing::{
     a_task_is_found_by_whom_it_is_shared_with,
@@ -456,7 +458,8 @@ macro_rules! contract_tests {
             a_task_is_found_by_whom_it_is_shared_with,
             a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
             states_are_counted_for_the_tasks_a_list_would_find,
-            a_change_stamp_moves_with_every_commit
+            a_change_stamp_moves_with_every_commit,
+            tasks_at_work_are_found_by_the_age_of_their_status
         );
     };
     (@case $make:expr; $($case:ident),+) => {

@@ -105,6 +105,9 @@ impl DynamoStore {
             ("state".into(), s(head.status.state.as_str())),
             ("shard".into(), s(schema::shard_key(schema::shard_of(id)))),
         ]);
+        if let Some(k) = schema::at_work_key(schema::shard_of(id), head.status.state) {
+            item.insert("g4pk".into(), s(k));
+        }
         Ok(item)
     }
 

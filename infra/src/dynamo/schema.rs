@@ -39,6 +39,7 @@ pub const BY_OWNER: &str = "by-owner";
 pub const BY_CONTEXT: &str = "by-context";
 pub const BY_STATE: &str = "by-state";
 pub const BY_SHARD: &str = "by-shard";
+pub const AT_WORK: &str = "at-work";
 
 /// Attributes the list indexes carry besides their keys: the chunk counts of the task's
 /// artifacts, so one BatchGetItem reads a page's heads and chunks (ADR 019). Small index items
@@ -56,7 +57,7 @@ pub const TASKS: TableDef = TableDef {
     suffix: "tasks",
     pk: "pk",
     sk: "sk",
-    attributes: &["pk", "sk", "g1pk", "g1sk", "g2pk", "g3pk", "shard"],
+    attributes: &["pk", "sk", "g1pk", "g1sk", "g2pk", "g3pk", "shard", "g4pk"],
     indexes: &[
         IndexDef {
             name: BY_OWNER,
@@ -80,6 +81,13 @@ pub const TASKS: TableDef = TableDef {
             name: BY_SHARD,
             pk: "shard",
             sk: "pk",
+            include: None,
+        },
+        // Sparse: only the heads of tasks at work carry `g4pk` (the deadline reaper's walk).
+        IndexDef {
+            name: AT_WORK,
+            pk: "g4pk",
+            sk: "g1sk",
             include: None,
         },
     ],
@@ -265,6 +273,12 @@ fn fnv(s: &str) -> u32 {
 /// The `by-shard` shard of a task.
 pub fn shard_of(task_id: &str) -> u32 {
     fnv(task_id) % SHARDS
+}
+
+/// Partition key of the sparse `at-work` index (`g4pk`) for a task of `shard` in `state`:
+/// only SUBMITTED and WORKING tasks have one.
+pub fn at_work_key(shard: u32, state: TaskState) -> Option<String> {
+    matches!(state, TaskState::Submitted | TaskState::Working).then(|| format!("W{SEP}{shard}"))
 }
 
 /// Partition key of the `by-shard` index.

@@ -7,6 +7,7 @@ mod commit;
 mod events;
 mod feed;
 mod gather;
+mod housekeeping;
 mod outbox;
 mod reads;
 mod scans;

@@ -28,6 +28,8 @@ CREATE TABLE IF NOT EXISTS heads (
     version INTEGER NOT NULL, snapshot_schema INTEGER NOT NULL, snapshot TEXT NOT NULL);
 CREATE INDEX IF NOT EXISTS heads_by_owner ON heads (tenant, owner, status_nanos DESC, task_id DESC);
 CREATE INDEX IF NOT EXISTS heads_by_context ON heads (tenant, owner, context_id, status_nanos DESC, task_id DESC);
+CREATE INDEX IF NOT EXISTS heads_at_work ON heads (status_nanos, task_id)
+    WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');
 CREATE TABLE IF NOT EXISTS members (
     tenant TEXT NOT NULL, subject TEXT NOT NULL, task_id TEXT NOT NULL,
     PRIMARY KEY (tenant, subject, task_id)) WITHOUT ROWID;
@@ -254,7 +256,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(indexes, ["heads_by_context", "heads_by_owner"]);
+        assert_eq!(indexes, ["heads_at_work", "heads_by_context", "heads_by_owner"]);
         let duplicate = conn.execute(
             "INSERT INTO events (task_id, seq, event_type, event_version, payload, recorded_at) \
              VALUES ('t', 1, 'X', '1.0', '{}', 6)",

@@ -2,6 +2,7 @@
 //! domain's TurnQueue, and the receive/delete/retry calls of the local server's poller.
 
 use async_trait::async_trait;
+use aws_sdk_sqs::types::MessageSystemAttributeName;
 use aws_sdk_sqs::Client;
 use sha2::{Digest, Sha256};
 use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
@@ -36,16 +37,21 @@ impl SqsTurnQueue {
 pub struct ReceivedTurn {
     pub turn: Option<AgentTurn>,
     pub receipt_handle: String,
+    /// How often the message has been received, this time included.
+    pub receives: u32,
 }
 
 impl SqsTurnQueue {
-    /// Receives up to ten turns without waiting (the local server's poller).
-    pub async fn receive(&self) -> Result<Vec<ReceivedTurn>, QueueError> {
+    /// Receives up to ten turns without waiting (the local server's pollers), each hidden from
+    /// other receivers for `lease_secs` (`None`: the queue's visibility timeout).
+    pub async fn receive(&self, lease_secs: Option<i32>) -> Result<Vec<ReceivedTurn>, QueueError> {
         let out = self
             .client
             .receive_message()
             .queue_url(&self.queue_url)
             .max_number_of_messages(10)
+            .set_visibility_timeout(lease_secs)
+            .message_system_attribute_names(MessageSystemAttributeName::ApproximateReceiveCount)
             .send()
             .await
             .map_err(turn_err)?;
@@ -55,6 +61,11 @@ impl SqsTurnQueue {
             .into_iter()
             .map(|m| ReceivedTurn {
                 turn: m.body().and_then(|b| serde_json::from_str(b).ok()),
+                receives: m
+                    .attributes()
+                    .and_then(|a| a.get(&MessageSystemAttributeName::ApproximateReceiveCount))
+                    .and_then(|n| n.parse().ok())
+                    .unwrap_or(1),
                 receipt_handle: m.receipt_handle.unwrap_or_default(),
             })
             .collect())
@@ -72,8 +83,9 @@ impl SqsTurnQueue {
             .map_err(turn_err)
     }
 
-    /// A failed turn comes back after `secs` (counted towards the DLQ's receive limit).
-    pub async fn retry_later(&self, receipt_handle: &str, secs: i32) -> Result<(), QueueError> {
+    /// The message stays hidden for `secs` from now: a failed turn comes back after them
+    /// (counted towards the DLQ's receive limit), a running one's lease is extended by them.
+    pub async fn hide_for(&self, receipt_handle: &str, secs: i32) -> Result<(), QueueError> {
         self.client
             .change_message_visibility()
             .queue_url(&self.queue_url)
@@ -120,9 +132,9 @@ impl TurnQueue for SqsTurnQueue {
     }
 }
 
-/// Creates the FIFO turn queue and its dead-letter queue (idempotent); returns the queue URL.
-pub async fn create_queues(client: &Client, prefix: &str) -> Result<String, QueueError> {
-    let (url, _) = create_fifo_with_dlq(
+/// Creates the FIFO turn queue and its dead-letter queue (idempotent); returns their URLs.
+pub async fn create_queues(client: &Client, prefix: &str) -> Result<(String, String), QueueError> {
+    create_fifo_with_dlq(
         client,
         &format!("{prefix}{TURNS_QUEUE}"),
         &format!("{prefix}{TURNS_DLQ}"),
@@ -130,6 +142,5 @@ pub async fn create_queues(client: &Client, prefix: &str) -> Result<String, Queu
         MAX_RECEIVES,
     )
     .await
-    .map_err(QueueError::Unavailable)?;
-    Ok(url)
+    .map_err(QueueError::Unavailable)
 }

@@ -20,10 +20,11 @@ use super::llm::{LlmAgent, DEFAULT_MAX_TURNS};
 use super::{Agent, TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
 
-/// One step of a rule: commands committed together, or a pause.
+/// One step of a rule: commands committed together, a pause, or the turn failing.
 enum Step {
     Commit(Vec<TaskCommand>),
     Pause(Duration),
+    Fail(&'static str),
 }
 
 /// The conformance kit's scenarios no model can play through the intrinsic tools, keyed by
@@ -43,9 +44,13 @@ pub enum Scenario {
     StreamChunked,
     StreamDirect,
     Resubscribe,
+    /// Faults for the liveness paths: every turn fails (an error, as a store outage gives),
+    /// or the task goes WORKING and its turn hangs without another word.
+    TurnFails,
+    TurnStalls,
 }
 
-const PREFIXES: [(&str, Scenario); 11] = [
+const PREFIXES: [(&str, Scenario); 13] = [
     ("tck-input-required", Scenario::InputRequired),
     ("tck-auth-required", Scenario::AuthRequired),
     ("tck-delayed-complete", Scenario::DelayedComplete),
@@ -57,6 +62,8 @@ const PREFIXES: [(&str, Scenario); 11] = [
     ("tck-stream-artifact-chunked", Scenario::StreamChunked),
     ("tck-stream-002", Scenario::StreamDirect),
     ("test-resubscribe-message-id", Scenario::Resubscribe),
+    ("fault-turn-fails", Scenario::TurnFails),
+    ("fault-turn-stalls", Scenario::TurnStalls),
 ];
 
 impl Scenario {
@@ -75,6 +82,8 @@ pub struct ScenarioTimings {
     pub delayed_complete: Duration,
     /// `test-resubscribe-message-id`: at least twice the kit's streaming timeout.
     pub resubscribe: Duration,
+    /// `fault-turn-stalls`: how long the turn hangs after going WORKING.
+    pub stall: Duration,
 }
 
 impl Default for ScenarioTimings {
@@ -82,6 +91,7 @@ impl Default for ScenarioTimings {
         Self {
             delayed_complete: Duration::from_millis(1500),
             resubscribe: Duration::from_millis(4500),
+            stall: Duration::from_secs(3600),
         }
     }
 }
@@ -191,6 +201,11 @@ impl ScenarioAgent {
                 TaskState::Completed,
                 "Task completed",
             )])],
+            Scenario::TurnFails => vec![Step::Fail("scripted fault: the turn fails")],
+            Scenario::TurnStalls => vec![
+                Step::Commit(vec![working()]),
+                Step::Pause(self.timings.stall),
+            ],
             Scenario::MessageResponse => return None,
         })
     }
@@ -232,7 +247,7 @@ impl Agent for ScenarioAgent {
                 let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
                 run_rule(tasks.as_ref(), &task_id, steps)
                     .instrument(span)
-                    .await;
+                    .await?;
                 Ok(TurnEnd::Finished)
             }
             None => {
@@ -244,28 +259,38 @@ impl Agent for ScenarioAgent {
     }
 }
 
-/// Commits a rule's steps in order, pausing where it says.
-async fn run_rule(tasks: &dyn TaskPort, task_id: &TaskId, steps: Vec<Step>) {
+/// Commits a rule's steps in order, pausing where it says; a failing step fails the turn.
+async fn run_rule(
+    tasks: &dyn TaskPort,
+    task_id: &TaskId,
+    steps: Vec<Step>,
+) -> Result<(), AppError> {
     for step in steps {
         match step {
             Step::Pause(d) => tokio::time::sleep(d).await,
+            Step::Fail(why) => {
+                return Err(AppError::Store(
+                    taskledger_domain::ports::StoreError::Unavailable(why.into()),
+                ))
+            }
             Step::Commit(commands) => match tasks.execute(task_id, &|_| commands.clone()).await {
                 Ok(_) => {}
                 // Canceled (or finished by another turn) meanwhile: nothing left to do.
                 Err(AppError::Domain(DomainError::TaskTerminal { .. })) => {
                     debug!("task became terminal, stopping");
-                    return;
+                    return Ok(());
                 }
                 Err(e) => {
                     warn!(error = %e, "agent step failed");
                     tasks
                         .fail_task(task_id, "the agent could not record its work")
                         .await;
-                    return;
+                    return Ok(());
                 }
             },
         }
     }
+    Ok(())
 }
 
 #[cfg(test)]

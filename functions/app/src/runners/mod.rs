@@ -6,9 +6,16 @@
 
 pub mod feed;
 pub mod push;
+pub mod reaper;
 pub mod relay;
 
 pub use crate::per_task::{jitter, PerTask};
-pub use crate::service::turns::{handle_turn, handle_turn_within, TurnOutcome};
+pub use crate::service::turns::{
+    give_up_turn, handle_turn, handle_turn_within, TurnOutcome, DEAD_LETTERED,
+    IN_PROCESS_TURN_ATTEMPTS,
+};
 pub use feed::{run_feed, run_feed_relay};
+pub use reaper::{
+    reap_stalled, run_reaper, stall_deadline, ReapReport, DEFAULT_STALL_DEADLINE_SECS,
+};
 pub use relay::{InProcessTurns, Relay, RelayError, Relayed};

@@ -15,7 +15,7 @@ use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
 use taskledger_domain::wire::PushProtocol;
 use tokio::sync::Notify;
 
-use crate::service::turns::handle_turn;
+use crate::service::turns::{run_turn_retrying, Delivery};
 use crate::service::Service;
 
 #[derive(Debug, thiserror::Error)]
@@ -194,11 +194,12 @@ impl InProcessTurns {
 impl TurnQueue for InProcessTurns {
     async fn enqueue(&self, turns: &[AgentTurn]) -> Result<(), QueueError> {
         for turn in turns {
-            match handle_turn(&self.svc, turn).await {
-                Ok(outcome) => tracing::debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
-                // As on a queue without redelivery: the failure is logged where it is handled.
-                Err(e) => tracing::warn!(task_id = %turn.task_id, error = %e, "turn failed"),
-            }
+            // Retried here, then given up (the task fails); a failure to record even that
+            // is the feed's to retry.
+            let outcome = run_turn_retrying(&self.svc, turn, Delivery::AtLeastOnce)
+                .await
+                .map_err(|e| QueueError::Unavailable(e.to_string()))?;
+            tracing::debug!(task_id = %turn.task_id, ?outcome, "turn handled");
         }
         Ok(())
     }

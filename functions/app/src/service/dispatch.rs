@@ -8,9 +8,8 @@ use taskledger_domain::turns::AgentTurn;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tracing::{debug, warn};
 
-use super::turns::{run_turn, Delivery};
+use super::turns::{run_turn_retrying, Delivery};
 use super::Service;
-use crate::agent::TurnBudget;
 use crate::per_task::PerTask;
 
 /// Runs the service's committed turns until the service is gone.
@@ -21,8 +20,9 @@ pub fn start(svc: &Arc<Service>, mut turns: UnboundedReceiver<AgentTurn>) {
         while let Some(turn) = turns.recv().await {
             let Some(svc) = svc.upgrade() else { return };
             per_task.submit(&turn.task_id.to_string(), async move {
-                match run_turn(&svc, &turn, TurnBudget::unlimited(), Delivery::Once).await {
+                match run_turn_retrying(&svc, &turn, Delivery::Once).await {
                     Ok(outcome) => debug!(task_id = %turn.task_id, ?outcome, "turn handled"),
+                    // Not even the give-up could be recorded (the store is down).
                     Err(e) => warn!(task_id = %turn.task_id, error = %e, "turn failed"),
                 }
             });

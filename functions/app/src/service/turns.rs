@@ -31,6 +31,8 @@ pub enum TurnOutcome {
     Nothing,
     /// The budget ran out first: the work goes on in a continuation turn.
     Continued,
+    /// It failed on every attempt: the task failed (`give_up_turn`).
+    GivenUp,
 }
 
 async fn finish(svc: &Service, task_id: &TaskId, work_seq: u64) -> Result<(), AppError> {
@@ -42,6 +44,65 @@ async fn finish(svc: &Service, task_id: &TaskId, work_seq: u64) -> Result<(), Ap
     })
     .await
     .map(|_| ())
+}
+
+/// The reason a dead-lettered turn is given up with.
+pub const DEAD_LETTERED: &str =
+    "its queue message was dead-lettered (every receive ended without an answer: the worker \
+     crashed or timed out)";
+
+/// Attempts at a turn run in this process (in-process dispatch, the embedded feed) before it is
+/// given up and its task fails; a queue counts its own receives (`MAX_RECEIVES` on SQS).
+pub const IN_PROCESS_TURN_ATTEMPTS: u32 = 3;
+/// The pause before the second attempt; it doubles for each one after.
+const IN_PROCESS_RETRY_PAUSE: std::time::Duration = std::time::Duration::from_millis(200);
+
+/// The turn will not run again (`attempts` made, the last failing with `reason`, or the queue
+/// dead-lettered it): its task fails saying why, through the one commit path, unless the work
+/// is done or superseded by now (the domain's `liveness`).
+pub async fn give_up_turn(
+    svc: &Service,
+    turn: &AgentTurn,
+    attempts: u32,
+    reason: &str,
+) -> Result<(), AppError> {
+    warn!(task_id = %turn.task_id, work_seq = turn.work_seq, attempts, reason, "turn given up; the task fails");
+    svc.execute(Actor::Agent, &turn.task_id, None, |_| {
+        vec![TaskCommand::GiveUpAgentWork {
+            work_seq: turn.work_seq,
+            attempts,
+            reason: reason.to_string(),
+            at: Timestamp::now(),
+        }]
+    })
+    .await
+    .map(|_| ())
+}
+
+/// Runs a turn in this process up to `IN_PROCESS_TURN_ATTEMPTS` times, pausing between
+/// attempts; the last failure gives the turn up (`give_up_turn`).
+pub(crate) async fn run_turn_retrying(
+    svc: &Arc<Service>,
+    turn: &AgentTurn,
+    delivery: Delivery,
+) -> Result<TurnOutcome, AppError> {
+    let mut pause = IN_PROCESS_RETRY_PAUSE;
+    let mut attempt = 1;
+    loop {
+        match run_turn(svc, turn, TurnBudget::unlimited(), delivery).await {
+            Ok(outcome) => return Ok(outcome),
+            Err(e) if attempt < IN_PROCESS_TURN_ATTEMPTS => {
+                warn!(task_id = %turn.task_id, error = %e, attempt, "turn failed; trying again");
+                tokio::time::sleep(pause).await;
+                pause *= 2;
+                attempt += 1;
+            }
+            Err(e) => {
+                give_up_turn(svc, turn, attempt, &e.to_string()).await?;
+                return Ok(TurnOutcome::GivenUp);
+            }
+        }
+    }
 }
 
 /// Runs one turn with no deadline (the embedded worker).

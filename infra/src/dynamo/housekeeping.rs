@@ -1,0 +1,79 @@
+//! The DynamoDB store's housekeeping: the deadline reaper's candidates, from the sparse
+//! `at-work` index (only heads of SUBMITTED and WORKING tasks are in it), one Query per shard.
+
+use async_trait::async_trait;
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::ports::{AtWork, Housekeeping, StoreError};
+use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::TaskState;
+
+use super::schema::{self, AT_WORK, SHARDS};
+use super::store::{get_s, s, sdk_err, DynamoStore};
+
+/// Just after `key` in the index's order (a key condition has one bound per side: BETWEEN).
+fn just_after(key: &str) -> String {
+    format!("{key}\u{1}")
+}
+
+#[async_trait]
+impl Housekeeping for DynamoStore {
+    async fn stalled(
+        &self,
+        before: Timestamp,
+        after: Option<&AtWork>,
+        limit: u32,
+    ) -> Result<Vec<AtWork>, StoreError> {
+        // Sort keys below `before`'s floor are older; `after`'s key and those before it are done.
+        let upper = schema::list_sort_floor(before.unix_nanos());
+        let lower =
+            after.map(|a| just_after(&schema::list_sort_key(a.status_nanos, a.task_id.as_str())));
+        if lower.as_ref().is_some_and(|l| *l >= upper) {
+            return Ok(vec![]);
+        }
+        let shards = (0..SHARDS).map(|shard| {
+            let (lower, upper) = (lower.clone(), upper.clone());
+            async move {
+                let key = schema::at_work_key(shard, TaskState::Working).unwrap_or_default();
+                let mut q = self
+                    .client
+                    .query()
+                    .table_name(&self.table)
+                    .index_name(AT_WORK)
+                    .expression_attribute_values(":p", s(key))
+                    .expression_attribute_values(":hi", s(upper))
+                    .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+                q = match lower {
+                    Some(lo) => q
+                        .key_condition_expression("g4pk = :p AND g1sk BETWEEN :lo AND :hi")
+                        .expression_attribute_values(":lo", s(lo)),
+                    None => q.key_condition_expression("g4pk = :p AND g1sk < :hi"),
+                };
+                let out = q.send().await.map_err(|e| sdk_err("Query", e))?;
+                let mut found = Vec::new();
+                for item in out.items.unwrap_or_default() {
+                    let (sort, pk) = (get_s(&item, "g1sk")?, get_s(&item, "pk")?);
+                    // The floor itself (`digits#`) is no task's key: BETWEEN's top is open here.
+                    let Some((nanos, id)) = schema::split_list_sort_key(sort) else {
+                        continue;
+                    };
+                    let id = schema::parse_task_pk(pk).unwrap_or(id);
+                    found.push(AtWork {
+                        status_nanos: nanos.parse().unwrap_or(0),
+                        task_id: TaskId::parse(id).map_err(StoreError::Corrupt)?,
+                    });
+                }
+                Ok::<_, StoreError>(found)
+            }
+        });
+        let mut all = Vec::new();
+        for r in futures_util::future::join_all(shards).await {
+            all.extend(r?);
+        }
+        // Oldest first across the shards.
+        all.sort_by(|a, b| {
+            (a.status_nanos, a.task_id.as_str()).cmp(&(b.status_nanos, b.task_id.as_str()))
+        });
+        all.truncate(limit as usize);
+        Ok(all)
+    }
+}
