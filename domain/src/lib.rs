@@ -17,6 +17,7 @@ pub mod llm;
 pub mod ports;
 pub mod projection;
 pub mod push;
+pub mod retention;
 pub mod scripted;
 pub mod skills;
 pub mod task;

@@ -2,8 +2,9 @@
 //! `TASKLEDGER_TABLE_PREFIX`, checked so that a missing table fails the cold start by name.
 
 use std::sync::Arc;
+use taskledger_domain::retention::Retention;
 
-use crate::dynamo::{self, DynamoError, DynamoStore};
+use crate::dynamo::{self, DynamoStore};
 
 /// JSON logs without timestamps (CloudWatch adds its own), filtered by `RUST_LOG`.
 pub fn init_logging() {
@@ -19,11 +20,26 @@ pub fn init_logging() {
 }
 
 /// The task table's store, built once per sandbox.
-pub async fn store_from_env() -> Result<Arc<DynamoStore>, DynamoError> {
+pub async fn store_from_env() -> Result<Arc<DynamoStore>, Box<dyn std::error::Error + Send + Sync>>
+{
     let prefix = std::env::var("TASKLEDGER_TABLE_PREFIX").unwrap_or_else(|_| "taskledger-".into());
-    let store = Arc::new(DynamoStore::new(dynamo::client_from_env().await, &prefix));
+    let store = Arc::new(
+        DynamoStore::new(dynamo::client_from_env().await, &prefix)
+            .with_retention(retention_from_env()?),
+    );
     store.check().await?;
     Ok(store)
+}
+
+/// The retention of a Lambda's environment, as the local server's flags name it:
+/// `TASKLEDGER_RETENTION` (default 90d; 0 keeps tasks forever) and
+/// `TASKLEDGER_RETENTION_TENANTS` (`tenant=period,…`).
+pub fn retention_from_env() -> Result<Retention, String> {
+    let default = std::env::var("TASKLEDGER_RETENTION")
+        .unwrap_or_else(|_| taskledger_domain::retention::DEFAULT_RETENTION_SECS.to_string());
+    let tenants = std::env::var("TASKLEDGER_RETENTION_TENANTS").unwrap_or_default();
+    Retention::parse(&default, &tenants)
+        .map_err(|e| format!("TASKLEDGER_RETENTION / TASKLEDGER_RETENTION_TENANTS: {e}"))
 }
 
 /// Push notification settings shared by the API, relay and push worker Lambdas.

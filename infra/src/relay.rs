@@ -6,6 +6,7 @@ use serde_json::Value;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::CommittedEvent;
 use taskledger_domain::turns::StreamedEvent;
+use taskledger_domain::wire::TaskState;
 
 use crate::dynamo::schema;
 use crate::dynamo::store::PUSH_ATTR;
@@ -45,7 +46,18 @@ pub fn committed(image: &Value) -> Option<CommittedEvent> {
         seq: e.seq,
         event_type: e.event_type,
         pushed: pushed(image),
+        finished: finished(image),
     })
+}
+
+/// Whether an event item's status update reports a terminal state (its `sst` attribute).
+fn finished(image: &Value) -> bool {
+    image
+        .get(schema::STATUS_STATE_ATTR)
+        .and_then(|v| v.get("S"))
+        .and_then(|v| v.as_str())
+        .and_then(TaskState::from_name)
+        .is_some_and(TaskState::is_terminal)
 }
 
 #[cfg(test)]
@@ -67,5 +79,17 @@ mod tests {
         let head = serde_json::json!({"pk": {"S": "T#abc"}, "sk": {"S": "HEAD"}});
         assert_eq!(streamed(&head), None);
         assert_eq!(pushed(&head), None);
+    }
+
+    #[test]
+    fn a_terminal_status_event_finishes_its_task_and_a_removal_is_no_event() {
+        let event = |state: &str| {
+            serde_json::json!({"pk": {"S": "T#t"}, "sk": {"S": "E#00000000000000000009"},
+                "type": {"S": "StatusChanged"}, "sst": {"S": state}})
+        };
+        assert!(committed(&event("TASK_STATE_COMPLETED")).unwrap().finished);
+        assert!(!committed(&event("TASK_STATE_WORKING")).unwrap().finished);
+        // A TTL deletion's record (REMOVE) has no new image: nothing to relay.
+        assert_eq!(committed(&serde_json::json!({})), None);
     }
 }

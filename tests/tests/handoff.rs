@@ -268,7 +268,7 @@ async fn an_operator_lands_the_work_item_and_a_subscriber_sees_every_step() {
     };
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
     for status in ["working", "review", "landing"] {
-        let t = operator::advance_work(&storage, &id, status, vec![])
+        let t = operator::advance_work(&storage, &Default::default(), &id, status, vec![])
             .await
             .unwrap();
         assert_eq!(t.status.state.as_str(), "TASK_STATE_WORKING", "{status}");
@@ -284,14 +284,16 @@ async fn an_operator_lands_the_work_item_and_a_subscriber_sees_every_step() {
         {"kind": "evidence", "items": evidence},
     ]))
     .unwrap();
-    let landed = operator::advance_work(&storage, &id, "landed", artifacts)
+    let landed = operator::advance_work(&storage, &Default::default(), &id, "landed", artifacts)
         .await
         .unwrap();
     assert_eq!(landed.status.state.as_str(), "TASK_STATE_COMPLETED");
     // Landed is final: the operator is refused.
-    assert!(operator::advance_work(&storage, &id, "working", vec![])
-        .await
-        .is_err());
+    assert!(
+        operator::advance_work(&storage, &Default::default(), &id, "working", vec![])
+            .await
+            .is_err()
+    );
     let t = s.ok("GetTask", json!({"id": id})).await;
     assert_eq!(t["status"]["message"]["parts"][0]["text"], "Landed.");
     assert_eq!(t["metadata"][WORK]["status"], "landed");

@@ -50,6 +50,7 @@ async fn pushed_items(
                 seq,
                 event_type: i.get("type")?.as_s().ok()?.clone(),
                 pushed: Some(body),
+                finished: false,
             })
         })
         .collect()

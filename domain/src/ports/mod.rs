@@ -159,6 +159,9 @@ pub struct CommittedEvent {
     pub event_type: String,
     /// The update the event pushes to webhook subscribers (a `StreamResponse`), if it pushes one.
     pub pushed: Option<String>,
+    /// The event finished its task (a terminal status): a store with per-item expiry stamps the
+    /// task's older items then (`Housekeeping::stamp_expiry`).
+    pub finished: bool,
 }
 
 impl CommittedEvent {

@@ -121,6 +121,9 @@ pub struct ListQuery {
     pub context_id: Option<ContextId>,
     pub state: Option<TaskState>,
     pub status_after: Option<Timestamp>,
+    /// Finished tasks whose status time is at or before this are past their expiry
+    /// (`retention`): not listed, not counted.
+    pub finished_before: Option<Timestamp>,
     pub after: Option<Cursor>,
     pub page_size: PageSize,
     pub view: ViewOptions,
@@ -150,11 +153,13 @@ pub trait TaskReadModel: Send + Sync {
     /// How many of the tasks `list` would find (scope and context as given) are in each state,
     /// for a board's counts, without reading the tasks; in the states' proto order, those with
     /// no task left out.
+    /// Finished tasks whose status time is at or before `finished_before` are not counted.
     async fn count_by_state(
         &self,
         who: &Principal,
         scope: ListScope,
         context_id: Option<&ContextId>,
+        finished_before: Option<Timestamp>,
     ) -> Result<Vec<(TaskState, u64)>, StoreError>;
     /// The view of a head the caller already holds (a command's committed state): only the
     /// history rows and chunks it needs are read.

@@ -190,8 +190,9 @@ fn skills(dir: Option<&Path>) -> SkillCatalog {
 /// signed with `TASKLEDGER_CURSOR_KEY`.
 pub async fn lambda_service(
     agent: Arc<dyn Agent>,
-    settings: ServiceSettings,
+    mut settings: ServiceSettings,
 ) -> Result<Arc<Service>, Box<dyn std::error::Error + Send + Sync>> {
+    settings.retention = taskledger_infra::lambda::retention_from_env()?;
     let store = taskledger_infra::lambda::store_from_env().await?;
     let cursor_key = var("TASKLEDGER_CURSOR_KEY")
         .ok_or("TASKLEDGER_CURSOR_KEY must be set (signs ListTasks page tokens)")?;
@@ -241,6 +242,7 @@ pub async fn lambda_reaper() -> Result<Option<Reaper>, Box<dyn std::error::Error
     let agent = ScenarioAgent::new(Default::default());
     let settings = ServiceSettings {
         dispatch: crate::service::Dispatch::Feed,
+        retention: taskledger_infra::lambda::retention_from_env()?,
         ..Default::default()
     };
     let svc = Service::new(
@@ -383,7 +385,7 @@ pub fn stream_relay(
     turns: taskledger_infra::sqs::SqsTurnQueue,
     push: Option<taskledger_infra::sqs::SqsPushQueue>,
 ) -> crate::runners::Relay {
-    let relay = crate::runners::Relay::new(Arc::new(turns));
+    let relay = crate::runners::Relay::new(Arc::new(turns)).stamping_expiry(store.clone());
     match push {
         Some(queue) => relay.with_push(store, Arc::new(queue), None),
         None => relay,

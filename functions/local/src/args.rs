@@ -194,6 +194,13 @@ pub(crate) struct Args {
     /// again within this bound.
     #[arg(long, env = "TASKLEDGER_TURN_LEASE_SECS", default_value_t = taskledger_local::pollers::DEFAULT_TURN_LEASE_SECS)]
     pub(crate) turn_lease_secs: u32,
+    /// How long a finished task is kept, counted from the event that finished it: `90d`,
+    /// `12h`, `30m`, `45s` or seconds; 0 keeps tasks forever (at most 3650d).
+    #[arg(long, env = "TASKLEDGER_RETENTION", default_value = "90d")]
+    pub(crate) retention: String,
+    /// Tenants' own retention, `tenant=period,…` (e.g. `acme=7d,audit=0`).
+    #[arg(long, env = "TASKLEDGER_RETENTION_TENANTS", default_value = "")]
+    pub(crate) retention_tenants: String,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     pub(crate) log_format: String,

@@ -90,6 +90,8 @@ pub struct Config {
     /// How long a turn received from the SQS turn queue stays hidden from other receivers,
     /// renewed while it runs (`pollers::turn_lease`): the crash-recovery bound.
     pub turn_lease_secs: u32,
+    /// How long finished tasks are kept (`--retention`, `--retention-tenants`).
+    pub retention: taskledger_domain::retention::Retention,
 }
 
 /// Where and how the gRPC binding is served.
@@ -166,6 +168,7 @@ impl Config {
             board_session_ttl: taskledger_app::board::DEFAULT_SESSION_TTL,
             stall_deadline_secs: Some(taskledger_app::runners::DEFAULT_STALL_DEADLINE_SECS),
             turn_lease_secs: crate::pollers::DEFAULT_TURN_LEASE_SECS,
+            retention: Default::default(),
         }
     }
 }

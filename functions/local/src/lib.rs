@@ -19,6 +19,7 @@ use taskledger_app::{
 };
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ports::{EventStore, Housekeeping, TaskReadModel};
+use taskledger_domain::retention::Retention;
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::{PushSigner, WebhookSender};
@@ -108,7 +109,7 @@ async fn queues(prefix: &str, create: bool) -> Result<Queues, LocalError> {
 }
 
 /// Opens the configured store (creating DynamoDB tables first when asked).
-pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
+pub async fn open_store(storage: &Storage, retention: &Retention) -> Result<Stores, LocalError> {
     let sqlite = |s: SqliteStore| {
         let s = Arc::new(s);
         Stores {
@@ -137,7 +138,9 @@ pub async fn open_store(storage: &Storage) -> Result<Stores, LocalError> {
                     tracing::info!(table = %t, "created DynamoDB table");
                 }
             }
-            let s = Arc::new(DynamoStore::new(client.clone(), prefix));
+            let s = Arc::new(
+                DynamoStore::new(client.clone(), prefix).with_retention(retention.clone()),
+            );
             s.check().await?;
             let serverless = if *pollers {
                 let q = queues(prefix, *create_tables).await?;
@@ -175,7 +178,7 @@ async fn build_bindings(
     grpc_port: Option<u16>,
     http_addr: Option<std::net::SocketAddr>,
 ) -> Result<(axum::Router, A2aGrpc), LocalError> {
-    let stores = open_store(&config.storage).await?;
+    let stores = open_store(&config.storage, &config.retention).await?;
     let dispatch = if stores.embedded.is_some() || stores.serverless.is_some() {
         Dispatch::Feed
     } else {
@@ -202,6 +205,7 @@ async fn build_bindings(
             push_enabled: stores.embedded.is_some() || stores.serverless.is_some(),
             push_policy: config.push.policy.clone(),
             stream_poll: config.stream_poll,
+            retention: config.retention.clone(),
             rate_limit: config.rate_limit,
             task_limit: config.task_limit,
             max_streams: config.max_streams,
@@ -247,11 +251,11 @@ async fn build_bindings(
             config.push.retry,
         ));
     }
-    if let Some(deadline) = config.stall_deadline_secs {
+    if config.stall_deadline_secs.is_some() || !config.retention.is_forever() {
         tokio::spawn(taskledger_app::runners::run_reaper(
             service.clone(),
             housekeeping,
-            deadline,
+            config.stall_deadline_secs,
         ));
     }
     let auth: Arc<dyn Authenticator> = match &config.jwt {

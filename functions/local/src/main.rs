@@ -105,6 +105,12 @@ fn uses_dynamo(args: &Args) -> bool {
     }
 }
 
+/// `--retention` and `--retention-tenants`, checked.
+fn retention_of(args: &Args) -> Result<taskledger_domain::retention::Retention, String> {
+    taskledger_domain::retention::Retention::parse(&args.retention, &args.retention_tenants)
+        .map_err(|e| format!("--retention / --retention-tenants: {e}"))
+}
+
 async fn rebuild(
     args: &Args,
     task: Option<String>,
@@ -113,7 +119,9 @@ async fn rebuild(
     if !uses_dynamo(args) {
         return Err("rebuild works on the DynamoDB store (set --store dynamodb); the SQLite read model is written in the same transaction as its events".into());
     }
-    let store = DynamoStore::new(dynamo::client_from_env().await, &args.table_prefix);
+    // Rebuilt heads keep a finished task's expiry.
+    let store = DynamoStore::new(dynamo::client_from_env().await, &args.table_prefix)
+        .with_retention(retention_of(args)?);
     store.check().await?;
     if let Some(id) = task {
         let id = TaskId::parse(id)?;
@@ -224,8 +232,11 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             let artifacts = serde_json::from_str(artifacts)
                 .map_err(|e| format!("--artifacts: not a list of work artifacts: {e}"))?;
             let storage = storage_of(&args);
-            let t =
-                taskledger_local::operator::advance_work(&storage, task, status, artifacts).await?;
+            let retention = retention_of(&args)?;
+            let t = taskledger_local::operator::advance_work(
+                &storage, &retention, task, status, artifacts,
+            )
+            .await?;
             println!("{}", serde_json::to_string_pretty(&t)?);
             return Ok(());
         }
@@ -283,6 +294,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             .map_err(|e| format!("--stall-deadline-secs: {e}"))?,
         turn_lease_secs: taskledger_local::pollers::turn_lease(args.turn_lease_secs)
             .map_err(|e| format!("--turn-lease-secs: {e}"))?,
+        retention: retention_of(&args)?,
         agent: match (
             &args.llm_base_url.clone().filter(|u| !u.is_empty()),
             &args.bedrock_model.clone().filter(|m| !m.is_empty()),

@@ -8,6 +8,7 @@ use taskledger_app::agent::ScenarioAgent;
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::dmp::{WorkArtifact, WorkStatus};
+use taskledger_domain::retention::Retention;
 use taskledger_domain::wire::Task;
 
 use crate::{open_store, LocalError, Storage};
@@ -16,11 +17,12 @@ use crate::{open_store, LocalError, Storage};
 /// answer, pr, diffstat, evidence); the task as it is afterwards.
 pub async fn advance_work(
     storage: &Storage,
+    retention: &Retention,
     task: &str,
     status: &str,
     artifacts: Vec<WorkArtifact>,
 ) -> Result<Task, LocalError> {
-    let stores = open_store(storage).await?;
+    let stores = open_store(storage, retention).await?;
     // The servers' relays pick the commit up from the feed (pushes, streams).
     let service = Service::new(
         stores.events,
@@ -30,6 +32,7 @@ pub async fn advance_work(
         CursorCodec::new(uuid::Uuid::new_v4().as_bytes().to_vec()),
         ServiceSettings {
             dispatch: Dispatch::Feed,
+            retention: retention.clone(),
             ..Default::default()
         },
     );

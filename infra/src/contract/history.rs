@@ -51,6 +51,7 @@ pub async fn a_history_past_the_tail_reads_whole_and_in_order<S: Store>(store: A
         context_id: None,
         state: None,
         status_after: None,
+        finished_before: None,
         after: None,
         page_size: PageSize::parse(Some(10)).expect("size"),
         view: ViewOptions::exact(HistoryLength::All, false),

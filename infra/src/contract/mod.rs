@@ -122,7 +122,10 @@ mod stamp;
 mod stream;
 pub use first::a_first_commit_reads_back_as_its_events_show;
 pub use history::a_history_past_the_tail_reads_whole_and_in_order;
-pub use housekeeping::tasks_at_work_are_found_by_the_age_of_their_status;
+pub use housekeeping::{
+    finished_tasks_past_their_expiry_are_neither_listed_nor_counted,
+    tasks_at_work_are_found_by_the_age_of_their_status,
+};
 pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters};
 pub use sharing::{
     a_task_is_found_by_whom_it_is_shared_with,
@@ -459,7 +462,8 @@ macro_rules! contract_tests {
             a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
             states_are_counted_for_the_tasks_a_list_would_find,
             a_change_stamp_moves_with_every_commit,
-            tasks_at_work_are_found_by_the_age_of_their_status
+            tasks_at_work_are_found_by_the_age_of_their_status,
+            finished_tasks_past_their_expiry_are_neither_listed_nor_counted
         );
     };
     (@case $make:expr; $($case:ident),+) => {

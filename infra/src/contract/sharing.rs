@@ -52,6 +52,7 @@ async fn ids<S: Store>(
                     context_id: ctx.map(|c| ContextId::parse(c).expect("ctx")),
                     state: None,
                     status_after: None,
+                    finished_before: None,
                     after: after.take(),
                     page_size: PageSize::parse(Some(1)).expect("size"),
                     view: ViewOptions::exact(HistoryLength::Last(0), false),
@@ -148,6 +149,7 @@ pub async fn a_task_is_found_by_whom_it_is_shared_with<S: Store>(store: Arc<S>) 
                 context_id: None,
                 state: Some(TaskState::Completed),
                 status_after: None,
+                finished_before: None,
                 after: None,
                 page_size: PageSize::parse(Some(10)).expect("size"),
                 view: ViewOptions::exact(HistoryLength::Last(0), false),
@@ -239,7 +241,7 @@ pub async fn states_are_counted_for_the_tasks_a_list_would_find<S: Store>(store:
         async move {
             let ctx = ctx.map(|c| ContextId::parse(c).expect("ctx"));
             store
-                .count_by_state(&who, scope, ctx.as_ref())
+                .count_by_state(&who, scope, ctx.as_ref(), None)
                 .await
                 .expect("count")
         }

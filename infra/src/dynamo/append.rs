@@ -212,6 +212,15 @@ impl DynamoStore {
                 }
             }
         }
+        // A finished task's items expire with it (TTL): every item this commit writes of the
+        // task carries its expiry; the relay stamps the older ones (`stamp_expiry`).
+        if let Some(at) = c.head().and_then(|h| self.retention.expires_at(h)) {
+            for (item, slot) in items.iter_mut() {
+                if !matches!(slot, Slot::Idempotency) {
+                    item.insert(schema::EXPIRES_ATTR.into(), n(at.unix_secs()));
+                }
+            }
+        }
         // Limits, checked before anything is written.
         let count = items.len() + deletes.len();
         if count > MAX_TRANSACTION_ITEMS {

@@ -4,11 +4,16 @@
 use async_trait::async_trait;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{AtWork, Housekeeping, StoreError};
+use taskledger_domain::retention::Retention;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::TaskState;
 
 use super::schema::{self, AT_WORK, SHARDS};
-use super::store::{get_s, s, sdk_err, DynamoStore};
+use super::store::{get_s, n, s, sdk_err, snapshot_of, DynamoStore};
+use futures_util::StreamExt;
+
+/// Items stamped with their expiry at once.
+const STAMP_CONCURRENCY: usize = 16;
 
 /// Just after `key` in the index's order (a key condition has one bound per side: BETWEEN).
 fn just_after(key: &str) -> String {
@@ -75,5 +80,81 @@ impl Housekeeping for DynamoStore {
         });
         all.truncate(limit as usize);
         Ok(all)
+    }
+
+    /// Nothing: each item of a finished task carries its expiry (`expires`), and the table's
+    /// TTL deletes it; reads treat an expired task as gone before that.
+    async fn purge_expired(
+        &self,
+        _retention: &Retention,
+        _now: Timestamp,
+        _limit: u32,
+    ) -> Result<Vec<TaskId>, StoreError> {
+        Ok(vec![])
+    }
+
+    /// Every item of the finished task without its expiry gets it (one UpdateItem each, a
+    /// few at a time; an item deleted meanwhile is not made again).
+    async fn stamp_expiry(&self, task_id: &TaskId) -> Result<u64, StoreError> {
+        let Some(item) = self.head(task_id.as_str()).await? else {
+            return Ok(0);
+        };
+        let Some(at) = snapshot_of(&item)?
+            .head
+            .and_then(|h| self.retention.expires_at(&h))
+        else {
+            return Ok(0);
+        };
+        let pk = schema::task_pk(task_id.as_str());
+        let mut keys = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :p")
+                .filter_expression("attribute_not_exists(#x)")
+                .projection_expression("sk")
+                .expression_attribute_names("#x", schema::EXPIRES_ATTR)
+                .expression_attribute_values(":p", s(&pk))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| sdk_err("Query", e))?;
+            for item in out.items.unwrap_or_default() {
+                keys.push(get_s(&item, "sk")?.to_string());
+            }
+            match out.last_evaluated_key {
+                Some(k) if !k.is_empty() => start = Some(k),
+                _ => break,
+            }
+        }
+        let expires = n(at.unix_secs());
+        let updates = keys.into_iter().map(|sk| {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .key("pk", s(&pk))
+                .key("sk", s(sk))
+                .update_expression("SET #x = :x")
+                .condition_expression("attribute_exists(pk)")
+                .expression_attribute_names("#x", schema::EXPIRES_ATTR)
+                .expression_attribute_values(":x", expires.clone())
+                .send()
+        });
+        let mut stamped = 0u64;
+        let mut results = futures_util::stream::iter(updates).buffer_unordered(STAMP_CONCURRENCY);
+        while let Some(r) = results.next().await {
+            match r {
+                Ok(_) => stamped += 1,
+                // Deleted meanwhile (a chunk replaced): nothing to stamp.
+                Err(e)
+                    if e.as_service_error()
+                        .is_some_and(|e| e.is_conditional_check_failed_exception()) => {}
+                Err(e) => return Err(sdk_err("UpdateItem", e)),
+            }
+        }
+        Ok(stamped)
     }
 }

@@ -12,8 +12,10 @@ use taskledger_domain::ids::{ContextId, Principal};
 use taskledger_domain::ports::{Cursor, ListQuery, ListScope, StoreError};
 use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::TaskState;
 
+use super::expiry;
 use super::schema::{self, BY_CONTEXT, BY_OWNER, BY_STATE};
 use super::store::{get_s, parse, s, sdk_err, snapshot_of, DynamoStore, Item};
 
@@ -23,6 +25,30 @@ pub const MAX_COUNT_PAGES: usize = 1000;
 pub const MAX_BATCH_KEYS: usize = 100;
 /// Rounds of retrying keys DynamoDB left unprocessed (throttling) before failing the read.
 const MAX_BATCH_ROUNDS: usize = 8;
+
+/// The part of an index's sort key (`g1sk`) a Query reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum KeyRange {
+    All,
+    From(String),
+    Below(String),
+    Between(String, String),
+}
+
+impl KeyRange {
+    /// The key condition on the index partition `#ip = :p`, with the range's values.
+    fn condition(&self) -> (&'static str, Vec<(&'static str, String)>) {
+        match self {
+            Self::All => ("#ip = :p", vec![]),
+            Self::From(lo) => ("#ip = :p AND g1sk >= :lo", vec![(":lo", lo.clone())]),
+            Self::Below(hi) => ("#ip = :p AND g1sk < :hi", vec![(":hi", hi.clone())]),
+            Self::Between(lo, hi) => (
+                "#ip = :p AND g1sk BETWEEN :lo AND :hi",
+                vec![(":lo", lo.clone()), (":hi", hi.clone())],
+            ),
+        }
+    }
+}
 
 /// One match of a list index: where it sorts, its task partition and its chunk counts.
 struct Match {
@@ -62,6 +88,14 @@ impl DynamoStore {
             total += count;
             matches.extend(kept);
         }
+        // The owner index cannot tell finished tasks past their expiry: their count comes
+        // off its total, and the page drops them once their heads are read.
+        if let (None, None, Some(cutoff)) = (&q.context_id, q.state, q.finished_before) {
+            let expired = self
+                .expired_count(owner, q.scope, q.status_after, cutoff)
+                .await?;
+            total = total.saturating_sub(expired);
+        }
         matches.sort_by(|a, b| b.sort_key.cmp(&a.sort_key));
         let more = matches.len() > page_size;
         matches.truncate(page_size);
@@ -69,9 +103,10 @@ impl DynamoStore {
             (true, Some(last)) => Some(cursor_of(&last.sort_key)?),
             _ => None,
         };
-        let tasks = self
+        let mut tasks = self
             .heads_and_chunks(&matches, q.view.include_artifacts)
             .await?;
+        tasks.retain(|(state, _)| !expiry::is_expired_head(state, q.finished_before));
         Ok(IndexPage {
             tasks,
             total_size: total,
@@ -95,13 +130,15 @@ impl DynamoStore {
             (None, None) => (BY_OWNER, "g1pk", schema::owner_key(owner), None),
         };
         let pk_value = schema::index_key(&pk_value, shard, self.index_shards);
-        let lower = q
-            .status_after
-            .map(|t| schema::list_sort_floor(t.unix_nanos()));
-        let key_cond = match &lower {
-            Some(_) => "#ip = :p AND g1sk >= :lo",
-            None => "#ip = :p",
+        let range = match (index, q.state) {
+            (BY_STATE, Some(st)) => expiry::state_range(st, q),
+            _ => q.status_after.map_or(KeyRange::All, |t| {
+                KeyRange::From(schema::list_sort_floor(t.unix_nanos()))
+            }),
         };
+        let (key_cond, bounds) = range.condition();
+        // The context index tells finished tasks past their expiry by its state key.
+        let by_state_key = index == BY_CONTEXT && q.finished_before.is_some();
         let mut count = 0u64;
         let mut kept = Vec::new();
         let mut start: Option<Item> = None;
@@ -112,14 +149,18 @@ impl DynamoStore {
                 .table_name(&self.table)
                 .index_name(index)
                 .key_condition_expression(key_cond)
-                .projection_expression("pk, g1sk, #ch")
+                .projection_expression(if by_state_key {
+                    "pk, g1sk, #ch, g3pk"
+                } else {
+                    "pk, g1sk, #ch"
+                })
                 .expression_attribute_names("#ip", pk_attr)
                 .expression_attribute_names("#ch", schema::CHUNK_COUNTS_ATTR)
                 .expression_attribute_values(":p", s(&pk_value))
                 .scan_index_forward(false)
                 .set_exclusive_start_key(start.take());
-            if let Some(lo) = &lower {
-                b = b.expression_attribute_values(":lo", s(lo));
+            for (name, value) in &bounds {
+                b = b.expression_attribute_values(*name, s(value));
             }
             // The caller's entries are its own tasks' heads and the member entries of tasks
             // shared with it (ADR 021); a scope keeps one kind.
@@ -146,8 +187,13 @@ impl DynamoStore {
             }
             let out = b.send().await.map_err(|e| sdk_err("Query", e))?;
             for item in out.items.unwrap_or_default() {
-                count += 1;
                 let sort_key = get_s(&item, "g1sk")?;
+                if by_state_key
+                    && expiry::is_expired_key(state_of_key(&item)?, sort_key, q.finished_before)
+                {
+                    continue;
+                }
+                count += 1;
                 if kept.len() < keep && after.is_none_or(|a| sort_key < a) {
                     kept.push(Match {
                         sort_key: sort_key.to_string(),
@@ -180,6 +226,7 @@ impl DynamoStore {
         who: &Principal,
         scope: ListScope,
         context: Option<&ContextId>,
+        finished_before: Option<Timestamp>,
     ) -> Result<Vec<(TaskState, u64)>, StoreError> {
         let mut counts: HashMap<TaskState, u64> = HashMap::new();
         match context {
@@ -192,8 +239,12 @@ impl DynamoStore {
                             shard,
                             self.index_shards,
                         );
+                        let range = match finished_before.filter(|_| st.is_terminal()) {
+                            Some(cutoff) => KeyRange::From(expiry::fresh_floor(cutoff)),
+                            None => KeyRange::All,
+                        };
                         reads.push(async move {
-                            self.count_keys(BY_STATE, "g3pk", key, scope, false)
+                            self.count_keys(BY_STATE, "g3pk", key, scope, false, range)
                                 .await
                                 .map(|(n, _)| (st, n))
                         });
@@ -209,10 +260,12 @@ impl DynamoStore {
                     let key =
                         schema::index_key(&schema::context_key(who, c), shard, self.index_shards);
                     let (_, states) = self
-                        .count_keys(BY_CONTEXT, "g2pk", key, scope, true)
+                        .count_keys(BY_CONTEXT, "g2pk", key, scope, true, KeyRange::All)
                         .await?;
-                    for st in states {
-                        *counts.entry(st).or_default() += 1;
+                    for (st, sort_key) in states {
+                        if !expiry::is_expired_key(st, &sort_key, finished_before) {
+                            *counts.entry(st).or_default() += 1;
+                        }
                     }
                 }
             }
@@ -224,29 +277,34 @@ impl DynamoStore {
 
     /// The items of one index partition in `scope`: how many, and (with `states`) the state
     /// of each, read from its `g3pk`.
-    async fn count_keys(
+    pub(super) async fn count_keys(
         &self,
         index: &str,
         pk_attr: &str,
         pk_value: String,
         scope: ListScope,
         states: bool,
-    ) -> Result<(u64, Vec<TaskState>), StoreError> {
+        range: KeyRange,
+    ) -> Result<(u64, Vec<(TaskState, String)>), StoreError> {
         let mut count = 0u64;
         let mut found = Vec::new();
         let mut start: Option<Item> = None;
+        let (key_cond, bounds) = range.condition();
         for _ in 0..MAX_COUNT_PAGES {
             let mut b = self
                 .client
                 .query()
                 .table_name(&self.table)
                 .index_name(index)
-                .key_condition_expression("#ip = :p")
+                .key_condition_expression(key_cond)
                 .expression_attribute_names("#ip", pk_attr)
                 .expression_attribute_values(":p", s(&pk_value))
                 .set_exclusive_start_key(start.take());
+            for (name, value) in &bounds {
+                b = b.expression_attribute_values(*name, s(value));
+            }
             b = if states {
-                b.projection_expression("pk, g3pk")
+                b.projection_expression("pk, g3pk, g1sk")
             } else {
                 b.select(aws_sdk_dynamodb::types::Select::Count)
             };
@@ -258,13 +316,7 @@ impl DynamoStore {
             let out = b.send().await.map_err(|e| sdk_err("Query", e))?;
             count += out.count.max(0) as u64;
             for item in out.items.unwrap_or_default() {
-                let key = get_s(&item, "g3pk")?;
-                let state = key
-                    .split(schema::SEP)
-                    .nth(2)
-                    .and_then(TaskState::from_name)
-                    .ok_or_else(|| StoreError::Corrupt(format!("bad state key {key:?}")))?;
-                found.push(state);
+                found.push((state_of_key(&item)?, get_s(&item, "g1sk")?.to_string()));
             }
             match out.last_evaluated_key {
                 Some(k) if !k.is_empty() => start = Some(k),
@@ -379,6 +431,15 @@ fn scope_filter(scope: ListScope) -> Option<(&'static str, &'static str, &'stati
             schema::MEMBER_SK_PREFIX,
         )),
     }
+}
+
+/// The task state an index item's state key (`g3pk`) names.
+fn state_of_key(item: &Item) -> Result<TaskState, StoreError> {
+    let key = get_s(item, "g3pk")?;
+    key.split(schema::SEP)
+        .nth(2)
+        .and_then(TaskState::from_name)
+        .ok_or_else(|| StoreError::Corrupt(format!("bad state key {key:?}")))
 }
 
 fn key(pk: &str, sk: &str) -> Item {

@@ -5,6 +5,7 @@ mod append;
 pub mod capacity;
 mod client;
 pub mod counting;
+mod expiry;
 mod housekeeping;
 mod list;
 mod reads;

@@ -17,7 +17,7 @@ use super::schema;
 use super::store::{get_n, get_s, parse, s, sdk_err, snapshot_of, DynamoStore, Item};
 
 impl DynamoStore {
-    async fn head(&self, task_id: &str) -> Result<Option<Item>, StoreError> {
+    pub(super) async fn head(&self, task_id: &str) -> Result<Option<Item>, StoreError> {
         let out = self
             .client
             .get_item()
@@ -210,8 +210,10 @@ impl TaskReadModel for DynamoStore {
         who: &Principal,
         scope: ListScope,
         context_id: Option<&ContextId>,
+        finished_before: Option<Timestamp>,
     ) -> Result<Vec<(TaskState, u64)>, StoreError> {
-        self.state_counts(who, scope, context_id).await
+        self.state_counts(who, scope, context_id, finished_before)
+            .await
     }
 
     async fn list(&self, owner: &Principal, q: &ListQuery) -> Result<ListPage, StoreError> {

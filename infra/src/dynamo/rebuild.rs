@@ -9,7 +9,7 @@ use taskledger_domain::projection::ReadWrite;
 use taskledger_domain::task::TaskAggregate;
 
 use super::schema;
-use super::store::{get_s, json, s, sdk_err, DynamoStore};
+use super::store::{get_s, json, n, s, sdk_err, DynamoStore};
 
 impl DynamoStore {
     /// Every task id, shard by shard, a page at a time (rebuilds; a Query per page, no Scan).
@@ -91,6 +91,12 @@ impl DynamoStore {
                     ("art".into(), s(json(&ch.artifact)?)),
                 ])),
                 ReadWrite::ArtifactReset { .. } => {}
+            }
+        }
+        // A finished task's items keep their expiry (a Put replaces the whole item).
+        if let Some(at) = commit.head().and_then(|h| self.retention.expires_at(h)) {
+            for item in items.iter_mut() {
+                item.insert(schema::EXPIRES_ATTR.into(), n(at.unix_secs()));
             }
         }
         // Stale chunks of replaced artifacts: delete chunk items the replay does not produce.

@@ -4,6 +4,7 @@
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TimeToLiveSpecification,
 };
 use aws_sdk_dynamodb::Client;
 use taskledger_domain::ids::{ContextId, IdempotencyKey, MessageId, Principal};
@@ -33,6 +34,10 @@ pub struct TableDef {
     /// Stream view type (`NEW_IMAGE`): the relay reads committed events from the stream.
     pub stream: &'static str,
 }
+
+/// Attribute of every item of a finished task: when it expires (epoch seconds), read by the
+/// table's TTL.
+pub const EXPIRES_ATTR: &str = "expires";
 
 /// Index names.
 pub const BY_OWNER: &str = "by-owner";
@@ -349,7 +354,25 @@ pub async fn create_tables(client: &Client, prefix: &str) -> Result<Vec<String>,
             );
         }
         match req.send().await {
-            Ok(_) => created.push(name),
+            Ok(_) => {
+                // Finished tasks' items expire by their `expires` attribute.
+                client
+                    .update_time_to_live()
+                    .table_name(&name)
+                    .time_to_live_specification(
+                        TimeToLiveSpecification::builder()
+                            .attribute_name(EXPIRES_ATTR)
+                            .enabled(true)
+                            .build()?,
+                    )
+                    .send()
+                    .await
+                    .map_err(|e| SchemaError::Create {
+                        table: name.clone(),
+                        message: aws_sdk_dynamodb::error::DisplayErrorContext(&e).to_string(),
+                    })?;
+                created.push(name)
+            }
             Err(e) => {
                 let svc = e.into_service_error();
                 if svc.is_resource_in_use_exception() {

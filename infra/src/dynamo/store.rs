@@ -2,6 +2,7 @@
 //! limits, and what its parts share: attribute helpers, SDK error mapping, partition reads.
 
 use std::collections::HashMap;
+use taskledger_domain::retention::Retention;
 
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -37,6 +38,8 @@ pub struct DynamoStore {
     pub(super) table: String,
     /// Write shards of the list indexes' partition keys (ADR 019).
     pub(super) index_shards: u32,
+    /// How long finished tasks are kept: their items carry the expiry the table's TTL reads.
+    pub(super) retention: Retention,
 }
 
 /// The list indexes' shard count `TASKLEDGER_INDEX_SHARDS` asks for (1 to `MAX_INDEX_SHARDS`).
@@ -141,7 +144,15 @@ impl DynamoStore {
             client,
             table: schema::table_name(table_prefix, &schema::TASKS),
             index_shards,
+            retention: Retention::forever(),
         }
+    }
+
+    /// The same store stamping finished tasks' items with their expiry under `retention` (none
+    /// unless set: an item without one is kept).
+    pub fn with_retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
+        self
     }
 
     /// The same store with `shards` write shards on its list indexes (1 to `MAX_INDEX_SHARDS`).

@@ -51,6 +51,8 @@ impl WorkFeed for SqliteStore {
                     seq: seq as u64,
                     event_type,
                     pushed,
+                    // Rows of expired tasks are deleted by the reaper; nothing to stamp.
+                    finished: false,
                 };
                 entries.push((pos as u64, event));
             }

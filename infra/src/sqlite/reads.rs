@@ -11,6 +11,7 @@ use taskledger_domain::ports::{
 };
 use taskledger_domain::projection::ArtifactChunk;
 use taskledger_domain::task::{TaskAggregate, TaskHead};
+use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, TaskState};
 
 use super::codec::{db_err, parse};
@@ -109,6 +110,10 @@ fn scope_filter(scope: ListScope) -> &'static str {
     }
 }
 
+/// Rows of finished tasks whose status is at or before a time (past their expiry) left out.
+const NOT_EXPIRED: &str = " AND NOT (state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', \
+     'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED') AND status_nanos <= ?)";
+
 /// Tasks shared with the caller that it does not own (the second half of an `All` list).
 const SHARED_NOT_OWNED: &str =
     "task_id IN (SELECT task_id FROM members WHERE tenant = ?1 AND subject = ?2) \
@@ -138,6 +143,10 @@ fn page_keys(
     }
     if let Some(t) = q.status_after {
         filter.push_str(" AND status_nanos >= ?");
+        args.push(SqlValue::Integer(t.unix_nanos()));
+    }
+    if let Some(t) = q.finished_before {
+        filter.push_str(NOT_EXPIRED);
         args.push(SqlValue::Integer(t.unix_nanos()));
     }
     let total: i64 = conn
@@ -208,6 +217,7 @@ impl TaskReadModel for SqliteStore {
         who: &Principal,
         scope: ListScope,
         context_id: Option<&ContextId>,
+        finished_before: Option<Timestamp>,
     ) -> Result<Vec<(TaskState, u64)>, StoreError> {
         let (who, context) = (who.clone(), context_id.cloned());
         self.read(move |conn| {
@@ -222,6 +232,10 @@ impl TaskReadModel for SqliteStore {
             if let Some(c) = &context {
                 sql.push_str(" AND context_id = ?");
                 args.push(SqlValue::Text(c.to_string()));
+            }
+            if let Some(t) = finished_before {
+                sql.push_str(NOT_EXPIRED);
+                args.push(SqlValue::Integer(t.unix_nanos()));
             }
             sql.push_str(" GROUP BY state");
             let mut stmt = conn.prepare_cached(&sql).map_err(db_err)?;

@@ -30,6 +30,9 @@ CREATE INDEX IF NOT EXISTS heads_by_owner ON heads (tenant, owner, status_nanos 
 CREATE INDEX IF NOT EXISTS heads_by_context ON heads (tenant, owner, context_id, status_nanos DESC, task_id DESC);
 CREATE INDEX IF NOT EXISTS heads_at_work ON heads (status_nanos, task_id)
     WHERE state IN ('TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING');
+CREATE INDEX IF NOT EXISTS heads_finished ON heads (status_nanos)
+    WHERE state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED',
+    'TASK_STATE_REJECTED');
 CREATE TABLE IF NOT EXISTS members (
     tenant TEXT NOT NULL, subject TEXT NOT NULL, task_id TEXT NOT NULL,
     PRIMARY KEY (tenant, subject, task_id)) WITHOUT ROWID;
@@ -60,6 +63,7 @@ CREATE TABLE IF NOT EXISTS idempotency (
     tenant TEXT NOT NULL, owner TEXT NOT NULL, key TEXT NOT NULL,
     fingerprint TEXT NOT NULL, task_id TEXT NOT NULL,
     PRIMARY KEY (tenant, owner, key)) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS idempotency_by_task ON idempotency (task_id);
 "#;
 
 /// Brings an older file up to date; each step checks what it changes first, so it runs once.
@@ -256,7 +260,15 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(indexes, ["heads_at_work", "heads_by_context", "heads_by_owner"]);
+        assert_eq!(
+            indexes,
+            [
+                "heads_at_work",
+                "heads_by_context",
+                "heads_by_owner",
+                "heads_finished"
+            ]
+        );
         let duplicate = conn.execute(
             "INSERT INTO events (task_id, seq, event_type, event_version, payload, recorded_at) \
              VALUES ('t', 1, 'X', '1.0', '{}', 6)",

@@ -88,7 +88,7 @@ where
 async fn read_one(service: &Service, who: &Principal, id: String) -> Option<Read> {
     let id = TaskId::parse(id).ok()?;
     let h = service.load(&id).await.ok()??.head?;
-    h.visible_to(who).then(|| Read {
+    (h.visible_to(who) && !service.expired(&h)).then(|| Read {
         name: h.ext.as_ref().map(|d| d.name.clone()).unwrap_or_default(),
         state: h.status.state.as_str().to_string(),
         subs: sub_ids(&h),

@@ -3,12 +3,13 @@
 //! pushes, the board and a waiting parent see it. The store names candidates by status time;
 //! each task's own last event decides, under optimistic concurrency, so a turn that commits
 //! first wins and the task is left alone. A timer runs it in the local server, a schedule on
-//! AWS (`functions/reaper`); a pass is idempotent.
+//! AWS (`functions/reaper`); a pass is idempotent. The local reaper also deletes finished
+//! tasks past their expiry (`retention`) from the embedded store.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskledger_domain::ports::{AtWork, Housekeeping, STALLED_BATCH};
+use taskledger_domain::ports::{AtWork, Housekeeping, PURGE_BATCH, STALLED_BATCH};
 use taskledger_domain::task::{TaskCommand, MAX_STALL_DEADLINE_SECS};
 use taskledger_domain::time::Timestamp;
 use tracing::{info, warn};
@@ -21,6 +22,8 @@ pub const DEFAULT_STALL_DEADLINE_SECS: u64 = 3600;
 /// How often the local server's reaper looks (a sixth of the deadline, within these bounds).
 const MIN_REAP_EVERY: Duration = Duration::from_secs(1);
 const MAX_REAP_EVERY: Duration = Duration::from_secs(300);
+/// The pause between two batches of deletions (the writer serves commits meanwhile).
+const PURGE_PAUSE: Duration = Duration::from_millis(20);
 
 /// What one pass did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -83,15 +86,60 @@ pub async fn reap_stalled(
     }
 }
 
-/// The local server's reaper: a pass every sixth of the deadline (1 s to 5 min), forever.
-pub async fn run_reaper(svc: Arc<Service>, store: Arc<dyn Housekeeping>, deadline_secs: u64) {
-    let every = Duration::from_secs(deadline_secs / 6).clamp(MIN_REAP_EVERY, MAX_REAP_EVERY);
+/// Deletes every finished task past its expiry at `now` from a store that deletes them
+/// itself (SQLite; DynamoDB's TTL needs nothing), a batch per write with a pause between
+/// batches so commits go on meanwhile; returns how many.
+pub async fn purge_expired(svc: &Service, store: &dyn Housekeeping, now: Timestamp) -> u64 {
+    let mut purged = 0u64;
+    loop {
+        match store.purge_expired(svc.retention(), now, PURGE_BATCH).await {
+            Ok(ids) => {
+                purged += ids.len() as u64;
+                if ids.len() < PURGE_BATCH as usize {
+                    return purged;
+                }
+                tokio::time::sleep(PURGE_PAUSE).await;
+            }
+            Err(e) => {
+                warn!(error = %e, "cannot delete expired tasks");
+                return purged;
+            }
+        }
+    }
+}
+
+/// How often the local server's reaper runs: a sixth of the stall deadline or of the shortest
+/// retention period, within 1 s and 5 min.
+fn every(stall_secs: Option<u64>, svc: &Service) -> Duration {
+    let r = svc.retention();
+    let shortest = std::iter::once(r.default_period())
+        .chain(r.overrides().map(|(_, p)| p))
+        .filter_map(|p| p.secs())
+        .chain(stall_secs)
+        .min()
+        .unwrap_or(u64::MAX);
+    Duration::from_secs(shortest / 6).clamp(MIN_REAP_EVERY, MAX_REAP_EVERY)
+}
+
+/// The local server's reaper, forever: tasks at work past the stall deadline fail (when one is
+/// set), and finished tasks past their expiry are deleted.
+pub async fn run_reaper(svc: Arc<Service>, store: Arc<dyn Housekeeping>, stall_secs: Option<u64>) {
+    let every = every(stall_secs, &svc);
     loop {
         tokio::time::sleep(every).await;
-        match reap_stalled(&svc, store.as_ref(), deadline_secs, Timestamp::now()).await {
-            Ok(r) if r.failed > 0 => info!(failed = r.failed, looked = r.looked, "reaper pass"),
-            Ok(_) => {}
-            Err(e) => warn!(error = %e, "reaper pass failed"),
+        let now = Timestamp::now();
+        if let Some(deadline) = stall_secs {
+            match reap_stalled(&svc, store.as_ref(), deadline, now).await {
+                Ok(r) if r.failed > 0 => {
+                    info!(failed = r.failed, looked = r.looked, "stalled tasks failed")
+                }
+                Ok(_) => {}
+                Err(e) => warn!(error = %e, "reaper pass failed"),
+            }
+        }
+        let purged = purge_expired(&svc, store.as_ref(), now).await;
+        if purged > 0 {
+            info!(purged, "expired tasks deleted");
         }
     }
 }

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::{replay_state, restore, CommittedEvent, EventStore, PushQueue};
+use taskledger_domain::ports::{
+    replay_state, restore, CommittedEvent, EventStore, Housekeeping, PushQueue,
+};
 use taskledger_domain::push;
 use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
 use taskledger_domain::wire::PushProtocol;
@@ -26,7 +28,7 @@ pub enum RelayError {
         seq: u64,
         source: QueueError,
     },
-    #[error("{task_id}#{seq}: cannot read the task's subscriptions: {source}")]
+    #[error("{task_id}#{seq}: the store failed (subscriptions, or expiry): {source}")]
     Store {
         task_id: TaskId,
         seq: u64,
@@ -58,6 +60,8 @@ pub struct Relay {
     /// The service of this process, told of each commit the feed shows (commits of other
     /// processes wake this one's streams and blocking sends at once).
     seen: Option<Arc<Service>>,
+    /// A store whose items expire on their own: a finished task's items get their expiry.
+    expiring: Option<Arc<dyn Housekeeping>>,
 }
 
 /// What relaying one event queued.
@@ -74,7 +78,14 @@ impl Relay {
             turns,
             push: None,
             seen: None,
+            expiring: None,
         }
+    }
+
+    /// When an event finishes its task, `store` stamps the task's items with their expiry.
+    pub fn stamping_expiry(mut self, store: Arc<dyn Housekeeping>) -> Self {
+        self.expiring = Some(store);
+        self
     }
 
     /// Tells `svc` of every commit relayed (its streams read the task now).
@@ -114,6 +125,18 @@ impl Relay {
         if let (Some(body), Some(side)) = (&event.pushed, &self.push) {
             done.deliveries = side.fan_out(event, body).await?;
             tracing::debug!(task_id = %event.task_id, seq = event.seq, deliveries = done.deliveries, "pushed");
+        }
+        if let (true, Some(store)) = (event.finished, &self.expiring) {
+            let stamped =
+                store
+                    .stamp_expiry(&event.task_id)
+                    .await
+                    .map_err(|source| RelayError::Store {
+                        task_id: event.task_id.clone(),
+                        seq: event.seq,
+                        source,
+                    })?;
+            tracing::debug!(task_id = %event.task_id, stamped, "expiry stamped");
         }
         Ok(done)
     }

@@ -24,16 +24,21 @@ pub(crate) struct AnswerKey {
     pub variant: u8,
 }
 
-/// Who may see the task an answer shows (its owner, and the principals it is shared with).
+/// Who may see the task an answer shows (its owner, and the principals it is shared with),
+/// and until when (a finished task's expiry: after it, nobody).
 #[derive(Debug, Clone)]
 pub(crate) struct Audience {
     pub owner: Principal,
     pub shared: Vec<Principal>,
+    pub expires: Option<taskledger_domain::time::Timestamp>,
 }
 
 impl Audience {
     fn includes(&self, who: &Principal) -> bool {
-        self.owner == *who || self.shared.contains(who)
+        (self.owner == *who || self.shared.contains(who))
+            && self
+                .expires
+                .is_none_or(|at| taskledger_domain::time::Timestamp::now() < at)
     }
 }
 
@@ -147,6 +152,7 @@ mod tests {
         Audience {
             owner: p,
             shared: vec![],
+            expires: None,
         }
     }
     fn hit(l: Lookup) -> Option<String> {
@@ -174,11 +180,25 @@ mod tests {
     }
 
     #[test]
+    fn given_a_kept_answer_of_a_finished_task_when_it_expires_then_nobody_gets_it() {
+        let c = AnswerCache::new(ANSWER_CACHE_BYTES);
+        let now = taskledger_domain::time::Timestamp::now();
+        let mut audience = owned_by(alice());
+        audience.expires = Some(now.plus_millis(60_000));
+        c.put(key("live"), 1, audience.clone(), json("{}"));
+        assert!(hit(c.get(&key("live"), 1, &alice())).is_some());
+        audience.expires = Some(now);
+        c.put(key("gone"), 1, audience, json("{}"));
+        assert!(hit(c.get(&key("gone"), 1, &alice())).is_none());
+    }
+
+    #[test]
     fn given_a_kept_answer_when_someone_else_asks_then_only_its_audience_gets_it() {
         let c = AnswerCache::new(ANSWER_CACHE_BYTES);
         let shared = Audience {
             owner: alice(),
             shared: vec![bob()],
+            expires: None,
         };
         c.put(key("t"), 1, shared, json("{}"));
         assert!(hit(c.get(&key("t"), 1, &bob())).is_some());

@@ -14,7 +14,7 @@ use taskledger_domain::turns::turns_from;
 use tracing::debug;
 
 use super::cache::CommitEvents;
-use super::{visible_to, Actor, Dispatch, Service, TaskChanged};
+use super::{Actor, Dispatch, Service, TaskChanged};
 use crate::error::AppError;
 
 /// How often a command is re-decided after losing a race before the caller gets an error.
@@ -70,7 +70,7 @@ impl Service {
                     } else {
                         self.load_for_command(task_id).await?
                     };
-                    match state.filter(|s| visible_to(s, actor)) {
+                    match state.filter(|s| self.shows(s, actor)) {
                         Some(s) => (s, kept),
                         None if kept => {
                             fresh = true;

@@ -26,7 +26,9 @@ use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::ports::{replay_state, restore, EventStore, TaskReadModel};
 use taskledger_domain::push::AddressPolicy;
-use taskledger_domain::task::TaskAggregate;
+use taskledger_domain::retention::Retention;
+use taskledger_domain::task::{TaskAggregate, TaskHead};
+use taskledger_domain::time::Timestamp;
 use taskledger_domain::turns::AgentTurn;
 use tokio::sync::{broadcast, mpsc};
 
@@ -73,6 +75,8 @@ pub struct ServiceSettings {
     pub state_cache: usize,
     /// Bytes of GetTask answers kept while the store has not changed (0: none; ADR 026).
     pub answer_cache: usize,
+    /// How long finished tasks are kept: one past its expiry is gone for every caller.
+    pub retention: Retention,
 }
 
 /// `ServiceSettings::long_poll_max` unless configured (below API Gateway's 29 s on Lambda).
@@ -108,6 +112,7 @@ impl Default for ServiceSettings {
             secrets: None,
             state_cache: STATE_CACHE_TASKS,
             answer_cache: ANSWER_CACHE_BYTES,
+            retention: Retention::default(),
         }
     }
 }
@@ -385,15 +390,31 @@ impl Service {
     ) -> Result<TaskAggregate, AppError> {
         self.load(task_id)
             .await?
-            .filter(|s| visible_to(s, actor))
+            .filter(|s| self.shows(s, actor))
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))
     }
-}
 
-pub(super) fn visible_to(state: &TaskAggregate, actor: Actor<'_>) -> bool {
-    match actor {
-        Actor::Agent => state.head.is_some(),
-        Actor::Client(p) => state.head.as_ref().is_some_and(|h| h.visible_to(p)),
+    /// Whether the task is past its expiry (`retention`): gone for every caller.
+    pub fn expired(&self, head: &TaskHead) -> bool {
+        self.settings.retention.is_expired(head, Timestamp::now())
+    }
+
+    /// Whether `actor` sees the task: it exists, is not past its expiry, and the agent sees
+    /// every task, a client those it owns or that are shared with it (ADR 021).
+    pub(crate) fn shows(&self, state: &TaskAggregate, actor: Actor<'_>) -> bool {
+        let Some(head) = state.head.as_ref() else {
+            return false;
+        };
+        !self.expired(head)
+            && match actor {
+                Actor::Agent => true,
+                Actor::Client(p) => head.visible_to(p),
+            }
+    }
+
+    /// The deployment's retention.
+    pub fn retention(&self) -> &Retention {
+        &self.settings.retention
     }
 }
 

@@ -42,6 +42,7 @@ impl Service {
             .reads
             .get(who, task_id, ViewOptions::exact(history, include_artifacts))
             .await?
+            .filter(|v| !self.expired(&v.head))
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
         Ok(assemble(&v.head, v.history, v.chunks))
     }
@@ -108,10 +109,12 @@ impl Service {
             .reads
             .get(who, &key.task_id, ViewOptions::exact(history, true))
             .await?
+            .filter(|v| !self.expired(&v.head))
             .ok_or_else(|| AppError::task_not_found(key.task_id.as_str()))?;
         let audience = Audience {
             owner: v.head.owner.clone(),
             shared: v.head.shared_with(),
+            expires: self.retention().expires_at(&v.head),
         };
         let answer = render(assemble(&v.head, v.history, v.chunks))?;
         cache.put(key, stamp, audience, answer.clone());
@@ -185,6 +188,7 @@ impl Service {
                     context_id,
                     state,
                     status_after: req.status_timestamp_after,
+                    finished_before: self.finished_before(who),
                     after,
                     page_size,
                     // Each task's history is what its head keeps (its last messages, up to
@@ -226,8 +230,19 @@ impl Service {
             .map_err(|e| AppError::invalid_params("contextId", e))?;
         Ok(self
             .reads
-            .count_by_state(who, ListScope::All, context.as_ref())
+            .count_by_state(
+                who,
+                ListScope::All,
+                context.as_ref(),
+                self.finished_before(who),
+            )
             .await?)
+    }
+
+    /// The status time at or before which the caller's finished tasks are past their expiry.
+    fn finished_before(&self, who: &Principal) -> Option<Timestamp> {
+        self.retention()
+            .finished_before(who.tenant.as_str(), Timestamp::now())
     }
 
     /// Draft A2A 1.1: `task` with its timeline (its last `length` entries) and its artifacts'

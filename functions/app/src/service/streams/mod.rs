@@ -22,7 +22,7 @@ pub use hub::{Hub, STREAM_BUFFER_BATCHES};
 use reader::{Reader, Start};
 
 use super::send::Submission;
-use super::{task_id_of, visible_to, Actor, Service};
+use super::{task_id_of, Actor, Service};
 use crate::error::AppError;
 
 /// The header (and gRPC metadata key, lower-cased) a client resumes a stream with.
@@ -216,7 +216,7 @@ impl Service {
         let head = state
             .head
             .as_ref()
-            .filter(|_| visible_to(&state, Actor::Client(who)))
+            .filter(|_| self.shows(&state, Actor::Client(who)))
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
         let decoded = events
             .iter()
