@@ -2,6 +2,7 @@
 //! the read model, and the ports the adapters implement. No AWS, no network, no I/O.
 
 pub mod a2ui;
+pub mod archive;
 pub mod card;
 pub mod card_extended;
 pub mod card_signature;

@@ -46,4 +46,12 @@ pub trait Housekeeping: Send + Sync {
     /// their own: DynamoDB's TTL); returns how many items it stamped. The commit that finished
     /// the task stamped its own items; this reaches the older ones.
     async fn stamp_expiry(&self, task_id: &TaskId) -> Result<u64, StoreError>;
+
+    /// Every stored task, a page at a time (an export's walk): up to `limit` ids after the
+    /// opaque `cursor`, and the cursor of the next page (`None`: the last page).
+    async fn task_page(
+        &self,
+        cursor: Option<String>,
+        limit: u32,
+    ) -> Result<(Vec<TaskId>, Option<String>), StoreError>;
 }

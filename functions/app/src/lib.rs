@@ -10,6 +10,7 @@
 //! adapters included.
 
 pub mod agent;
+pub mod archive;
 #[cfg(feature = "board")]
 pub mod board;
 pub mod card;

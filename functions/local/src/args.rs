@@ -234,6 +234,29 @@ pub(crate) enum Command {
         #[arg(long, default_value = "[]")]
         artifacts: String,
     },
+    /// Write tasks as NDJSON of their events (the archive format, versioned): one task, a
+    /// tenant's, or all; to a file created private to you, or to standard output.
+    Export {
+        /// The task to export.
+        #[arg(long, conflicts_with_all = ["tenant", "all"])]
+        task: Option<String>,
+        /// Every task of this tenant.
+        #[arg(long, conflicts_with = "all")]
+        tenant: Option<String>,
+        /// Every task.
+        #[arg(long)]
+        all: bool,
+        /// The file to write (standard output when not given).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Replay an export into the store (idempotent: tasks already there whole are left as
+    /// they are); stops at the first bad line, with its number.
+    Import {
+        /// The export to read.
+        #[arg(long)]
+        file: PathBuf,
+    },
     /// Replay events into the DynamoDB read model: one task, or every task page by page.
     Rebuild {
         /// The task to rebuild.

@@ -24,6 +24,7 @@ use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 use taskledger_infra::webhook::{PushSigner, WebhookSender};
 
+pub mod archive;
 mod config;
 mod http_server;
 mod keys;

@@ -240,6 +240,39 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             println!("{}", serde_json::to_string_pretty(&t)?);
             return Ok(());
         }
+        Some(Command::Export {
+            task,
+            tenant,
+            all,
+            out,
+        }) => {
+            use taskledger_app::archive::Selection;
+            let selection = match (task, tenant, all) {
+                (Some(t), _, _) => Selection::Task(TaskId::parse(t.clone())?),
+                (None, Some(t), _) => Selection::Tenant(t.clone()),
+                (None, None, true) => Selection::All,
+                _ => return Err("name a task with --task, a tenant with --tenant, or --all".into()),
+            };
+            let r = taskledger_local::archive::export(
+                &storage_of(&args),
+                &retention_of(&args)?,
+                &selection,
+                out.as_deref(),
+            )
+            .await?;
+            eprintln!("exported {} tasks ({} events)", r.tasks, r.events);
+            return Ok(());
+        }
+        Some(Command::Import { file }) => {
+            let r =
+                taskledger_local::archive::import(&storage_of(&args), &retention_of(&args)?, file)
+                    .await?;
+            eprintln!(
+                "imported {} tasks ({} events written; {} already there whole)",
+                r.tasks, r.events, r.unchanged
+            );
+            return Ok(());
+        }
         Some(Command::Serve) | None => {}
     }
     let push = taskledger_local::PushSettings {

@@ -157,4 +157,34 @@ impl Housekeeping for DynamoStore {
         }
         Ok(stamped)
     }
+
+    /// Shard by shard through the `by-shard` index (no Scan); the cursor is `shard␟pk`.
+    async fn task_page(
+        &self,
+        cursor: Option<String>,
+        _limit: u32,
+    ) -> Result<(Vec<TaskId>, Option<String>), StoreError> {
+        let (mut shard, mut start) = match cursor.as_deref().and_then(|c| c.split_once(schema::SEP))
+        {
+            Some((s, pk)) => (
+                s.parse::<u32>()
+                    .map_err(|_| StoreError::Corrupt(format!("bad task cursor {cursor:?}")))?,
+                (!pk.is_empty()).then(|| pk.to_string()),
+            ),
+            None => (0, None),
+        };
+        while shard < SHARDS {
+            let (ids, next) = self.task_ids(shard, start.take()).await?;
+            let cursor = match next {
+                Some(pk) => Some(format!("{shard}{}{pk}", schema::SEP)),
+                None if shard + 1 < SHARDS => Some(format!("{}{}", shard + 1, schema::SEP)),
+                None => None,
+            };
+            if !ids.is_empty() || cursor.is_none() {
+                return Ok((ids, cursor));
+            }
+            shard += 1;
+        }
+        Ok((vec![], None))
+    }
 }

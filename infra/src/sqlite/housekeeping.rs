@@ -88,6 +88,34 @@ impl Housekeeping for SqliteStore {
     async fn stamp_expiry(&self, _task_id: &TaskId) -> Result<u64, StoreError> {
         Ok(0)
     }
+
+    async fn task_page(
+        &self,
+        cursor: Option<String>,
+        limit: u32,
+    ) -> Result<(Vec<TaskId>, Option<String>), StoreError> {
+        self.read(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT task_id FROM heads WHERE task_id > ?1 ORDER BY task_id LIMIT ?2",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(rusqlite::params![cursor.unwrap_or_default(), limit], |r| {
+                    r.get::<_, String>(0)
+                })
+                .map_err(db_err)?;
+            let mut ids = Vec::new();
+            for id in rows {
+                ids.push(TaskId::parse(id.map_err(db_err)?).map_err(StoreError::Corrupt)?);
+            }
+            let next = (ids.len() == limit as usize)
+                .then(|| ids.last().map(|i| i.to_string()))
+                .flatten();
+            Ok((ids, next))
+        })
+        .await
+    }
 }
 
 /// Every table that holds rows of a task (the feed prunes its own entries).
