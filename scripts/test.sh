@@ -7,7 +7,9 @@
 #      extension, llm_agent, push, generations, handoff, hitl, jwt, limits, secrets, sharing,
 #      streaming, streaming_resume) a second and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
-#      the serverless path on the emulator (200 blocking sends over two minutes); then the API
+#      the serverless path on the emulator (200 blocking sends over two minutes), the fault
+#      harness (SIGKILLs under load, duplicate turn messages and stream batches, a throttling
+#      proxy: every acknowledged task finishes, nothing applied twice, no push lost); then the API
 #      function's own binary as Lambda runs it, streamed and buffered, through cargo lambda's
 #      emulated runtime API (cargo-lambda installed into .tools/lambda-venv);
 #   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
@@ -79,6 +81,9 @@ TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extensio
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
 cargo test --workspace --test soak -- --ignored --nocapture
+
+echo "==> fault injection on the emulator path: SIGKILLs, duplicate turns and stream batches, throttling (issue 45)"
+cargo test --workspace --test faults -- --ignored --nocapture
 
 echo "==> the API function as Lambda runs it (cargo lambda watch's runtime API; Function URL events; streamed and buffered)"
 lambda=.tools/lambda-venv
