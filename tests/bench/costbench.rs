@@ -14,6 +14,8 @@ use taskledger_app::agent::ScenarioAgent;
 use taskledger_app::{Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
+use taskledger_domain::ports::Housekeeping;
+use taskledger_domain::retention::Retention;
 use taskledger_domain::wire::{SendMessageResponse, Task};
 use taskledger_infra::dynamo::capacity::{CapacityMeter, Units, UNSCOPED};
 use taskledger_infra::dynamo::counting::CallCounter;
@@ -87,14 +89,15 @@ async fn main() {
     schema::create_tables(&client, &prefix)
         .await
         .expect("tables");
-    let store = Arc::new(DynamoStore::new(client, &prefix));
+    // Finished tasks expire after the default retention: their items carry `expires`.
+    let store = Arc::new(DynamoStore::new(client, &prefix).with_retention(Retention::default()));
     let settings = ServiceSettings {
         push_enabled: true,
         ..ServiceSettings::default()
     };
     let svc = Service::new(
         store.clone(),
-        store,
+        store.clone(),
         ScenarioAgent::new(taskledger_tests::fast_timings()),
         CursorCodec::new(b"cost".to_vec()),
         settings,
@@ -130,6 +133,16 @@ async fn main() {
             .await
             .expect("reply");
         settle(&svc, &meter, &who, &t.id).await;
+        // What the relay does when it sees the finishing event: the task's older items get
+        // their expiry (ADR 032).
+        let id = taskledger_domain::ids::TaskId::parse(t.id.clone()).expect("id");
+        meter
+            .scope(
+                "expiry stamps (the relay, per task)",
+                store.stamp_expiry(&id),
+            )
+            .await
+            .expect("stamp");
         meter
             .scope(
                 "ListTasks (page of 50)",

@@ -82,7 +82,10 @@ async fn wait_up(client: &reqwest::Client, port: u16) {
     let until = Instant::now() + Duration::from_secs(60);
     let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
     while client.get(&card).send().await.is_err() {
-        assert!(Instant::now() < until, "the server did not come up on port {port}");
+        assert!(
+            Instant::now() < until,
+            "the server did not come up on port {port}"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
