@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The test command. Installs what it needs (Python venvs for the AWS emulator, cfn-lint and the
-# official A2A client), starts moto (DynamoDB + SQS on one port, like LocalStack's 4566) on
+# official A2A client), starts moto (DynamoDB, SQS and S3 on one port, like LocalStack's 4566) on
 # 127.0.0.1, and runs:
 #   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
-#      tests on SQLite, round-trip budgets on DynamoDB; then the black-box API tests (api,
+#      tests on SQLite, round-trip budgets on DynamoDB, the archive of expiring tasks to S3; then the black-box API tests (api,
 #      extension, llm_agent, push, generations, handoff, hitl, jwt, limits, secrets, sharing,
 #      streaming, streaming_resume) a second and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
@@ -34,10 +34,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 tools=.tools/venv
-if [ ! -x "$tools/bin/python" ] || ! "$tools/bin/python" -c 'import moto, cfnlint' 2>/dev/null; then
+if [ ! -x "$tools/bin/python" ] || ! "$tools/bin/python" -c 'import moto, cfnlint, moto.s3.responses' 2>/dev/null; then
   echo "==> installing moto and cfn-lint into $tools"
   python3 -m venv "$tools"
-  "$tools/bin/pip" install --quiet --disable-pip-version-check 'moto[server,dynamodb,sqs]==5.2.5' 'cfn-lint==1.*'
+  "$tools/bin/pip" install --quiet --disable-pip-version-check 'moto[server,dynamodb,sqs,s3]==5.2.5' 'cfn-lint==1.*'
 fi
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1]); s.close()'; }

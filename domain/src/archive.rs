@@ -78,6 +78,35 @@ pub fn line(task_id: &TaskId, e: &StoredEvent) -> String {
     .unwrap_or_default()
 }
 
+/// Where a task's archive object goes in a bucket (`tasks/<tenant>/<task id>.ndjson`), the
+/// tenant and id with every byte outside `A-Z a-z 0-9 . _ -` percent-encoded — so no name
+/// makes a path of its own (`/`, `..` as a segment) and one tenant's objects share a prefix.
+pub fn object_key(tenant: &str, task_id: &TaskId) -> String {
+    format!(
+        "{OBJECT_PREFIX}{}/{}.ndjson",
+        key_segment(tenant),
+        key_segment(task_id.as_str())
+    )
+}
+
+/// The prefix of every archive object.
+pub const OBJECT_PREFIX: &str = "tasks/";
+
+fn key_segment(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric()
+            || matches!(b, b'_' | b'-')
+            || (b == b'.' && s != "." && s != "..")
+        {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
 /// A task read whole from an archive: its events, checked.
 #[derive(Debug, Clone)]
 pub struct ArchivedTask {

@@ -162,3 +162,15 @@ fn a_task_whose_events_do_not_create_it_is_refused_at_its_first_line() {
     let e = read(lines)[0].clone().unwrap_err();
     assert_eq!(e.line, 2, "{e}");
 }
+
+#[test]
+fn object_keys_keep_names_inside_their_tenant_prefix() {
+    let id = TaskId::parse("t-1.a_b").unwrap();
+    assert_eq!(object_key("acme", &id), "tasks/acme/t-1.a_b.ndjson");
+    // A tenant cannot leave its prefix or make one of its own.
+    assert_eq!(object_key("a/b", &id), "tasks/a%2Fb/t-1.a_b.ndjson");
+    assert_eq!(object_key("..", &id), "tasks/%2E%2E/t-1.a_b.ndjson");
+    assert_eq!(object_key("é ?", &id), "tasks/%C3%A9%20%3F/t-1.a_b.ndjson");
+    let dots = TaskId::parse("..").unwrap();
+    assert_eq!(object_key("acme", &dots), "tasks/acme/%2E%2E.ndjson");
+}

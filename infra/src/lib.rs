@@ -1,5 +1,5 @@
 //! Adapters behind the domain's ports: SQLite and DynamoDB stores passing one contract suite, SQS
-//! queues, the DynamoDB Streams reader and relay, webhooks, LLM providers, skills, Lambda helpers.
+//! queues, the DynamoDB Streams reader and relay, the S3 archive, webhooks, LLM providers, skills, Lambda helpers.
 
 #[cfg(any(test, feature = "contract"))]
 pub mod contract;
@@ -9,6 +9,8 @@ pub mod jwks;
 pub mod lambda;
 pub mod llm;
 pub mod relay;
+#[cfg(feature = "s3")]
+pub mod s3;
 pub mod secrets;
 pub mod skills;
 #[cfg(feature = "sqlite")]

@@ -47,6 +47,7 @@ pub fn committed(image: &Value) -> Option<CommittedEvent> {
         event_type: e.event_type,
         pushed: pushed(image),
         finished: finished(image),
+        expiring: image.get(schema::EXPIRES_ATTR).is_some(),
     })
 }
 
@@ -89,7 +90,104 @@ mod tests {
         };
         assert!(committed(&event("TASK_STATE_COMPLETED")).unwrap().finished);
         assert!(!committed(&event("TASK_STATE_WORKING")).unwrap().finished);
+        // Items of a finished task carry their expiry: an archive writes the task again.
+        assert!(!committed(&event("TASK_STATE_COMPLETED")).unwrap().expiring);
+        let mut stamped = event("TASK_STATE_COMPLETED");
+        stamped["expires"] = serde_json::json!({"N": "1767225600"});
+        assert!(committed(&stamped).unwrap().expiring);
         // A TTL deletion's record (REMOVE) has no new image: nothing to relay.
         assert_eq!(committed(&serde_json::json!({})), None);
+    }
+
+    /// The stream event filters of a function in `template.yaml`, as JSON.
+    fn filters(function: &str) -> Vec<Value> {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
+                .expect("template.yaml");
+        let doc: serde_yaml::Value = serde_yaml::from_str(&text).expect("valid YAML");
+        let filters = &doc["Resources"][function]["Properties"]["Events"]["TaskStream"]
+            ["Properties"]["FilterCriteria"]["Filters"];
+        filters
+            .as_sequence()
+            .unwrap_or_else(|| panic!("{function} has stream filters"))
+            .iter()
+            .map(|f| serde_json::from_str(f["Pattern"].as_str().expect("pattern")).expect("JSON"))
+            .collect()
+    }
+
+    /// Lambda's event filtering, for the rules the template uses: exact strings, `exists`,
+    /// `prefix`, nested objects.
+    fn matches(pattern: &Value, value: Option<&Value>) -> bool {
+        match pattern {
+            Value::Object(fields) if fields.values().all(|v| v.is_array() || v.is_object()) => {
+                fields.iter().all(|(k, p)| match p {
+                    Value::Array(rules) => {
+                        rules.iter().any(|r| rule(r, value.and_then(|v| v.get(k))))
+                    }
+                    _ => matches(p, value.and_then(|v| v.get(k))),
+                })
+            }
+            _ => false,
+        }
+    }
+
+    fn rule(rule: &Value, value: Option<&Value>) -> bool {
+        match rule {
+            Value::String(s) => value.and_then(Value::as_str) == Some(s.as_str()),
+            Value::Object(r) => match (r.get("exists"), r.get("prefix")) {
+                (Some(Value::Bool(e)), _) => value.is_some() == *e,
+                (_, Some(Value::String(p))) => value
+                    .and_then(Value::as_str)
+                    .is_some_and(|v| v.starts_with(p.as_str())),
+                _ => panic!("a filter rule this test does not know: {rule}"),
+            },
+            _ => panic!("a filter rule this test does not know: {rule}"),
+        }
+    }
+
+    fn passes(function: &str, image: &Value) -> bool {
+        let record = serde_json::json!({"dynamodb": {"NewImage": image}});
+        filters(function).iter().any(|p| matches(p, Some(&record)))
+    }
+
+    /// The relay function receives every record the relay acts on — a work request, a pushed
+    /// update, a finishing event with no subscriber (its task's older items get their expiry) —
+    /// and the archive function every event of an expiring task, and nothing else.
+    #[test]
+    fn the_templates_stream_filters_pass_what_the_relay_and_the_archive_act_on() {
+        let event = |extra: Value| {
+            let mut e = serde_json::json!({"pk": {"S": "T#t"}, "sk": {"S": "E#00000000000000000009"},
+                "type": {"S": "StatusChanged"}, "sst": {"S": "TASK_STATE_WORKING"}});
+            for (k, v) in extra.as_object().unwrap() {
+                e[k] = v.clone();
+            }
+            e
+        };
+        let work = event(serde_json::json!({"type": {"S": "AgentWorkRequested"}}));
+        let pushed = event(serde_json::json!({"push": {"S": "{}"}}));
+        let idle = event(serde_json::json!({}));
+        let head =
+            serde_json::json!({"pk": {"S": "T#t"}, "sk": {"S": "HEAD"}, "expires": {"N": "1"}});
+        for state in ["COMPLETED", "FAILED", "CANCELED", "REJECTED"] {
+            let finishing = event(serde_json::json!({"sst": {"S": format!("TASK_STATE_{state}")}}));
+            assert!(committed(&finishing).unwrap().finished);
+            assert!(passes("RelayFunction", &finishing), "{state}");
+        }
+        for acted in [&work, &pushed] {
+            let c = committed(acted).unwrap();
+            assert!(c.turn().is_some() || c.pushed.is_some());
+            assert!(passes("RelayFunction", acted), "{acted}");
+        }
+        assert!(!passes("RelayFunction", &idle));
+        assert!(!passes("RelayFunction", &head));
+
+        let expiring = event(
+            serde_json::json!({"sst": {"S": "TASK_STATE_COMPLETED"}, "expires": {"N": "1767225600"}}),
+        );
+        assert!(committed(&expiring).unwrap().expiring);
+        assert!(passes("ArchiveFunction", &expiring));
+        for other in [&work, &pushed, &idle, &head] {
+            assert!(!passes("ArchiveFunction", other), "{other}");
+        }
     }
 }

@@ -51,6 +51,7 @@ async fn pushed_items(
                 event_type: i.get("type")?.as_s().ok()?.clone(),
                 pushed: Some(body),
                 finished: false,
+                expiring: false,
             })
         })
         .collect()

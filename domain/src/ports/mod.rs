@@ -10,8 +10,10 @@ use crate::projection::ReadWrite;
 use crate::task::{TaskAggregate, TaskHead};
 use crate::time::Timestamp;
 
+mod archive_sink;
 mod housekeeping;
 mod read_model;
+pub use archive_sink::*;
 pub use housekeeping::*;
 pub use read_model::*;
 
@@ -162,6 +164,10 @@ pub struct CommittedEvent {
     /// The event finished its task (a terminal status): a store with per-item expiry stamps the
     /// task's older items then (`Housekeeping::stamp_expiry`).
     pub finished: bool,
+    /// The event's item carries an expiry: its task is finished and kept for a retention
+    /// period (this event is the finishing one or came after it). An archive of expiring
+    /// tasks (`ArchiveSink`) writes the task again.
+    pub expiring: bool,
 }
 
 impl CommittedEvent {

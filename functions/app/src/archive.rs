@@ -7,6 +7,7 @@
 use std::io::Write;
 
 use taskledger_domain::archive::{self, ArchiveError, ArchivedTask, Reader};
+use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{commit_for, replay_state, EventStore, Housekeeping, StoreError};
 use taskledger_domain::task::TaskEvent;
@@ -75,25 +76,56 @@ pub async fn export(
             continue;
         };
         if let Selection::Tenant(t) = selection {
-            let owner = match first.decode().map_err(StoreError::Corrupt)? {
-                TaskEvent::TaskCreated { owner, .. } => owner,
-                _ => replay_state(&events)?
-                    .head
-                    .map(|h| h.owner)
-                    .ok_or_else(|| StoreError::Corrupt(format!("task {id} has no head")))?,
-            };
-            if owner.tenant.as_str() != t {
+            if owner_tenant(&id, first, &events)? != *t {
                 continue;
             }
         }
-        for e in &events {
-            writeln!(out, "{}", archive::line(&id, e))?;
-        }
+        write_task(&id, &events, out)?;
         report.tasks += 1;
         report.events += events.len() as u64;
     }
     out.flush()?;
     Ok(report)
+}
+
+/// The tenant of the task's owner.
+fn owner_tenant(
+    id: &TaskId,
+    first: &StoredEvent,
+    events: &[StoredEvent],
+) -> Result<String, StoreError> {
+    Ok(match first.decode().map_err(StoreError::Corrupt)? {
+        TaskEvent::TaskCreated { owner, .. } => owner.tenant.to_string(),
+        _ => replay_state(events)?
+            .head
+            .map(|h| h.owner.tenant.to_string())
+            .ok_or_else(|| StoreError::Corrupt(format!("task {id} has no head")))?,
+    })
+}
+
+fn write_task(id: &TaskId, events: &[StoredEvent], out: &mut dyn Write) -> std::io::Result<()> {
+    for e in events {
+        writeln!(out, "{}", archive::line(id, e))?;
+    }
+    Ok(())
+}
+
+/// One task as an archive object: its key (`archive::object_key`) and its bytes — the same
+/// bytes `export` writes for it alone (the header, then its events); `None` when the store
+/// holds none of it (deleted since).
+pub async fn task_object(
+    store: &dyn EventStore,
+    id: &TaskId,
+) -> Result<Option<(String, Vec<u8>)>, ArchiveRunError> {
+    let events = store.events(id, 0).await?;
+    let Some(first) = events.first() else {
+        return Ok(None);
+    };
+    let key = archive::object_key(&owner_tenant(id, first, &events)?, id);
+    let mut body = Vec::new();
+    writeln!(body, "{}", archive::header())?;
+    write_task(id, &events, &mut body)?;
+    Ok(Some((key, body)))
 }
 
 /// Replays an archive's lines (`(number, text)`) into `store`, task by task; the first bad

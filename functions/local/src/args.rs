@@ -201,6 +201,10 @@ pub(crate) struct Args {
     /// Tenants' own retention, `tenant=period,…` (e.g. `acme=7d,audit=0`).
     #[arg(long, env = "TASKLEDGER_RETENTION_TENANTS", default_value = "")]
     pub(crate) retention_tenants: String,
+    /// The S3 bucket each finished task is archived to before it expires (`--store dynamodb`
+    /// with its pollers; the bucket must exist); empty: no archive.
+    #[arg(long, env = "TASKLEDGER_ARCHIVE_BUCKET", default_value = "")]
+    pub(crate) archive_bucket: String,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     pub(crate) log_format: String,

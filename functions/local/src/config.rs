@@ -92,6 +92,9 @@ pub struct Config {
     pub turn_lease_secs: u32,
     /// How long finished tasks are kept (`--retention`, `--retention-tenants`).
     pub retention: taskledger_domain::retention::Retention,
+    /// The S3 bucket expiring tasks are archived to (`--archive-bucket`; DynamoDB with its
+    /// pollers only).
+    pub archive_bucket: Option<taskledger_infra::s3::BucketName>,
 }
 
 /// Where and how the gRPC binding is served.
@@ -169,6 +172,7 @@ impl Config {
             stall_deadline_secs: Some(taskledger_app::runners::DEFAULT_STALL_DEADLINE_SECS),
             turn_lease_secs: crate::pollers::DEFAULT_TURN_LEASE_SECS,
             retention: Default::default(),
+            archive_bucket: None,
         }
     }
 }
@@ -201,6 +205,8 @@ pub enum LocalError {
     Push(#[from] taskledger_infra::webhook::WebhookError),
     #[error("SQS or the table's stream: {0}")]
     Queues(String),
+    #[error("--archive-bucket: {0}")]
+    Archive(String),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
     #[error(transparent)]

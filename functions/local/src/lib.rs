@@ -230,14 +230,32 @@ async fn build_bindings(
             .announcing_to(service.clone());
         tokio::spawn(run_feed(service.clone(), db, relay, "agent"));
     }
+    if let (Some(_), None) = (&config.archive_bucket, &stores.serverless) {
+        return Err(LocalError::Archive(
+            "the archive is written from the DynamoDB table's stream: it needs --store dynamodb with its pollers".into(),
+        ));
+    }
     if let Some(sl) = stores.serverless {
         let poller =
             taskledger_infra::streams::StreamPoller::for_table(&sl.ddb, &sl.table, pollers::IDLE)
                 .await
                 .map_err(LocalError::Queues)?;
-        let relay =
-            compose::stream_relay(Arc::new(sl.store), sl.turns.clone(), Some(sl.push.clone()))
+        let store = Arc::new(sl.store);
+        let mut relay =
+            compose::stream_relay(store.clone(), sl.turns.clone(), Some(sl.push.clone()))
                 .announcing_to(service.clone());
+        if let Some(bucket) = &config.archive_bucket {
+            use taskledger_infra::s3::{self, S3Archive};
+            let sink = S3Archive::new(s3::client_from_env().await, bucket.clone());
+            sink.check()
+                .await
+                .map_err(|e| LocalError::Archive(e.to_string()))?;
+            tracing::info!(bucket = bucket.as_str(), "archiving expiring tasks");
+            relay = relay.archiving_to(taskledger_app::runners::Archiver::new(
+                store,
+                Arc::new(sink),
+            ));
+        }
         tokio::spawn(poller.run(relay));
         tokio::spawn(pollers::run_turn_poller(
             service.clone(),

@@ -328,6 +328,14 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         turn_lease_secs: taskledger_local::pollers::turn_lease(args.turn_lease_secs)
             .map_err(|e| format!("--turn-lease-secs: {e}"))?,
         retention: retention_of(&args)?,
+        archive_bucket: match args.archive_bucket.as_str() {
+            "" => None,
+            b if uses_dynamo(&args) && !args.in_process_agent => Some(
+                taskledger_infra::s3::BucketName::parse(b)
+                    .map_err(|e| format!("--archive-bucket: {e}"))?,
+            ),
+            _ => return Err("--archive-bucket archives from the DynamoDB table's stream: it needs --store dynamodb without --in-process-agent (on the embedded store, `taskledger export` writes the same files)".into()),
+        },
         agent: match (
             &args.llm_base_url.clone().filter(|u| !u.is_empty()),
             &args.bedrock_model.clone().filter(|m| !m.is_empty()),

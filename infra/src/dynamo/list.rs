@@ -31,8 +31,6 @@ const MAX_BATCH_ROUNDS: usize = 8;
 pub(super) enum KeyRange {
     All,
     From(String),
-    Below(String),
-    Between(String, String),
 }
 
 impl KeyRange {
@@ -41,11 +39,6 @@ impl KeyRange {
         match self {
             Self::All => ("#ip = :p", vec![]),
             Self::From(lo) => ("#ip = :p AND g1sk >= :lo", vec![(":lo", lo.clone())]),
-            Self::Below(hi) => ("#ip = :p AND g1sk < :hi", vec![(":hi", hi.clone())]),
-            Self::Between(lo, hi) => (
-                "#ip = :p AND g1sk BETWEEN :lo AND :hi",
-                vec![(":lo", lo.clone()), (":hi", hi.clone())],
-            ),
         }
     }
 }
@@ -88,14 +81,6 @@ impl DynamoStore {
             total += count;
             matches.extend(kept);
         }
-        // The owner index cannot tell finished tasks past their expiry: their count comes
-        // off its total, and the page drops them once their heads are read.
-        if let (None, None, Some(cutoff)) = (&q.context_id, q.state, q.finished_before) {
-            let expired = self
-                .expired_count(owner, q.scope, q.status_after, cutoff)
-                .await?;
-            total = total.saturating_sub(expired);
-        }
         matches.sort_by(|a, b| b.sort_key.cmp(&a.sort_key));
         let more = matches.len() > page_size;
         matches.truncate(page_size);
@@ -137,8 +122,9 @@ impl DynamoStore {
             }),
         };
         let (key_cond, bounds) = range.condition();
-        // The context index tells finished tasks past their expiry by its state key.
-        let by_state_key = index == BY_CONTEXT && q.finished_before.is_some();
+        // The owner and context indexes tell finished tasks past their expiry by the state key
+        // they carry (the state index by its key range).
+        let by_state_key = index != BY_STATE && q.finished_before.is_some();
         let mut count = 0u64;
         let mut kept = Vec::new();
         let mut start: Option<Item> = None;
@@ -188,10 +174,14 @@ impl DynamoStore {
             let out = b.send().await.map_err(|e| sdk_err("Query", e))?;
             for item in out.items.unwrap_or_default() {
                 let sort_key = get_s(&item, "g1sk")?;
-                if by_state_key
-                    && expiry::is_expired_key(state_of_key(&item)?, sort_key, q.finished_before)
-                {
-                    continue;
+                if by_state_key {
+                    // An owner index from before it carried the state key: counted.
+                    let state = item.get("g3pk").map(|_| state_of_key(&item)).transpose()?;
+                    if state
+                        .is_some_and(|st| expiry::is_expired_key(st, sort_key, q.finished_before))
+                    {
+                        continue;
+                    }
                 }
                 count += 1;
                 if kept.len() < keep && after.is_none_or(|a| sort_key < a) {

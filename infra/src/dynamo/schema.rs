@@ -50,9 +50,10 @@ pub const AT_WORK: &str = "at-work";
 /// artifacts, so one BatchGetItem reads a page's heads and chunks (ADR 019). Small index items
 /// keep a counting Query cheap, and an index is written only when its keys or these change.
 const LIST_ATTRS: &[&str] = &[CHUNK_COUNTS_ATTR];
-/// The context index also carries the state key, so `contextId` and `status` together are one
-/// Query on it with a filter (a filter can only read attributes the index projects).
-const CONTEXT_LIST_ATTRS: &[&str] = &[CHUNK_COUNTS_ATTR, "g3pk"];
+/// The owner and context indexes also carry the state key: `contextId` and `status` together
+/// are one Query on the context index with a filter (a filter can only read attributes the
+/// index projects), and a finished task past its expiry is told apart as either is read.
+const STATE_LIST_ATTRS: &[&str] = &[CHUNK_COUNTS_ATTR, "g3pk"];
 /// Head attribute: the chunk count of each of the task's artifacts, comma-separated, in order.
 pub const CHUNK_COUNTS_ATTR: &str = "ach";
 
@@ -68,13 +69,13 @@ pub const TASKS: TableDef = TableDef {
             name: BY_OWNER,
             pk: "g1pk",
             sk: "g1sk",
-            include: Some(LIST_ATTRS),
+            include: Some(STATE_LIST_ATTRS),
         },
         IndexDef {
             name: BY_CONTEXT,
             pk: "g2pk",
             sk: "g1sk",
-            include: Some(CONTEXT_LIST_ATTRS),
+            include: Some(STATE_LIST_ATTRS),
         },
         IndexDef {
             name: BY_STATE,

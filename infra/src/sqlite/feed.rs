@@ -53,6 +53,7 @@ impl WorkFeed for SqliteStore {
                     pushed,
                     // Rows of expired tasks are deleted by the reaper; nothing to stamp.
                     finished: false,
+                    expiring: false,
                 };
                 entries.push((pos as u64, event));
             }

@@ -4,6 +4,7 @@
 //! Lambda handlers in `functions/` call the same pieces. A task's jobs run one at a time, in
 //! order (`PerTask`); retries are paced with the one `jitter`.
 
+pub mod archive;
 pub mod feed;
 pub mod push;
 pub mod reaper;
@@ -14,6 +15,7 @@ pub use crate::service::turns::{
     give_up_turn, handle_turn, handle_turn_within, TurnOutcome, DEAD_LETTERED,
     IN_PROCESS_TURN_ATTEMPTS,
 };
+pub use archive::{Archiver, ArchiverError};
 pub use feed::{run_feed, run_feed_relay};
 pub use reaper::{
     reap_stalled, run_reaper, stall_deadline, ReapReport, DEFAULT_STALL_DEADLINE_SECS,

@@ -34,6 +34,12 @@ pub enum RelayError {
         seq: u64,
         source: taskledger_domain::ports::StoreError,
     },
+    #[error("{task_id}#{seq}: {source}")]
+    Archive {
+        task_id: TaskId,
+        seq: u64,
+        source: crate::archive::ArchiveRunError,
+    },
 }
 
 impl RelayError {
@@ -62,6 +68,8 @@ pub struct Relay {
     seen: Option<Arc<Service>>,
     /// A store whose items expire on their own: a finished task's items get their expiry.
     expiring: Option<Arc<dyn Housekeeping>>,
+    /// Expiring tasks are archived (locally; on AWS the archive Lambda reads the stream).
+    archive: Option<super::Archiver>,
 }
 
 /// What relaying one event queued.
@@ -79,7 +87,15 @@ impl Relay {
             push: None,
             seen: None,
             expiring: None,
+            archive: None,
         }
+    }
+
+    /// Each event of an expiring task writes the task to the archive (after its expiry
+    /// stamps).
+    pub fn archiving_to(mut self, archiver: super::Archiver) -> Self {
+        self.archive = Some(archiver);
+        self
     }
 
     /// When an event finishes its task, `store` stamps the task's items with their expiry.
@@ -137,6 +153,16 @@ impl Relay {
                         source,
                     })?;
             tracing::debug!(task_id = %event.task_id, stamped, "expiry stamped");
+        }
+        if let (true, Some(archiver)) = (event.expiring, &self.archive) {
+            archiver
+                .archive(std::slice::from_ref(event))
+                .await
+                .map_err(|e| RelayError::Archive {
+                    task_id: event.task_id.clone(),
+                    seq: event.seq,
+                    source: e.source,
+                })?;
         }
         Ok(done)
     }
