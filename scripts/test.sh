@@ -3,7 +3,9 @@
 # official A2A client), starts moto (DynamoDB, SQS and S3 on one port, like LocalStack's 4566) on
 # 127.0.0.1, and runs:
 #   1. every cargo test — domain, storage contract suite on SQLite and on DynamoDB, black-box API
-#      tests on SQLite, round-trip budgets on DynamoDB, the archive of expiring tasks to S3; then the black-box API tests (api,
+#      tests on SQLite, round-trip budgets on DynamoDB, the archive of expiring tasks to S3,
+#      one trace from request to turn to webhook exported to an OTLP receiver (SQLite and the
+#      emulator path), /metrics deltas, EMF lines against the format, the template's alarms; then the black-box API tests (api,
 #      extension, llm_agent, push, generations, handoff, hitl, jwt, limits, secrets, sharing,
 #      streaming, streaming_resume) a second and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of

@@ -24,6 +24,7 @@ pub mod skills;
 pub mod task;
 pub mod time;
 pub mod tools;
+pub mod trace;
 pub mod turns;
 pub mod wire;
 

@@ -72,6 +72,8 @@ pub struct ModelRequest {
     pub reasoning_effort: Option<String>,
     pub messages: Vec<ChatMessage>,
     pub tools: Vec<ToolSpec>,
+    /// The trace of the model call (the provider's request carries it as `traceparent`).
+    pub trace: Option<crate::trace::TraceContext>,
 }
 
 #[derive(Debug, Clone, PartialEq, Default)]

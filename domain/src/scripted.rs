@@ -265,6 +265,7 @@ mod tests {
             } else {
                 Vec::<ToolSpec>::new()
             },
+            trace: None,
         }
     }
 

@@ -20,6 +20,9 @@ pub struct AgentTurn {
     pub task_id: TaskId,
     /// Sequence of the `AgentWorkRequested` event.
     pub work_seq: u64,
+    /// The trace of the commit that asked for it (`TraceContext::to_stored`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 impl AgentTurn {
@@ -59,6 +62,7 @@ pub fn turns_from_stream(items: &[StreamedEvent]) -> Vec<AgentTurn> {
         .map(|e| AgentTurn {
             task_id: e.task_id.clone(),
             work_seq: e.seq,
+            trace: None,
         })
         .collect()
 }
@@ -71,6 +75,7 @@ pub fn turns_from(task_id: &TaskId, events: &[StoredEvent]) -> Vec<AgentTurn> {
         .map(|e| AgentTurn {
             task_id: task_id.clone(),
             work_seq: e.seq,
+            trace: None,
         })
         .collect()
 }
@@ -145,7 +150,8 @@ mod tests {
             turns,
             vec![AgentTurn {
                 task_id: t.clone(),
-                work_seq: 2
+                work_seq: 2,
+                trace: None,
             }]
         );
         assert_eq!(

@@ -8,15 +8,11 @@ use crate::dynamo::{self, DynamoStore};
 
 /// JSON logs without timestamps (CloudWatch adds its own), filtered by `RUST_LOG`.
 pub fn init_logging() {
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
-        )
-        .without_time()
-        .with_ansi(false)
-        .init();
+    let _ = crate::logging::init(
+        crate::logging::LogFormat::Json { timestamps: false },
+        None,
+        crate::otlp::DroppedSpans(std::sync::Arc::new(|_| {})),
+    );
 }
 
 /// The task table's store, built once per sandbox.

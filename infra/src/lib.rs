@@ -8,6 +8,8 @@ pub mod files;
 pub mod jwks;
 pub mod lambda;
 pub mod llm;
+pub mod logging;
+pub mod otlp;
 pub mod relay;
 #[cfg(feature = "s3")]
 pub mod s3;

@@ -48,6 +48,11 @@ pub fn committed(image: &Value) -> Option<CommittedEvent> {
         pushed: pushed(image),
         finished: finished(image),
         expiring: image.get(schema::EXPIRES_ATTR).is_some(),
+        trace: image
+            .get(schema::TRACE_ATTR)
+            .and_then(|v| v.get("S"))
+            .and_then(|v| v.as_str())
+            .map(str::to_string),
     })
 }
 

@@ -9,6 +9,7 @@
 use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
+use taskledger_domain::trace::TraceContext;
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine;
@@ -264,6 +265,13 @@ impl WebhookSender {
         }
         if let Some(signer) = &self.signer {
             req = req.header(push::SIGNATURE_HEADER, signer.sign(&body));
+        }
+        // The receiver joins the trace the update belongs to (W3C Trace Context).
+        if let Some(t) = d.trace.as_deref().and_then(TraceContext::from_stored) {
+            req = req.header("traceparent", t.traceparent());
+            if let Some(state) = t.tracestate() {
+                req = req.header("tracestate", state);
+            }
         }
         match req.body(body).send().await {
             Ok(resp) => {

@@ -6,6 +6,7 @@ pub mod binary;
 pub mod binding;
 pub mod chat;
 pub mod grpc;
+pub mod otlp;
 pub mod proxy;
 pub mod receiver;
 pub mod stream;

@@ -233,7 +233,14 @@ async fn worker_side(message_id: &str) -> (Arc<Service>, AgentTurn) {
         .head()
         .unwrap()
         .work_requested;
-    (svc, AgentTurn { task_id, work_seq })
+    (
+        svc,
+        AgentTurn {
+            task_id,
+            work_seq,
+            trace: None,
+        },
+    )
 }
 
 fn record(turn: &AgentTurn, receives: u32, dlq: bool) -> TurnMessage {

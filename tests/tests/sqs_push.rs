@@ -52,6 +52,7 @@ async fn pushed_items(
                 pushed: Some(body),
                 finished: false,
                 expiring: false,
+                trace: None,
             })
         })
         .collect()

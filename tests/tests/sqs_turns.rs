@@ -103,7 +103,8 @@ async fn committed_work_runs_once_through_the_queue() {
         turn,
         AgentTurn {
             task_id: id.clone(),
-            work_seq: 3
+            work_seq: 3,
+            trace: None,
         }
     );
     // the worker runs it; a second delivery of the same message does nothing

@@ -7,6 +7,7 @@ use super::StoreError;
 use crate::ids::TaskId;
 use crate::retention::Retention;
 use crate::time::Timestamp;
+use crate::wire::TaskState;
 
 /// Tasks the deadline reaper reads at once.
 pub const STALLED_BATCH: u32 = 100;
@@ -54,4 +55,8 @@ pub trait Housekeeping: Send + Sync {
         cursor: Option<String>,
         limit: u32,
     ) -> Result<(Vec<TaskId>, Option<String>), StoreError>;
+
+    /// How many stored tasks are in each state, over every tenant (a metrics gauge); `None`
+    /// from a store where that takes a scan of the table (DynamoDB).
+    async fn tasks_by_state(&self) -> Result<Option<Vec<(TaskState, u64)>>, StoreError>;
 }

@@ -54,6 +54,9 @@ pub struct Commit {
     pub pushes: Vec<crate::push::PushUpdate>,
     /// Whom the task is shared with: the list index keeps an entry per principal.
     pub sharing: Sharing,
+    /// The trace the commit belongs to (`TraceContext::to_stored`), kept with the events that
+    /// call for work after it (work requests, pushed updates) so that work joins the trace.
+    pub trace: Option<String>,
 }
 
 /// The principals a task is shared with after a commit (its participants' principals, the
@@ -168,6 +171,8 @@ pub struct CommittedEvent {
     /// period (this event is the finishing one or came after it). An archive of expiring
     /// tasks (`ArchiveSink`) writes the task again.
     pub expiring: bool,
+    /// The trace of the commit that appended it (`Commit::trace`).
+    pub trace: Option<String>,
 }
 
 impl CommittedEvent {
@@ -176,6 +181,7 @@ impl CommittedEvent {
         (self.event_type == crate::turns::WORK_EVENT).then(|| crate::turns::AgentTurn {
             task_id: self.task_id.clone(),
             work_seq: self.seq,
+            trace: self.trace.clone(),
         })
     }
 }
@@ -440,6 +446,7 @@ impl CommitBuilder {
             idempotency: None,
             pushes: self.pushes,
             sharing,
+            trace: None,
         };
         (commit, self.events)
     }

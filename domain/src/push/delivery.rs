@@ -30,6 +30,10 @@ pub struct PushDelivery {
     pub config: Subscription,
     /// The `StreamResponse` JSON, exactly as sent.
     pub body: String,
+    /// The trace of the commit that pushed it (`TraceContext::to_stored`): the webhook request
+    /// carries it on as `traceparent`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trace: Option<String>,
 }
 
 impl PushDelivery {
@@ -80,6 +84,7 @@ pub fn deliveries(
             seq,
             config: s.clone(),
             body: body.to_string(),
+            trace: None,
         })
         .collect()
 }

@@ -348,6 +348,8 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
         stream_keep_alive: DEFAULT_KEEP_ALIVE,
         // Lambda receives the whole body from the gateway: this bound never bites there.
         body_read_timeout: crate::http::BODY_READ_TIMEOUT,
+        // Each function reports through its log (EMF, `telemetry::report`).
+        metrics: None,
     };
     let bounds = StreamBounds {
         deadline_margin: LAMBDA_STREAM_DEADLINE_MARGIN,
@@ -356,7 +358,13 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
             ResponseMode::Streaming => LAMBDA_STREAMED_MAX_BYTES,
         }),
     };
-    let router = crate::http::router(AppState::new(service, auth, http));
+    // Each invocation's metrics go to the log as EMF lines once it is answered.
+    let router = crate::http::router(AppState::new(service, auth, http)).layer(
+        axum::middleware::map_response(|r: axum::response::Response| async move {
+            crate::telemetry::report().await;
+            r
+        }),
+    );
     Ok(LambdaApi {
         router: crate::http::bound_streams(router, bounds),
         mode,

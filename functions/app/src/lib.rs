@@ -26,6 +26,7 @@ mod per_task;
 pub mod request;
 pub mod runners;
 pub mod service;
+pub mod telemetry;
 pub mod v03;
 
 pub use error::AppError;

@@ -34,12 +34,13 @@ async fn handle(
         failure.item_identifier = first.and_then(|i| sequence[i].clone());
         response.batch_item_failures.push(failure);
     }
+    taskledger_app::telemetry::report().await;
     Ok(response)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_infra::lambda::init_logging();
+    taskledger_app::telemetry::init_lambda();
     let bucket = std::env::var("TASKLEDGER_ARCHIVE_BUCKET")
         .map_err(|_| "TASKLEDGER_ARCHIVE_BUCKET must name the archive bucket")?;
     let bucket =

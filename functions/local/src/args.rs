@@ -205,6 +205,12 @@ pub(crate) struct Args {
     /// with its pollers; the bucket must exist); empty: no archive.
     #[arg(long, env = "TASKLEDGER_ARCHIVE_BUCKET", default_value = "")]
     pub(crate) archive_bucket: String,
+    /// An OpenTelemetry collector's OTLP/HTTP endpoint (`http://127.0.0.1:4318`): every span
+    /// goes there, one trace a task's life (`/v1/traces` is added; `OTEL_EXPORTER_OTLP_PROTOCOL`
+    /// picks `http/protobuf` or `http/json`). Unset: the standard `OTEL_EXPORTER_OTLP_*`
+    /// variables, else no export.
+    #[arg(long, env = "TASKLEDGER_OTLP_ENDPOINT")]
+    pub(crate) otlp_endpoint: Option<String>,
     /// Log format: `pretty` (human) or `json`.
     #[arg(long, env = "TASKLEDGER_LOG_FORMAT", default_value = "pretty")]
     pub(crate) log_format: String,

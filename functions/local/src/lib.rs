@@ -191,6 +191,7 @@ async fn build_bindings(
         None => None,
     };
     let housekeeping = stores.housekeeping.clone();
+    let task_counts = stores.housekeeping.clone();
     let service = Service::new(
         stores.events,
         stores.reads,
@@ -304,6 +305,9 @@ async fn build_bindings(
         path_prefix: None,
         stream_keep_alive: config.stream_keep_alive,
         body_read_timeout: config.body_read_timeout,
+        metrics: Some(taskledger_app::http::MetricsSettings {
+            tasks: Some(task_counts),
+        }),
     };
     // gRPC has no Host header: its card's URLs are the public URL's, or the HTTP listener's.
     let card_base = match (&config.public_url, http_addr) {

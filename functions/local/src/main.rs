@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 use std::time::Duration;
+use taskledger_infra::logging::LogFormat;
+use taskledger_infra::otlp::OtlpSettings;
 
 use clap::Parser;
 
@@ -50,22 +52,31 @@ fn lean_allocator() {
 fn main() {
     lean_allocator();
     let args = Args::parse();
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colour codes only for a person at a terminal, never into a file or a pipe.
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stdout());
-    if args.log_format == "json" {
-        tracing_subscriber::fmt()
-            .json()
-            .with_ansi(false)
-            .with_env_filter(filter)
-            .init();
+    let format = if args.log_format == "json" {
+        LogFormat::Json { timestamps: true }
     } else {
-        tracing_subscriber::fmt()
-            .with_ansi(ansi)
-            .with_env_filter(filter)
-            .init();
-    }
+        LogFormat::Pretty {
+            ansi: std::io::IsTerminal::is_terminal(&std::io::stdout()),
+        }
+    };
+    // Spans to a collector: `--otlp-endpoint`, else the standard OTEL_EXPORTER_OTLP_* variables.
+    let otlp = match args.otlp_endpoint.as_deref().filter(|e| !e.is_empty()) {
+        Some(e) => OtlpSettings::new(
+            Some(e),
+            None,
+            std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL").ok().as_deref(),
+            "taskledger",
+        ),
+        None => OtlpSettings::from_env("taskledger"),
+    };
+    let otlp = match otlp {
+        Ok(o) => o,
+        Err(e) => {
+            eprintln!("taskledger: --otlp-endpoint: {e}");
+            std::process::exit(2);
+        }
+    };
     private_files();
     let workers = args.workers.unwrap_or_else(runtime::workers_here);
     let rt = match runtime::build(workers) {
@@ -76,6 +87,11 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // The span exporter runs on the runtime.
+    if let Err(e) = rt.block_on(async { taskledger_app::telemetry::init(format, otlp.as_ref()) }) {
+        eprintln!("taskledger: {e}");
+        std::process::exit(1);
+    }
     // As `#[tokio::main]` did: a failed run exits before the runtime is shut down.
     if let Err(e) = rt.block_on(run(args)) {
         tracing::error!(error = %e, "taskledger stopped");

@@ -176,8 +176,16 @@ impl DynamoStore {
             }
             // The update this event pushes to webhook subscribers: the stream relay turns it
             // into deliveries (one per subscription registered before the event).
-            if let Some(p) = c.pushes.iter().find(|p| p.seq == e.seq) {
+            let pushed = c.pushes.iter().find(|p| p.seq == e.seq);
+            if let Some(p) = pushed {
                 item.insert(PUSH_ATTR.into(), s(&p.body));
+            }
+            // The work after the commit joins its trace (ADR 033): kept on the items the
+            // relay acts on.
+            if let Some(t) = c.trace.as_ref().filter(|_| {
+                pushed.is_some() || e.event_type == taskledger_domain::turns::WORK_EVENT
+            }) {
+                item.insert(schema::TRACE_ATTR.into(), s(t));
             }
             items.push((item, Slot::Event));
         }

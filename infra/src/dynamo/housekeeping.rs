@@ -158,6 +158,11 @@ impl Housekeeping for DynamoStore {
         Ok(stamped)
     }
 
+    /// Counting every task takes a Scan's worth of reads here: not offered (ADR 033).
+    async fn tasks_by_state(&self) -> Result<Option<Vec<(TaskState, u64)>>, StoreError> {
+        Ok(None)
+    }
+
     /// Shard by shard through the `by-shard` index (no Scan); the cursor is `shard␟pk`.
     async fn task_page(
         &self,

@@ -73,6 +73,7 @@ impl DynamoStore {
             idempotency: None,
             pushes: vec![],
             sharing,
+            trace: None,
         };
         let mut items = vec![self.head_item(&commit)?];
         for m in &commit.sharing.members {

@@ -38,6 +38,9 @@ pub struct TableDef {
 /// Attribute of every item of a finished task: when it expires (epoch seconds), read by the
 /// table's TTL.
 pub const EXPIRES_ATTR: &str = "expires";
+/// Event attribute: the trace of the commit that appended it (work requests and pushed
+/// updates only; `TraceContext::to_stored`).
+pub const TRACE_ATTR: &str = "tp";
 
 /// Index names.
 pub const BY_OWNER: &str = "by-owner";

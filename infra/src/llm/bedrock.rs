@@ -318,6 +318,7 @@ mod tests {
                     description: "d".into(),
                     input_schema: json!({"type": "object"}),
                 }],
+                trace: None,
             })
             .await
             .unwrap();
@@ -367,6 +368,7 @@ mod tests {
                     reasoning_effort: Some(effort.into()),
                     messages: vec![ChatMessage::text(ChatRole::User, "think")],
                     tools: vec![],
+                    trace: None,
                 })
                 .await
                 .unwrap();

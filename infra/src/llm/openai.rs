@@ -175,6 +175,13 @@ impl LanguageModel for OpenAiCompatible {
             if let Some(k) = &self.settings.api_key {
                 req = req.bearer_auth(k);
             }
+            // The provider (or a gateway in front of it) joins the turn's trace.
+            if let Some(t) = request.trace.as_ref() {
+                req = req.header("traceparent", t.traceparent());
+                if let Some(state) = t.tracestate() {
+                    req = req.header("tracestate", state);
+                }
+            }
             let wait = match req.send().await {
                 Ok(resp) => {
                     let status = resp.status();
@@ -285,6 +292,7 @@ mod tests {
                 description: "d".into(),
                 input_schema: json!({"type": "object"}),
             }],
+            trace: None,
         }
     }
 

@@ -28,6 +28,8 @@ pub(super) struct CommitRows {
     /// Whom the task is shared with, when that changed.
     members: Option<Vec<(String, String)>>,
     writes: Vec<RowWrite>,
+    /// The commit's trace, kept on its feed entries.
+    trace: Option<String>,
 }
 
 struct EventRow {
@@ -128,6 +130,7 @@ impl CommitRows {
             })
             .collect::<Result<_, StoreError>>()?;
         Ok(Self {
+            trace: c.trace.clone(),
             task_id: c.task_id.to_string(),
             expected_version: c.expected_version,
             message_key: c.message_key.clone(),
@@ -277,10 +280,12 @@ pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
             // The feed of work after the commit (agent turns, webhook deliveries), in the same
             // transaction as the event: the relay fans pushed updates out to subscriptions.
             if let Some(pushed) = &e.feed {
+                let trace = c.trace.as_deref();
                 tx.prepare_cached(
-                    "INSERT INTO feed (task_id, seq, event_type, pushed) VALUES (?1, ?2, ?3, ?4)",
+                    "INSERT INTO feed (task_id, seq, event_type, pushed, trace) \
+                     VALUES (?1, ?2, ?3, ?4, ?5)",
                 )
-                .and_then(|mut st| st.execute(params![task_id, e.seq, e.event_type, pushed]))
+                .and_then(|mut st| st.execute(params![task_id, e.seq, e.event_type, pushed, trace]))
                 .map_err(db_err)?;
             }
         }

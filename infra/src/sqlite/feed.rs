@@ -20,7 +20,7 @@ impl WorkFeed for SqliteStore {
         self.read_now(|conn| {
             let mut stmt = conn
                 .prepare_cached(
-                    "SELECT pos, task_id, seq, event_type, pushed FROM feed WHERE pos > ?1 \
+                    "SELECT pos, task_id, seq, event_type, pushed, trace FROM feed WHERE pos > ?1 \
                      ORDER BY pos",
                 )
                 .map_err(db_err)?;
@@ -34,12 +34,13 @@ impl WorkFeed for SqliteStore {
                         r.get::<_, i64>(2)?,
                         r.get::<_, String>(3)?,
                         r.get::<_, Option<String>>(4)?,
+                        r.get::<_, Option<String>>(5)?,
                     ))
                 })
                 .map_err(db_err)?;
             let mut entries = Vec::new();
             for row in rows.take(limit as usize) {
-                let (pos, task_id, seq, event_type, pushed) = row.map_err(db_err)?;
+                let (pos, task_id, seq, event_type, pushed, trace) = row.map_err(db_err)?;
                 // Rows are written with a commit's task id; one that does not read as a task
                 // id (a manual edit) is skipped rather than allowed to stop the feed.
                 let Ok(task_id) = TaskId::parse(task_id) else {
@@ -54,6 +55,7 @@ impl WorkFeed for SqliteStore {
                     // Rows of expired tasks are deleted by the reaper; nothing to stamp.
                     finished: false,
                     expiring: false,
+                    trace,
                 };
                 entries.push((pos as u64, event));
             }

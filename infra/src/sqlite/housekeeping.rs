@@ -10,6 +10,7 @@ use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{AtWork, Housekeeping, StoreError};
 use taskledger_domain::retention::Retention;
 use taskledger_domain::time::Timestamp;
+use taskledger_domain::wire::TaskState;
 
 use super::codec::db_err;
 use super::SqliteStore;
@@ -87,6 +88,26 @@ impl Housekeeping for SqliteStore {
     /// Nothing: the reaper deletes an expired task's rows (`purge_expired`).
     async fn stamp_expiry(&self, _task_id: &TaskId) -> Result<u64, StoreError> {
         Ok(0)
+    }
+
+    async fn tasks_by_state(&self) -> Result<Option<Vec<(TaskState, u64)>>, StoreError> {
+        self.read(|conn| {
+            let mut stmt = conn
+                .prepare_cached("SELECT state, count(*) FROM heads GROUP BY state ORDER BY state")
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .map_err(db_err)?;
+            let mut out = Vec::new();
+            for row in rows {
+                let (state, n) = row.map_err(db_err)?;
+                let state = TaskState::from_name(&state)
+                    .ok_or_else(|| StoreError::Corrupt(format!("a head in state {state:?}")))?;
+                out.push((state, n.max(0) as u64));
+            }
+            Ok(Some(out))
+        })
+        .await
     }
 
     async fn task_page(

@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS message_keys (
     PRIMARY KEY (task_id, message_id, fingerprint)) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS feed (
     pos INTEGER PRIMARY KEY, task_id TEXT NOT NULL, seq INTEGER NOT NULL,
-    event_type TEXT NOT NULL DEFAULT 'AgentWorkRequested', pushed TEXT);
+    event_type TEXT NOT NULL DEFAULT 'AgentWorkRequested', pushed TEXT, trace TEXT);
 CREATE TABLE IF NOT EXISTS feed_cursors (
     consumer TEXT NOT NULL PRIMARY KEY, pos INTEGER NOT NULL) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS push_outbox (
@@ -74,6 +74,10 @@ pub(super) fn migrate(conn: &Connection) -> rusqlite::Result<()> {
             "ALTER TABLE feed ADD COLUMN event_type TEXT NOT NULL DEFAULT 'AgentWorkRequested';
              ALTER TABLE feed ADD COLUMN pushed TEXT;",
         )?;
+    }
+    // Before work after a commit joined its trace (ADR 033), feed entries carried none.
+    if !has_column(conn, "feed", "trace")? {
+        conn.execute_batch("ALTER TABLE feed ADD COLUMN trace TEXT;")?;
     }
     // Before streams read the log, events carried no update.
     if !has_column(conn, "events", "generation")? {
@@ -177,13 +181,13 @@ mod tests {
         .unwrap();
         migrate(&conn).unwrap();
         migrate(&conn).unwrap();
-        let (kind, pushed): (String, Option<String>) = conn
-            .query_row("SELECT event_type, pushed FROM feed", [], |r| {
-                Ok((r.get(0)?, r.get(1)?))
+        let (kind, pushed, trace): (String, Option<String>, Option<String>) = conn
+            .query_row("SELECT event_type, pushed, trace FROM feed", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
             })
             .unwrap();
         assert_eq!(kind, "AgentWorkRequested");
-        assert_eq!(pushed, None);
+        assert_eq!((pushed, trace), (None, None));
     }
 
     #[test]

@@ -129,7 +129,8 @@ impl A2aGrpc {
             .flat_map(|key| metadata.get_all(key).iter())
             .filter_map(|v| v.to_str().ok())
             .collect();
-        let mut ctx = Context::new(who);
+        let mut ctx = Context::new(who, crate::telemetry::Binding::Grpc);
+        ctx.trace = trace_context(metadata);
         ctx.requested_extensions = request::requested_extensions(&listed);
         ctx.last_event_id = metadata_text(metadata, LAST_EVENT_ID_METADATA).map(str::to_string);
         ctx.version = version;
@@ -295,6 +296,23 @@ fn echo_extensions(
 }
 
 type StreamOf<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
+
+/// The caller's W3C trace context from gRPC metadata (as `http::common::trace_context` reads
+/// headers): one `traceparent`, its `tracestate` entries joined; unreadable is none.
+fn trace_context(metadata: &MetadataMap) -> Option<taskledger_domain::trace::TraceContext> {
+    let mut parents = metadata.get_all("traceparent").iter();
+    let parent = parents.next()?.to_str().ok()?;
+    if parents.next().is_some() {
+        return None;
+    }
+    let states: Vec<&str> = metadata
+        .get_all("tracestate")
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .collect();
+    let state = (!states.is_empty()).then(|| states.join(","));
+    taskledger_domain::trace::TraceContext::parse(parent.trim(), state.as_deref())
+}
 
 #[cfg(test)]
 mod tests {

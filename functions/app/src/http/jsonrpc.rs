@@ -210,7 +210,9 @@ async fn handle(
             Some(m) => (m.operation(), v03::jsonrpc::request(m, &given)?),
             None => (Method::named(method)?, given),
         };
-        let mut ctx = Context::new(principal).with_idempotency(key, &request);
+        let mut ctx = Context::new(principal, crate::telemetry::Binding::JsonRpc)
+            .with_idempotency(key, &request);
+        ctx.trace = common::trace_context(&parts.headers);
         ctx.requested_extensions = common::requested_extensions(&parts.headers);
         ctx.last_event_id = sse::last_event_id(&parts.headers);
         ctx.version = version;

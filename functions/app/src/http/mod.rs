@@ -11,6 +11,8 @@ pub use common::BODY_READ_TIMEOUT;
 pub mod guard;
 pub use guard::Proxies;
 mod jsonrpc;
+mod metrics;
+pub use metrics::METRICS_PATH;
 pub(crate) mod rest;
 mod sse;
 
@@ -71,6 +73,23 @@ pub struct HttpSettings {
     pub stream_keep_alive: std::time::Duration,
     /// How long a request body may take to arrive (`common::BODY_READ_TIMEOUT`).
     pub body_read_timeout: std::time::Duration,
+    /// The Prometheus `/metrics` endpoint (the local server; Lambda reports through its logs).
+    pub metrics: Option<MetricsSettings>,
+}
+
+/// What `/metrics` reads besides the process's own metrics.
+#[derive(Clone, Default)]
+pub struct MetricsSettings {
+    /// Counts tasks by state for the `taskledger_tasks` gauge (a store that can).
+    pub tasks: Option<Arc<dyn taskledger_domain::ports::Housekeeping>>,
+}
+
+impl std::fmt::Debug for MetricsSettings {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MetricsSettings")
+            .field("tasks", &self.tasks.is_some())
+            .finish()
+    }
 }
 
 /// What the task board needs besides the API's settings.
@@ -213,6 +232,11 @@ fn routes(state: Arc<AppState>) -> Router {
         .route("/", post(jsonrpc::jsonrpc))
         .route(rest::REST_PATH, any(rest::rest))
         .route(&format!("{}/{{*path}}", rest::REST_PATH), any(rest::rest));
+    let router = if state.settings.metrics.is_some() {
+        router.route(metrics::METRICS_PATH, get(metrics::metrics))
+    } else {
+        router
+    };
     #[cfg(feature = "board")]
     let router = if state.settings.board.is_some() {
         router.merge(crate::board::routes(&state))
@@ -256,6 +280,7 @@ mod tests {
                 board: None,
                 allowed_hosts: vec!["h.example.com".into()],
                 proxies: Proxies::None,
+                metrics: None,
             },
         ))
     }

@@ -10,6 +10,7 @@ mod extensions;
 mod generations;
 
 use std::sync::Arc;
+use tracing::Instrument;
 
 use serde_json::Value;
 use taskledger_domain::card_extended::extended_card;
@@ -73,6 +74,25 @@ const METHODS: [(&str, Method); 11] = [
 ];
 
 impl Method {
+    /// Every method, in declaration order (`index` is the position here).
+    pub const ALL: [Method; 11] = [
+        Method::SendMessage,
+        Method::SendStreamingMessage,
+        Method::GetTask,
+        Method::ListTasks,
+        Method::CancelTask,
+        Method::SubscribeToTask,
+        Method::CreateTaskPushNotificationConfig,
+        Method::GetTaskPushNotificationConfig,
+        Method::ListTaskPushNotificationConfigs,
+        Method::DeleteTaskPushNotificationConfig,
+        Method::GetExtendedAgentCard,
+    ];
+
+    pub fn index(self) -> usize {
+        self as usize
+    }
+
     /// The method of a JSON-RPC `method` or gRPC RPC name; an unknown one is MethodNotFound.
     pub fn named(name: &str) -> Result<Self, AppError> {
         METHODS
@@ -235,6 +255,10 @@ pub struct Context {
     /// How the binding writes a Task result: given, GetTask's result may come already
     /// written that way (`Outcome::Encoded`, ADR 026).
     pub task_encoding: Option<TaskEncoding>,
+    /// The binding the request came over (the metrics' label).
+    pub binding: crate::telemetry::Binding,
+    /// The caller's W3C trace context (`traceparent`/`tracestate`), if it sent one that reads.
+    pub trace: Option<taskledger_domain::trace::TraceContext>,
 }
 
 /// How a binding writes a Task result (ProtoJSON on the HTTP bindings, protobuf on gRPC).
@@ -246,8 +270,10 @@ pub struct TaskEncoding {
 }
 
 impl Context {
-    pub fn new(principal: Principal) -> Self {
+    pub fn new(principal: Principal, binding: crate::telemetry::Binding) -> Self {
         Self {
+            binding,
+            trace: None,
             principal,
             requested_extensions: Vec::new(),
             idempotency: None,
@@ -332,8 +358,34 @@ pub struct Reply {
     pub extensions: Extensions,
 }
 
-/// Runs one operation for the caller.
+/// Runs one operation for the caller, counted and timed by method, binding and outcome, in a
+/// span that joins the caller's trace.
 pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
+    use crate::telemetry::{metrics, trace};
+    let (method, binding, started) = (op.method(), ctx.binding, std::time::Instant::now());
+    let span = tracing::info_span!(
+        "a2a.request",
+        otel.name = method.name(),
+        rpc.method = method.name(),
+        a2a.binding = binding.label(),
+        a2a.protocol_version = format!("1.{}", ctx.version.minor),
+        tenant = %ctx.principal.tenant,
+        otel.status_code = tracing::field::Empty,
+        error.reason = tracing::field::Empty,
+    );
+    trace::set_parent(&span, ctx.trace.as_ref());
+    let caller = ctx.trace.clone();
+    let reply = trace::within(caller, run(svc, ctx, op).instrument(span.clone())).await;
+    let reason = reply.as_ref().err().map(|e| e.kind().wire().reason);
+    if let Some(r) = reason {
+        span.record("otel.status_code", "ERROR");
+        span.record("error.reason", r);
+    }
+    metrics().request(method, binding, reason, started.elapsed());
+    reply
+}
+
+async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
     let extensions = negotiate(&ctx.requested_extensions, op.message_extensions())?;
     let mut op = generations::request_for(ctx.version, op);
     op.hide_inactive(&extensions);

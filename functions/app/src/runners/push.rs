@@ -15,6 +15,7 @@ use tokio::sync::Notify;
 use tracing::{debug, info, warn, Instrument};
 
 use crate::per_task::jitter;
+use crate::telemetry::{metrics, PushOutcome};
 
 /// Deliveries in flight at once (embedded outbox).
 pub const MAX_IN_FLIGHT: usize = 64;
@@ -41,9 +42,40 @@ pub async fn attempt(
         started
     };
     let attempts = a.attempts + 1;
-    let result = sender.send(&a.delivery).await;
+    // The webhook request joins the update's trace through this attempt's span (ADR 033).
+    let parent = crate::telemetry::trace::stored(a.delivery.trace.as_deref());
+    let span = tracing::info_span!(
+        "push.delivery",
+        task_id = %a.delivery.task_id,
+        seq = a.delivery.seq,
+        attempt = attempts
+    );
+    crate::telemetry::trace::set_parent(&span, parent.as_ref());
+    // The span's context (exporting), keeping the update's `tracestate`; else the update's own.
+    let state = parent
+        .as_ref()
+        .and_then(|p| p.tracestate().map(str::to_string));
+    let here = span
+        .in_scope(crate::telemetry::trace::current)
+        .map(|c| c.with_state(state))
+        .or(parent);
+    let sent = std::time::Instant::now();
+    let result = if here.as_ref().map(|t| t.to_stored()) == a.delivery.trace {
+        sender.send(&a.delivery).instrument(span).await
+    } else {
+        let mut d = a.delivery.clone();
+        d.trace = here.map(|t| t.to_stored());
+        sender.send(&d).instrument(span).await
+    };
+    let took = sent.elapsed();
     let elapsed = Duration::from_millis((now_ms() - first).max(0) as u64);
     let next = retry.next(&result, attempts, elapsed, jitter());
+    let outcome = match next {
+        NextStep::Done => PushOutcome::Delivered,
+        NextStep::RetryIn(_) => PushOutcome::Retried,
+        NextStep::DeadLetter(_) => PushOutcome::DeadLettered,
+    };
+    metrics().push(outcome, took);
     let saved = match next {
         NextStep::Done => {
             debug!(attempts, "delivered");

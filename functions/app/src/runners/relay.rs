@@ -19,6 +19,8 @@ use tokio::sync::Notify;
 
 use crate::service::turns::{run_turn_retrying, Delivery};
 use crate::service::Service;
+use crate::telemetry::trace;
+use tracing::Instrument;
 
 #[derive(Debug, thiserror::Error)]
 pub enum RelayError {
@@ -125,13 +127,31 @@ impl Relay {
         self
     }
 
-    /// Relays one committed event; events that call for nothing do nothing.
+    /// Relays one committed event; events that call for nothing do nothing. What it queues
+    /// joins the event's trace, through the relay's span.
     pub async fn relay(&self, event: &CommittedEvent) -> Result<Relayed, RelayError> {
         if let Some(svc) = &self.seen {
             svc.commit_seen(&event.task_id, event.seq);
         }
+        let parent = trace::stored(event.trace.as_deref());
+        if parent.is_none() && event.turn().is_none() && event.pushed.is_none() {
+            return self.relay_in_trace(event).await;
+        }
+        let span = tracing::info_span!(
+            "relay",
+            task_id = %event.task_id,
+            seq = event.seq,
+            event_type = %event.event_type
+        );
+        trace::set_parent(&span, parent.as_ref());
+        trace::within(parent, self.relay_in_trace(event).instrument(span)).await
+    }
+
+    async fn relay_in_trace(&self, event: &CommittedEvent) -> Result<Relayed, RelayError> {
         let mut done = Relayed::default();
-        if let Some(turn) = event.turn() {
+        let here = trace::current().map(|t| t.to_stored());
+        if let Some(mut turn) = event.turn() {
+            turn.trace = here.clone();
             self.turns
                 .enqueue(&[turn])
                 .await
@@ -139,7 +159,7 @@ impl Relay {
             done.turns = 1;
         }
         if let (Some(body), Some(side)) = (&event.pushed, &self.push) {
-            done.deliveries = side.fan_out(event, body).await?;
+            done.deliveries = side.fan_out(event, body, here).await?;
             tracing::debug!(task_id = %event.task_id, seq = event.seq, deliveries = done.deliveries, "pushed");
         }
         if let (true, Some(store)) = (event.finished, &self.expiring) {
@@ -170,7 +190,12 @@ impl Relay {
 
 impl PushSide {
     /// Queues the deliveries of one pushed update; returns how many.
-    async fn fan_out(&self, event: &CommittedEvent, body: &str) -> Result<usize, RelayError> {
+    async fn fan_out(
+        &self,
+        event: &CommittedEvent,
+        body: &str,
+        trace: Option<String>,
+    ) -> Result<usize, RelayError> {
         let store_err = |source| RelayError::Store {
             task_id: event.task_id.clone(),
             seq: event.seq,
@@ -197,6 +222,9 @@ impl PushSide {
             .cloned()
             .collect();
         let mut deliveries = push::deliveries(id.as_str(), &audience, event.seq, body);
+        for d in &mut deliveries {
+            d.trace = trace.clone();
+        }
         // A config registered over 0.3 receives the Task in 0.3 JSON (`v03::push`).
         if deliveries
             .iter()

@@ -4,6 +4,7 @@
 
 use std::sync::Arc;
 use std::time::Duration;
+use tracing::Instrument;
 
 use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::TaskId;
@@ -115,11 +116,25 @@ impl Service {
             let (mut commit, events) = b.finish(Timestamp::now());
             commit.message_key = keys.message.clone();
             commit.idempotency = keys.idempotency.clone();
+            // The work after it joins the trace through this commit's span (ADR 033).
+            let span = tracing::info_span!(
+                "commit",
+                task_id = %task_id,
+                events = commit.events.len(),
+                attempt
+            );
+            commit.trace = span
+                .in_scope(crate::telemetry::trace::current)
+                .map(|t| t.to_stored());
             let pushes = !commit.pushes.is_empty();
-            let turns = turns_from(task_id, &commit.events);
+            let mut turns = turns_from(task_id, &commit.events);
+            for t in &mut turns {
+                t.trace = commit.trace.clone();
+            }
             let asking = (!turns.is_empty()).then(|| self.asking(task_id)).flatten();
-            match self.store.append(&commit).await {
+            match self.store.append(&commit).instrument(span).await {
                 Ok(()) => {
+                    crate::telemetry::metrics().commit();
                     let state = Arc::new(commit.snapshot);
                     match asking {
                         // A turn this commit asks for starts from what it left (its events too).
@@ -141,6 +156,7 @@ impl Service {
                 Err(StoreError::Conflict(_))
                     if target == Target::Existing && attempt < MAX_COMMAND_ATTEMPTS =>
                 {
+                    crate::telemetry::metrics().conflict();
                     self.forget(task_id);
                     debug!(task_id = %task_id, attempt, "lost a race, deciding again");
                     tokio::time::sleep(backoff(attempt)).await;

@@ -2,6 +2,7 @@
 //! `AgentWorkRequested` event) runs the agent on that work; duplicates and superseded turns do
 //! nothing, and a finished turn is recorded (`AgentTurnFinished`) so redelivery never repeats it.
 
+use crate::telemetry;
 use std::sync::Arc;
 
 use taskledger_domain::ids::TaskId;
@@ -67,6 +68,7 @@ pub async fn give_up_turn(
     reason: &str,
 ) -> Result<(), AppError> {
     warn!(task_id = %turn.task_id, work_seq = turn.work_seq, attempts, reason, "turn given up; the task fails");
+    telemetry::metrics().turn(telemetry::TurnOutcome::GivenUp, None);
     svc.execute(Actor::Agent, &turn.task_id, None, |_| {
         vec![TaskCommand::GiveUpAgentWork {
             work_seq: turn.work_seq,
@@ -170,13 +172,34 @@ pub(crate) async fn run_turn(
             None => return Ok(TurnOutcome::Nothing),
         },
     };
-    let span = tracing::info_span!("turn", task_id = %task_id, work_seq = turn.work_seq);
+    // The turn joins the trace of the commit that asked for it; what the agent commits joins
+    // the turn's (ADR 033).
+    let parent = telemetry::trace::stored(turn.trace.as_deref());
+    let span = tracing::info_span!(
+        "agent.turn",
+        task_id = %task_id,
+        context_id = %head.context_id,
+        work_seq = turn.work_seq,
+        outcome = tracing::field::Empty
+    );
+    telemetry::trace::set_parent(&span, parent.as_ref());
     let port: Arc<dyn TaskPort> = Arc::new(TurnPort::new(svc.clone(), state));
-    let end = svc
-        .agent()
-        .run_turn(port, task_id.clone(), input, budget)
-        .instrument(span)
-        .await?;
+    let started = std::time::Instant::now();
+    let ran = telemetry::trace::within(
+        parent,
+        svc.agent()
+            .run_turn(port, task_id.clone(), input, budget)
+            .instrument(span.clone()),
+    )
+    .await;
+    let outcome = match &ran {
+        Ok(TurnEnd::Continued) => telemetry::TurnOutcome::Continued,
+        Ok(_) => telemetry::TurnOutcome::Ran,
+        Err(_) => telemetry::TurnOutcome::Failed,
+    };
+    span.record("outcome", outcome.label());
+    telemetry::metrics().turn(outcome, Some(started.elapsed()));
+    let end = ran?;
     if end == TurnEnd::Continued {
         // The continuation's newer request supersedes this turn: no record needed.
         return Ok(TurnOutcome::Continued);

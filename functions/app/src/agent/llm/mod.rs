@@ -117,7 +117,14 @@ impl LlmAgent {
             return Ok(Some(Outcome::Waiting));
         }
         let ext = head.ext.clone();
+        // The provider's request joins the turn's trace through this call's span.
+        let span = tracing::info_span!(
+            "llm.call",
+            task_id = %task_id,
+            gen_ai.request.model = ext.as_ref().and_then(|d| d.model.clone()).unwrap_or_default()
+        );
         let request = ModelRequest {
+            trace: span.in_scope(crate::telemetry::trace::current),
             model: ext.as_ref().and_then(|d| d.model.clone()),
             reasoning_effort: ext
                 .as_ref()
@@ -131,7 +138,7 @@ impl LlmAgent {
             },
         };
         // A model that answers at once (polled once) has nothing to wait for.
-        let mut call = self.model.complete(request);
+        let mut call = tracing::Instrument::instrument(self.model.complete(request), span);
         let response = match futures_util::FutureExt::now_or_never(&mut call) {
             Some(r) => r,
             None => {
@@ -159,6 +166,9 @@ impl LlmAgent {
         said.parts
             .extend(response.tool_calls.iter().map(Self::call_part));
         if let Some(u) = &response.usage {
+            use crate::telemetry::{metrics, TokenKind};
+            metrics().tokens(TokenKind::Input, u.input_tokens);
+            metrics().tokens(TokenKind::Output, u.output_tokens + u.reasoning_tokens);
             said.metadata
                 .get_or_insert_with(Metadata::new)
                 .insert(USAGE_KEY.into(), json!(u));

@@ -131,7 +131,9 @@ async fn handle(
     // What the path names wins over the body.
     request.extend(route.fields);
     let request = Value::Object(request);
-    let mut ctx = Context::new(principal).with_idempotency(key, &request);
+    let mut ctx = Context::new(principal, crate::telemetry::Binding::HttpJson)
+        .with_idempotency(key, &request);
+    ctx.trace = common::trace_context(&parts.headers);
     ctx.requested_extensions = common::requested_extensions(&parts.headers);
     ctx.last_event_id = sse::last_event_id(&parts.headers);
     ctx.version = version;

@@ -211,7 +211,9 @@ pub(super) async fn handle(
     if let (Some(t), Some(o)) = (&route.tenant, request.as_object_mut()) {
         o.insert("tenant".into(), t.clone().into());
     }
-    let mut ctx = Context::new(principal).with_idempotency(key, &request);
+    let mut ctx = Context::new(principal, crate::telemetry::Binding::HttpJson)
+        .with_idempotency(key, &request);
+    ctx.trace = common::trace_context(&parts.headers);
     ctx.requested_extensions = common::requested_extensions(&parts.headers);
     ctx.last_event_id = sse::last_event_id(&parts.headers);
     if route.method == Method03::ExtendedCard {

@@ -193,9 +193,11 @@ impl Service {
             .stream_max
             .map(|d| tokio::time::Instant::now() + d);
         let reader = Reader::open(&self.hub, self.store.clone(), start, until, deadline);
+        // Counted open until it ends or is dropped.
+        let open = crate::telemetry::metrics().stream_opened();
         Box::pin(futures_util::stream::unfold(
-            (reader, slot),
-            |(mut r, slot)| async move { r.next().await.map(|event| (event, (r, slot))) },
+            (reader, slot, open),
+            |(mut r, slot, open)| async move { r.next().await.map(|event| (event, (r, slot, open))) },
         ))
     }
 

@@ -1,0 +1,275 @@
+//! One trace from the request to the agent turn and the webhook (ADR 033): the process exports
+//! its spans over OTLP/HTTP (JSON) to a receiver of the test's own; one SendMessage carrying a
+//! client's `traceparent`, answered by the model loop (a mock Chat Completions server) on a task
+//! with a push config, yields spans of that trace covering the request, the commit, the relay,
+//! the agent turn, the model call and the webhook delivery, each the child of the one before;
+//! the model provider and the webhook receive `traceparent` headers naming the spans that
+//! called them. On the embedded store and on the emulator path (stream → relay → SQS → worker
+//! → push queue). One test binary: the exporter is the process's.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::http::HeaderMap;
+use serde_json::json;
+use taskledger_domain::push::{AddressPolicy, RetryPolicy};
+use taskledger_infra::llm::OpenAiSettings;
+use taskledger_infra::logging::LogFormat;
+use taskledger_infra::otlp::OtlpSettings;
+use taskledger_local::{AgentChoice, Config, PushSettings, Storage};
+use taskledger_tests::binding::Binding;
+use taskledger_tests::otlp::{Collector, Span};
+use taskledger_tests::receiver::{state_of, Receiver, Script};
+use taskledger_tests::{aws_endpoint, chat, fast_timings, Server};
+
+/// A Chat Completions server that answers at once and keeps each request's headers.
+async fn model() -> (String, Arc<Mutex<Vec<HeaderMap>>>) {
+    let seen: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+    let kept = seen.clone();
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move |headers: HeaderMap| {
+            let kept = kept.clone();
+            async move {
+                kept.lock().unwrap().push(headers);
+                axum::Json(chat::answer(Some("all done"), vec![]))
+            }
+        }),
+    );
+    (format!("http://{}/v1", chat::serve(app).await), seen)
+}
+
+fn config(storage: Storage, model_url: &str) -> Config {
+    let mut c = Config::in_memory();
+    c.storage = storage;
+    c.timings = fast_timings();
+    c.push = PushSettings {
+        policy: AddressPolicy::allow_loopback(),
+        signing_key_pem: None,
+        retry: RetryPolicy {
+            base: Duration::from_millis(40),
+            cap: Duration::from_millis(200),
+            horizon: Duration::from_secs(30),
+        },
+    };
+    c.agent = AgentChoice::OpenAi {
+        settings: OpenAiSettings::new(model_url.to_string(), "mock-1"),
+        max_turns: 4,
+        skills_dir: None,
+        approve_tools: vec![],
+    };
+    c
+}
+
+fn by_id<'a>(spans: &'a [Span], id: &str) -> Option<&'a Span> {
+    spans.iter().find(|s| s.span_id == id)
+}
+
+fn named<'a>(spans: &'a [Span], name: &str) -> Vec<&'a Span> {
+    spans.iter().filter(|s| s.name == name).collect()
+}
+
+/// Sends one message with a client trace; checks the trace it makes.
+async fn one_trace(collector: &Collector, storage: Storage, label: &str) {
+    let (model_url, model_headers) = model().await;
+    let hook = Receiver::start(Script::Always(200)).await;
+    let server = Server::start_with(config(storage, &model_url))
+        .await
+        .over(Binding::JsonRpc);
+    let trace_id = format!("{:032x}", rand_u128());
+    let client_span = "00f067aa0ba902b7";
+    let traceparent = format!("00-{trace_id}-{client_span}-01");
+    let v = server
+        .call_with(
+            "SendMessage",
+            json!({
+                "message": {"messageId": format!("trace-{label}"), "role": "ROLE_USER",
+                    "parts": [{"text": "please do it"}]},
+                "configuration": {"taskPushNotificationConfig": {"url": hook.url}},
+            }),
+            &[("traceparent", &traceparent), ("tracestate", "acme=1")],
+        )
+        .await;
+    assert!(v.get("error").is_none(), "{label}: {v}");
+    hook.wait_for(Duration::from_secs(30), |r| {
+        r.iter()
+            .any(|x| state_of(x).as_deref() == Some("TASK_STATE_COMPLETED"))
+    })
+    .await;
+
+    let wanted = [
+        "SendMessage",
+        "commit",
+        "relay",
+        "agent.turn",
+        "llm.call",
+        "push.delivery",
+    ];
+    let spans = collector
+        .trace(&trace_id, Duration::from_secs(20), |s| {
+            wanted.iter().all(|w| s.iter().any(|x| x.name == *w))
+        })
+        .await;
+    let names: Vec<&str> = spans.iter().map(|s| s.name.as_str()).collect();
+    for w in wanted {
+        assert!(names.contains(&w), "{label}: no {w} span in {names:?}");
+    }
+    // Parent links: the request's is the client's span; every other span's parent is a span
+    // of the trace; each hop's parent is the one before it.
+    let request = named(&spans, "SendMessage")[0];
+    assert_eq!(request.parent, client_span, "{label}");
+    assert_eq!(
+        request.attributes.get("a2a.binding").map(String::as_str),
+        Some("jsonrpc")
+    );
+    for s in spans.iter().filter(|s| s.span_id != request.span_id) {
+        assert!(
+            by_id(&spans, &s.parent).is_some(),
+            "{label}: {} has no parent in the trace",
+            s.name
+        );
+    }
+    let parent_name = |s: &Span| {
+        by_id(&spans, &s.parent)
+            .map(|p| p.name.clone())
+            .unwrap_or_default()
+    };
+    assert!(
+        named(&spans, "commit")
+            .iter()
+            .any(|c| c.parent == request.span_id),
+        "{label}: the request's commit"
+    );
+    for relay in named(&spans, "relay") {
+        assert_eq!(
+            parent_name(relay),
+            "commit",
+            "{label}: a relay follows a commit"
+        );
+    }
+    for turn in named(&spans, "agent.turn") {
+        assert_eq!(
+            parent_name(turn),
+            "relay",
+            "{label}: a turn follows the relay of its request"
+        );
+    }
+    // Names up the parent chain.
+    let ancestors = |s: &Span| {
+        let mut names = Vec::new();
+        let mut at = by_id(&spans, &s.parent);
+        while let Some(p) = at {
+            names.push(p.name.clone());
+            at = by_id(&spans, &p.parent);
+        }
+        names
+    };
+    for call in named(&spans, "llm.call") {
+        assert!(
+            ancestors(call).contains(&"agent.turn".to_string()),
+            "{label}: {:?}",
+            ancestors(call)
+        );
+    }
+    for push in named(&spans, "push.delivery") {
+        assert_eq!(
+            parent_name(push),
+            "relay",
+            "{label}: a delivery follows the relay of its update"
+        );
+    }
+    // The agent's own commits join its turn.
+    assert!(
+        named(&spans, "commit")
+            .iter()
+            .any(|c| ancestors(c).contains(&"agent.turn".to_string())),
+        "{label}: the turn's commits are in the trace"
+    );
+    // The provider and the webhook were told whose child they are.
+    let calls: Vec<String> = named(&spans, "llm.call")
+        .iter()
+        .map(|s| s.span_id.clone())
+        .collect();
+    let model_parent = model_headers.lock().unwrap()[0]
+        .get("traceparent")
+        .map(|v| v.to_str().unwrap().to_string())
+        .expect("the model call carries traceparent");
+    assert!(
+        model_parent.starts_with(&format!("00-{trace_id}-")),
+        "{label}: {model_parent}"
+    );
+    assert!(
+        calls.iter().any(|c| model_parent.contains(c.as_str())),
+        "{label}: {model_parent}"
+    );
+    let pushes: Vec<String> = named(&spans, "push.delivery")
+        .iter()
+        .map(|s| s.span_id.clone())
+        .collect();
+    for r in hook.unique() {
+        let tp = r
+            .header("traceparent")
+            .expect("a delivery carries traceparent");
+        assert!(tp.starts_with(&format!("00-{trace_id}-")), "{label}: {tp}");
+        assert!(
+            pushes.iter().any(|p| tp.contains(p.as_str())),
+            "{label}: {tp}"
+        );
+        assert_eq!(r.header("tracestate"), Some("acme=1"), "{label}");
+    }
+}
+
+fn rand_u128() -> u128 {
+    uuid::Uuid::new_v4().as_u128() | 1
+}
+
+#[tokio::test]
+async fn one_send_is_one_trace_from_request_to_turn_to_webhook() {
+    let collector = Collector::start().await;
+    let settings = OtlpSettings::new(
+        Some(&collector.url),
+        None,
+        Some("http/json"),
+        "taskledger-test",
+    )
+    .unwrap()
+    .unwrap();
+    taskledger_app::telemetry::init(LogFormat::Pretty { ansi: false }, Some(&settings)).unwrap();
+
+    one_trace(&collector, Storage::Memory, "sqlite").await;
+    if aws_endpoint() {
+        let storage = Storage::Dynamo {
+            prefix: format!("tl-trace-{}-", uuid::Uuid::new_v4().simple()),
+            create_tables: true,
+            counter: None,
+            pollers: true,
+        };
+        one_trace(&collector, storage, "emulator").await;
+    }
+
+    // A malformed, oversized or unknown-version traceparent starts a new trace: never an error.
+    let (model_url, _) = model().await;
+    let server = Server::start_with(config(Storage::Memory, &model_url))
+        .await
+        .over(Binding::JsonRpc);
+    for bad in [
+        "garbage".to_string(),
+        format!("00-{}-00f067aa0ba902b7-01", "a".repeat(33)),
+        "01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_string(),
+        "x".repeat(8000),
+    ] {
+        let v = server
+            .call_with(
+                "SendMessage",
+                json!({"message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
+                    "parts": [{"text": "hi"}]}}),
+                &[("traceparent", &bad), ("tracestate", &"k=v,".repeat(400))],
+            )
+            .await;
+        assert!(
+            v.get("error").is_none(),
+            "{}: {v}",
+            &bad[..bad.len().min(40)]
+        );
+    }
+}
