@@ -283,3 +283,58 @@ async fn the_task_page_draws_the_sub_task_tree_below_the_first_level() {
     let (_, html) = page(&s, &format!("/board/tasks/{grandchild}"), Some("a")).await;
     assert!(html.contains("Part of") && html.contains(&child), "{html}");
 }
+
+/// A task page shows its agent turns and how each ended, and to the owner the deliveries its
+/// outbox still holds (here one a webhook refused for good: dead-lettered, with the reason);
+/// a participant who is not the owner sees the turns but no deliveries.
+#[tokio::test]
+async fn a_task_page_shows_its_agent_turns_and_the_deliveries_still_waiting() {
+    let mut config = people();
+    config.push.policy = taskledger_domain::push::AddressPolicy::allow_loopback();
+    let s = Server::start_with(config).await;
+    let hook = taskledger_tests::receiver::Receiver::start(
+        taskledger_tests::receiver::Script::Always(400),
+    )
+    .await;
+    let id = shared_task(&s).await;
+    s.as_user("a")
+        .ok(
+            "CreateTaskPushNotificationConfig",
+            json!({"taskId": id, "url": hook.url}),
+        )
+        .await;
+    // bob answers: a new turn; the agent completes the task; the update is refused for good.
+    s.as_user("b")
+        .ok(
+            "SendMessage",
+            json!({"message": {"messageId": "th-bob-answers", "role": "ROLE_USER", "taskId": id,
+                "parts": [{"text": "done"}]}, "configuration": {"returnImmediately": false}}),
+        )
+        .await;
+    let path = format!("/board/tasks/{id}");
+    let mut html = String::new();
+    for _ in 0..100 {
+        html = page(&s, &path, Some("a")).await.1;
+        if html.contains("data-state=\"dead-lettered\"") {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(html.contains("Agent turns"), "{html}");
+    assert!(
+        html.matches("data-turn=").count() >= 2,
+        "two work requests: {html}"
+    );
+    assert!(
+        html.contains("data-outcome=\"finished\"") || html.contains("data-outcome=\"ended\""),
+        "{html}"
+    );
+    assert!(html.contains("Webhook deliveries"));
+    assert!(html.contains("data-state=\"dead-lettered\""), "{html}");
+    let (_, bobs) = page(&s, &path, Some("b")).await;
+    assert!(bobs.contains("Agent turns"));
+    assert!(
+        !bobs.contains("Webhook deliveries"),
+        "only the owner sees deliveries"
+    );
+}

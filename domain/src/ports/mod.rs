@@ -233,6 +233,20 @@ pub struct DeadLetter {
     pub reason: String,
 }
 
+/// A delivery the outbox still holds: waiting (for its first attempt or a retry at `due_ms`)
+/// or dead-lettered, with its attempts so far and the last failure.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutboxRecord {
+    pub delivery: crate::push::PushDelivery,
+    pub attempts: u32,
+    pub dead: bool,
+    pub reason: String,
+    pub due_ms: i64,
+}
+
+/// Deliveries of one task a read of the outbox returns at most (the board's list).
+pub const MAX_TASK_DELIVERIES: u32 = 100;
+
 /// The embedded store's push outbox (AWS uses the stream relay and an SQS FIFO queue): the
 /// deliveries a commit makes are written with it. Per (task, config), only the oldest pending
 /// delivery is due, so they go out in event order.
@@ -260,6 +274,9 @@ pub trait PushOutbox: Send + Sync {
     async fn dead_letters(&self, limit: u32) -> Result<Vec<DeadLetter>, StoreError>;
     /// Puts every dead letter back in the outbox, due now; returns how many.
     async fn redrive(&self) -> Result<u64, StoreError>;
+    /// What the outbox holds of one task (pending and dead-lettered), oldest first, at most
+    /// `MAX_TASK_DELIVERIES`.
+    async fn task_deliveries(&self, task_id: &str) -> Result<Vec<OutboxRecord>, StoreError>;
 }
 
 /// Where webhook deliveries are queued: the embedded store's outbox, or the SQS FIFO push queue

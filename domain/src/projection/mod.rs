@@ -5,6 +5,7 @@ mod first;
 pub mod push;
 pub mod stream;
 pub mod timeline;
+pub mod work;
 
 pub use first::first_commit_view;
 

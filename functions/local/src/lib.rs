@@ -192,6 +192,9 @@ async fn build_bindings(
     };
     let housekeeping = stores.housekeeping.clone();
     let task_counts = stores.housekeeping.clone();
+    let outbox = stores.embedded.clone().map(|db| {
+        taskledger_app::http::TaskOutbox(db as Arc<dyn taskledger_domain::ports::PushOutbox>)
+    });
     let service = Service::new(
         stores.events,
         stores.reads,
@@ -297,7 +300,10 @@ async fn build_bindings(
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: signer.as_ref().map(|s| s.jwks()),
         card_signer: signer.clone(),
-        board: Some(board_settings(config)?),
+        board: Some(taskledger_app::http::BoardSettings {
+            outbox,
+            ..board_settings(config)?
+        }),
         allowed_hosts: config.allowed_hosts.clone(),
         proxies: config.proxies.clone(),
         grpc: grpc_address,
@@ -347,6 +353,7 @@ fn board_settings(config: &Config) -> Result<taskledger_app::http::BoardSettings
         })?,
         session_ttl: config.board_session_ttl,
         revoked: sessions::Revocations::open(dir),
+        outbox: None,
     })
 }
 

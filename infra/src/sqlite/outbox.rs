@@ -6,7 +6,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use rusqlite::params;
 use taskledger_domain::ports::{
-    DeadLetter, DeliveryAttempt, OutboxEntry, PushLedger, PushOutbox, PushQueue, StoreError,
+    DeadLetter, DeliveryAttempt, OutboxEntry, OutboxRecord, PushLedger, PushOutbox, PushQueue,
+    StoreError, MAX_TASK_DELIVERIES,
 };
 use taskledger_domain::push::PushDelivery;
 use taskledger_domain::turns::QueueError;
@@ -262,5 +263,40 @@ impl PushOutbox for SqliteStore {
             .map_err(db_err)
         })
         .await
+    }
+
+    async fn task_deliveries(&self, task_id: &str) -> Result<Vec<OutboxRecord>, StoreError> {
+        let task_id = task_id.to_string();
+        self.read_now(move |conn| {
+            let mut stmt = conn
+                .prepare_cached(
+                    "SELECT delivery, attempts, dead, COALESCE(reason, ''), due_ms FROM push_outbox \
+                     WHERE task_id = ?1 ORDER BY id",
+                )
+                .map_err(db_err)?;
+            let rows = stmt
+                .query_map(params![task_id], |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, i64>(1)?,
+                        r.get::<_, i64>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, i64>(4)?,
+                    ))
+                })
+                .map_err(db_err)?;
+            rows.take(MAX_TASK_DELIVERIES as usize)
+                .map(|row| {
+                    let (delivery, attempts, dead, reason, due_ms) = row.map_err(db_err)?;
+                    Ok(OutboxRecord {
+                        delivery: parse(&delivery)?,
+                        attempts: attempts as u32,
+                        dead: dead != 0,
+                        reason,
+                        due_ms,
+                    })
+                })
+                .collect()
+        })
     }
 }

@@ -13,6 +13,7 @@ mod session;
 mod subtask_tree;
 mod task_page;
 pub mod urls;
+mod work;
 
 pub use session::{DEFAULT_SESSION_TTL, MAX_SESSION_TTL};
 pub use urls::ImageOrigins;

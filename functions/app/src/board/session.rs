@@ -129,6 +129,7 @@ mod tests {
             session_key: key.into(),
             session_ttl: DEFAULT_SESSION_TTL,
             revoked: Arc::new(Revoked::default()),
+            outbox: None,
         }
     }
 

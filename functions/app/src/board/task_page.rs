@@ -34,6 +34,8 @@ struct Page {
     version: u64,
     events: Vec<taskledger_domain::events::StoredEvent>,
     pushes: Option<Vec<taskledger_domain::wire::TaskPushNotificationConfig>>,
+    /// The deliveries still in the outbox (the owner, on the embedded store).
+    deliveries: Option<Vec<taskledger_domain::ports::OutboxRecord>>,
     related: Markup,
     history: usize,
     origins: ImageOrigins,
@@ -104,6 +106,11 @@ pub(super) async fn render(
     } else {
         None
     };
+    let outbox = app.settings.board.as_ref().and_then(|b| b.outbox.clone());
+    let deliveries = match (&pushes, outbox) {
+        (Some(_), Some(o)) => o.0.task_deliveries(id.as_str()).await.ok(),
+        _ => None,
+    };
     let related = super::subtask_tree::render(&app.service, who, &head).await;
     let origins = ImageOrigins::from_settings(
         app.settings
@@ -119,6 +126,7 @@ pub(super) async fn render(
         version,
         events,
         pushes,
+        deliveries,
         related,
         history,
         origins,
@@ -144,6 +152,7 @@ fn draw(p: Page) -> Markup {
         version,
         events,
         pushes,
+        deliveries,
         related,
         history,
         origins,
@@ -183,6 +192,7 @@ fn draw(p: Page) -> Markup {
             (artifacts(&task))
             (usage(&task))
             (timeline(&events))
+            (super::work::section(&events, deliveries.as_deref()))
             @if let Some(configs) = pushes {
                 section {
                     h2 { "Push subscriptions" }

@@ -105,6 +105,19 @@ pub struct BoardSettings {
     pub session_ttl: std::time::Duration,
     /// Sessions signed out before they expired.
     pub revoked: Arc<dyn SessionRevocations>,
+    /// The embedded store's push outbox: a task page shows its owner the deliveries still in
+    /// it (none on DynamoDB, whose deliveries wait in the SQS push queue).
+    pub outbox: Option<TaskOutbox>,
+}
+
+/// The push outbox a task page reads its deliveries from.
+#[derive(Clone)]
+pub struct TaskOutbox(pub Arc<dyn taskledger_domain::ports::PushOutbox>);
+
+impl std::fmt::Debug for TaskOutbox {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("TaskOutbox")
+    }
 }
 
 /// Where signed-out board sessions are remembered until they would have expired (the local
