@@ -228,6 +228,7 @@ async fn main() {
         "SendMessage (to its task)",
         "GetTask",
         "ListTasks (page of 50)",
+        "expiry stamps (the relay, per task)",
     ] {
         per_op(&lifecycle, l, n);
     }
