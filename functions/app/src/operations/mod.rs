@@ -363,16 +363,20 @@ pub struct Reply {
 pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
     use crate::telemetry::{metrics, trace};
     let (method, binding, started) = (op.method(), ctx.binding, std::time::Instant::now());
-    let span = tracing::info_span!(
-        "a2a.request",
-        otel.name = method.name(),
-        rpc.method = method.name(),
-        a2a.binding = binding.label(),
-        a2a.protocol_version = format!("1.{}", ctx.version.minor),
-        tenant = %ctx.principal.tenant,
-        otel.status_code = tracing::field::Empty,
-        error.reason = tracing::field::Empty,
-    );
+    let span = if !trace::is_exporting() {
+        tracing::Span::none()
+    } else {
+        tracing::info_span!(
+            "a2a.request",
+            otel.name = method.name(),
+            rpc.method = method.name(),
+            a2a.binding = binding.label(),
+            a2a.protocol_version = format!("1.{}", ctx.version.minor),
+            tenant = %ctx.principal.tenant,
+            otel.status_code = tracing::field::Empty,
+            error.reason = tracing::field::Empty,
+        )
+    };
     trace::set_parent(&span, ctx.trace.as_ref());
     let caller = ctx.trace.clone();
     let reply = trace::within(caller, run(svc, ctx, op).instrument(span.clone())).await;

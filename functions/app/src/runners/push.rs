@@ -44,12 +44,16 @@ pub async fn attempt(
     let attempts = a.attempts + 1;
     // The webhook request joins the update's trace through this attempt's span (ADR 033).
     let parent = crate::telemetry::trace::stored(a.delivery.trace.as_deref());
-    let span = tracing::info_span!(
-        "push.delivery",
-        task_id = %a.delivery.task_id,
-        seq = a.delivery.seq,
-        attempt = attempts
-    );
+    let span = if crate::telemetry::trace::is_exporting() {
+        tracing::info_span!(
+            "push.delivery",
+            task_id = %a.delivery.task_id,
+            seq = a.delivery.seq,
+            attempt = attempts
+        )
+    } else {
+        tracing::Span::none()
+    };
     crate::telemetry::trace::set_parent(&span, parent.as_ref());
     // The span's context (exporting), keeping the update's `tracestate`; else the update's own.
     let state = parent

@@ -134,8 +134,8 @@ impl Relay {
             svc.commit_seen(&event.task_id, event.seq);
         }
         let parent = trace::stored(event.trace.as_deref());
-        if parent.is_none() && event.turn().is_none() && event.pushed.is_none() {
-            return self.relay_in_trace(event).await;
+        if !trace::is_exporting() {
+            return trace::within(parent, self.relay_in_trace(event)).await;
         }
         let span = tracing::info_span!(
             "relay",

@@ -117,12 +117,16 @@ impl Service {
             commit.message_key = keys.message.clone();
             commit.idempotency = keys.idempotency.clone();
             // The work after it joins the trace through this commit's span (ADR 033).
-            let span = tracing::info_span!(
-                "commit",
-                task_id = %task_id,
-                events = commit.events.len(),
-                attempt
-            );
+            let span = if crate::telemetry::trace::is_exporting() {
+                tracing::info_span!(
+                    "commit",
+                    task_id = %task_id,
+                    events = commit.events.len(),
+                    attempt
+                )
+            } else {
+                tracing::Span::none()
+            };
             commit.trace = span
                 .in_scope(crate::telemetry::trace::current)
                 .map(|t| t.to_stored());

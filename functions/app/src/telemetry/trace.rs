@@ -25,7 +25,10 @@ pub fn exporting() {
     EXPORTING.store(true, std::sync::atomic::Ordering::Relaxed);
 }
 
-fn is_exporting() -> bool {
+/// Whether spans are exported. The spans of the hops (request, commit, relay, model call,
+/// delivery) are made only then: unexported, a span with fields costs its formatting on every
+/// request for nothing (`Span::none()` costs nothing).
+pub fn is_exporting() -> bool {
     EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
 }
 

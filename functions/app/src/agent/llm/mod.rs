@@ -118,11 +118,15 @@ impl LlmAgent {
         }
         let ext = head.ext.clone();
         // The provider's request joins the turn's trace through this call's span.
-        let span = tracing::info_span!(
-            "llm.call",
-            task_id = %task_id,
-            gen_ai.request.model = ext.as_ref().and_then(|d| d.model.clone()).unwrap_or_default()
-        );
+        let span = if crate::telemetry::trace::is_exporting() {
+            tracing::info_span!(
+                "llm.call",
+                task_id = %task_id,
+                gen_ai.request.model = ext.as_ref().and_then(|d| d.model.clone()).unwrap_or_default()
+            )
+        } else {
+            tracing::Span::none()
+        };
         let request = ModelRequest {
             trace: span.in_scope(crate::telemetry::trace::current),
             model: ext.as_ref().and_then(|d| d.model.clone()),
