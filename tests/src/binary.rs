@@ -33,3 +33,23 @@ pub async fn wait_up(client: &reqwest::Client, port: u16) {
     }
     panic!("the server did not come up on port {port}");
 }
+
+/// A JSON-RPC call (A2A 1.0) to a server binary on `port`; `None` when it does not answer
+/// (killed, restarting) within 10 s or answers with something that is not JSON.
+pub async fn rpc(
+    client: &reqwest::Client,
+    port: u16,
+    method: &str,
+    params: serde_json::Value,
+) -> Option<serde_json::Value> {
+    let body = serde_json::json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+    let r = client
+        .post(format!("http://127.0.0.1:{port}/a2a"))
+        .header("A2A-Version", "1.0")
+        .json(&body)
+        .timeout(std::time::Duration::from_secs(10))
+        .send()
+        .await
+        .ok()?;
+    r.json().await.ok()
+}

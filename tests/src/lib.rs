@@ -344,3 +344,17 @@ pub fn has_null(v: &Value) -> bool {
         _ => false,
     }
 }
+
+/// Push settings for tests with a webhook receiver on 127.0.0.1: loopback allowed, no signing,
+/// quick retries.
+pub fn loopback_push() -> taskledger_local::PushSettings {
+    taskledger_local::PushSettings {
+        policy: taskledger_domain::push::AddressPolicy::allow_loopback(),
+        signing_key_pem: None,
+        retry: taskledger_domain::push::RetryPolicy {
+            base: Duration::from_millis(40),
+            cap: Duration::from_millis(200),
+            horizon: Duration::from_secs(30),
+        },
+    }
+}

@@ -7,8 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use serde_json::{json, Value};
-use taskledger_tests::binary::{free_port, server_binary, wait_up};
+use serde_json::json;
+use taskledger_tests::binary::{free_port, rpc, server_binary, wait_up};
 
 /// Concurrent clients sending while the server dies.
 const CLIENTS: usize = 8;
@@ -28,18 +28,6 @@ fn start(dir: &std::path::Path, port: u16) -> Child {
         .stdout(Stdio::null())
         .spawn()
         .expect("the taskledger binary starts (cargo test --workspace builds it)")
-}
-
-async fn rpc(client: &reqwest::Client, port: u16, method: &str, params: Value) -> Option<Value> {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let r = client
-        .post(format!("http://127.0.0.1:{port}/a2a"))
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .send()
-        .await
-        .ok()?;
-    r.json().await.ok()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

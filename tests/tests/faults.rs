@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use taskledger_domain::time::Timestamp;
 use taskledger_infra::sqs;
-use taskledger_tests::binary::{free_port, server_binary};
+use taskledger_tests::binary::{free_port, rpc, server_binary};
 use taskledger_tests::proxy::ThrottlingProxy;
 use taskledger_tests::receiver::{state_of, Receiver, Script};
 
@@ -62,19 +62,6 @@ fn start(dir: &std::path::Path, port: u16, prefix: &str, dynamodb: &str) -> Chil
         .stderr(Stdio::null())
         .spawn()
         .expect("the taskledger binary starts (cargo test --workspace builds it)")
-}
-
-async fn rpc(client: &reqwest::Client, port: u16, method: &str, params: Value) -> Option<Value> {
-    let body = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
-    let r = client
-        .post(format!("http://127.0.0.1:{port}/a2a"))
-        .header("A2A-Version", "1.0")
-        .json(&body)
-        .timeout(Duration::from_secs(10))
-        .send()
-        .await
-        .ok()?;
-    r.json().await.ok()
 }
 
 /// Waits for the server's card (making the tables and queues on the emulator takes seconds).

@@ -8,8 +8,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use serde_json::json;
-use taskledger_domain::push::{AddressPolicy, RetryPolicy};
-use taskledger_local::{Config, PushSettings, Storage};
+use taskledger_local::{Config, Storage};
 use taskledger_tests::binding::Binding;
 use taskledger_tests::receiver::{Receiver, Script};
 use taskledger_tests::{fast_timings, Server};
@@ -56,15 +55,7 @@ async fn metrics_count_a_scripted_workload() {
     c.storage = Storage::Memory;
     c.timings = fast_timings();
     c.tokens = taskledger_app::identity::TokenAuthenticator::parse_table("ta=acme/alice").unwrap();
-    c.push = PushSettings {
-        policy: AddressPolicy::allow_loopback(),
-        signing_key_pem: None,
-        retry: RetryPolicy {
-            base: Duration::from_millis(40),
-            cap: Duration::from_millis(200),
-            horizon: Duration::from_secs(30),
-        },
-    };
+    c.push = taskledger_tests::loopback_push();
     let server = Server::start_with(c).await;
     // Counted under the binding the calls go over.
     let alice = server.over(Binding::JsonRpc).as_user("ta");

@@ -12,11 +12,10 @@ use std::time::Duration;
 
 use axum::http::HeaderMap;
 use serde_json::json;
-use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::llm::OpenAiSettings;
 use taskledger_infra::logging::LogFormat;
 use taskledger_infra::otlp::OtlpSettings;
-use taskledger_local::{AgentChoice, Config, PushSettings, Storage};
+use taskledger_local::{AgentChoice, Config, Storage};
 use taskledger_tests::binding::Binding;
 use taskledger_tests::otlp::{Collector, Span};
 use taskledger_tests::receiver::{state_of, Receiver, Script};
@@ -43,15 +42,7 @@ fn config(storage: Storage, model_url: &str) -> Config {
     let mut c = Config::in_memory();
     c.storage = storage;
     c.timings = fast_timings();
-    c.push = PushSettings {
-        policy: AddressPolicy::allow_loopback(),
-        signing_key_pem: None,
-        retry: RetryPolicy {
-            base: Duration::from_millis(40),
-            cap: Duration::from_millis(200),
-            horizon: Duration::from_secs(30),
-        },
-    };
+    c.push = taskledger_tests::loopback_push();
     c.agent = AgentChoice::OpenAi {
         settings: OpenAiSettings::new(model_url.to_string(), "mock-1"),
         max_turns: 4,

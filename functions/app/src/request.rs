@@ -123,6 +123,23 @@ pub fn extended_card_unsupported() -> AppError {
     )
 }
 
+/// The caller's W3C trace context from its `traceparent` values (one; two are none, as the
+/// recommendation says) and its `tracestate` values (joined): what both HTTP bindings' headers
+/// and gRPC's metadata give. Anything unreadable is no context, never an error.
+pub fn trace_context<'a>(
+    parents: impl IntoIterator<Item = &'a str>,
+    states: impl IntoIterator<Item = &'a str>,
+) -> Option<taskledger_domain::trace::TraceContext> {
+    let mut parents = parents.into_iter();
+    let parent = parents.next()?;
+    if parents.next().is_some() {
+        return None;
+    }
+    let states: Vec<&str> = states.into_iter().collect();
+    let state = (!states.is_empty()).then(|| states.join(","));
+    taskledger_domain::trace::TraceContext::parse(parent.trim(), state.as_deref())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

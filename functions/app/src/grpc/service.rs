@@ -297,21 +297,16 @@ fn echo_extensions(
 
 type StreamOf<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
 
-/// The caller's W3C trace context from gRPC metadata (as `http::common::trace_context` reads
-/// headers): one `traceparent`, its `tracestate` entries joined; unreadable is none.
+/// The caller's W3C trace context from gRPC metadata (`request::trace_context`).
 fn trace_context(metadata: &MetadataMap) -> Option<taskledger_domain::trace::TraceContext> {
-    let mut parents = metadata.get_all("traceparent").iter();
-    let parent = parents.next()?.to_str().ok()?;
-    if parents.next().is_some() {
-        return None;
-    }
-    let states: Vec<&str> = metadata
-        .get_all("tracestate")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let state = (!states.is_empty()).then(|| states.join(","));
-    taskledger_domain::trace::TraceContext::parse(parent.trim(), state.as_deref())
+    let values = |key| {
+        metadata
+            .get_all(key)
+            .iter()
+            .map(|v| v.to_str().unwrap_or("\u{0}"))
+            .collect::<Vec<_>>()
+    };
+    request::trace_context(values("traceparent"), values("tracestate"))
 }
 
 #[cfg(test)]

@@ -141,21 +141,16 @@ pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
     request::requested_extensions(&listed)
 }
 
-/// The caller's W3C trace context: one `traceparent` (two are none, as the recommendation
-/// says) and its `tracestate` headers joined; anything unreadable is no context, never an error.
+/// The caller's W3C trace context from its headers (`request::trace_context`).
 pub fn trace_context(headers: &HeaderMap) -> Option<taskledger_domain::trace::TraceContext> {
-    let mut parents = headers.get_all("traceparent").iter();
-    let parent = parents.next()?.to_str().ok()?;
-    if parents.next().is_some() {
-        return None;
-    }
-    let states: Vec<&str> = headers
-        .get_all("tracestate")
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    let state = (!states.is_empty()).then(|| states.join(","));
-    taskledger_domain::trace::TraceContext::parse(parent.trim(), state.as_deref())
+    let values = |name| {
+        headers
+            .get_all(name)
+            .iter()
+            .map(|v| v.to_str().unwrap_or("\u{0}"))
+            .collect::<Vec<_>>()
+    };
+    crate::request::trace_context(values("traceparent"), values("tracestate"))
 }
 
 pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, AppError> {
