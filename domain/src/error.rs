@@ -42,6 +42,77 @@ pub enum ErrorKind {
     Forbidden,
 }
 
+impl ErrorKind {
+    /// Every kind, in declaration order: the one list of them (the bindings' tests, the
+    /// gRPC codes' test). `position` does not compile when a kind is added to `ErrorKind`
+    /// without being added here.
+    pub const ALL: [ErrorKind; 23] = [
+        ErrorKind::JsonParse,
+        ErrorKind::InvalidRequest,
+        ErrorKind::MethodNotFound,
+        ErrorKind::InvalidParams,
+        ErrorKind::Internal,
+        ErrorKind::TaskNotFound,
+        ErrorKind::TaskNotCancelable,
+        ErrorKind::PushNotificationNotSupported,
+        ErrorKind::UnsupportedOperation,
+        ErrorKind::ContentTypeNotSupported,
+        ErrorKind::InvalidAgentResponse,
+        ErrorKind::ExtendedAgentCardNotConfigured,
+        ErrorKind::ExtensionSupportRequired,
+        ErrorKind::VersionNotSupported,
+        ErrorKind::Unauthenticated,
+        ErrorKind::PayloadTooLarge,
+        ErrorKind::UnsupportedMediaType,
+        ErrorKind::MethodNotAllowed,
+        ErrorKind::Unavailable,
+        ErrorKind::TaskGenerationMismatch,
+        ErrorKind::RateLimited,
+        ErrorKind::RequestTimeout,
+        ErrorKind::Forbidden,
+    ];
+}
+
+/// Its position in `ALL` (an exhaustive match: a new kind must be listed).
+const fn position(kind: ErrorKind) -> usize {
+    use ErrorKind::*;
+    match kind {
+        JsonParse => 0,
+        InvalidRequest => 1,
+        MethodNotFound => 2,
+        InvalidParams => 3,
+        Internal => 4,
+        TaskNotFound => 5,
+        TaskNotCancelable => 6,
+        PushNotificationNotSupported => 7,
+        UnsupportedOperation => 8,
+        ContentTypeNotSupported => 9,
+        InvalidAgentResponse => 10,
+        ExtendedAgentCardNotConfigured => 11,
+        ExtensionSupportRequired => 12,
+        VersionNotSupported => 13,
+        Unauthenticated => 14,
+        PayloadTooLarge => 15,
+        UnsupportedMediaType => 16,
+        MethodNotAllowed => 17,
+        Unavailable => 18,
+        TaskGenerationMismatch => 19,
+        RateLimited => 20,
+        RequestTimeout => 21,
+        Forbidden => 22,
+    }
+}
+
+// Checked when compiling: each listed kind sits at its own position, so none is listed twice
+// and (with the exhaustive match) none is missing.
+const _: () = {
+    let mut i = 0;
+    while i < ErrorKind::ALL.len() {
+        assert!(position(ErrorKind::ALL[i]) == i);
+        i += 1;
+    }
+};
+
 /// Which revision of the spec's mapping table the HTTP and gRPC codes follow: 1.0.1 (the
 /// current spec, the default) or 1.0.0, whose six differing rows older clients and the 1.0
 /// conformance kit at 357c4a8 expect. JSON-RPC codes and reasons are the same in both.

@@ -58,31 +58,9 @@ mod tests {
     use super::*;
     use taskledger_domain::error::ErrorKind;
 
-    const KINDS: [ErrorKind; 19] = [
-        ErrorKind::JsonParse,
-        ErrorKind::InvalidRequest,
-        ErrorKind::MethodNotFound,
-        ErrorKind::InvalidParams,
-        ErrorKind::Internal,
-        ErrorKind::TaskNotFound,
-        ErrorKind::TaskNotCancelable,
-        ErrorKind::PushNotificationNotSupported,
-        ErrorKind::UnsupportedOperation,
-        ErrorKind::ContentTypeNotSupported,
-        ErrorKind::InvalidAgentResponse,
-        ErrorKind::ExtendedAgentCardNotConfigured,
-        ErrorKind::ExtensionSupportRequired,
-        ErrorKind::VersionNotSupported,
-        ErrorKind::Unauthenticated,
-        ErrorKind::PayloadTooLarge,
-        ErrorKind::UnsupportedMediaType,
-        ErrorKind::MethodNotAllowed,
-        ErrorKind::Unavailable,
-    ];
-
     #[test]
     fn every_kind_of_the_table_names_a_canonical_code() {
-        for kind in KINDS {
+        for kind in ErrorKind::ALL {
             assert_ne!(code_named(kind.wire().grpc), Code::Unknown, "{kind:?}");
         }
     }
