@@ -32,8 +32,20 @@
 #      screenshots into target/screenshots.
 # Point it at LocalStack or real AWS instead by exporting AWS_ENDPOINT_URL (and credentials)
 # yourself: the emulator is then not started.
+#
+# `scripts/test.sh quick` is the inner loop's tier: every cargo test on the embedded store over
+# JSON-RPC only (no emulator: the DynamoDB cases say "skipped"), no clients, no browser — a few
+# minutes. CI runs the full command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = quick ]; then
+  unset AWS_ENDPOINT_URL TASKLEDGER_REQUIRE_DYNAMODB TASKLEDGER_TEST_BINDING TASKLEDGER_TEST_STORE
+  echo "==> quick: cargo test on SQLite, JSON-RPC (scripts/test.sh without 'quick' runs everything)"
+  cargo build --quiet -p taskledger-local
+  cargo test --workspace --all-targets
+  exit 0
+fi
 
 tools=.tools/venv
 if [ ! -x "$tools/bin/python" ] || ! "$tools/bin/python" -c 'import moto, cfnlint, moto.s3.responses' 2>/dev/null; then
