@@ -1,0 +1,132 @@
+//! The floor plan's rules that can be read off the source (ADR 012), checked on every run:
+//! no product file over 600 lines (tests and generated code aside), no Lambda main over 60,
+//! and crates that depend downwards only — the domain names no I/O crate (no runtime, no AWS,
+//! no HTTP, no database) and no crate of ours, the adapters name no application crate.
+
+use std::path::{Path, PathBuf};
+
+/// The longest product file, in lines.
+const MAX_FILE_LINES: usize = 600;
+/// The longest Lambda main, in lines.
+const MAX_MAIN_LINES: usize = 60;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+fn lines(path: &Path) -> usize {
+    std::fs::read_to_string(path).unwrap().lines().count()
+}
+
+/// A test module's file (`foo_tests.rs`, `tests.rs`), not product code.
+fn is_test(path: &Path) -> bool {
+    let name = path.file_name().unwrap().to_string_lossy();
+    name.ends_with("_tests.rs") || name == "tests.rs"
+}
+
+/// Product source: the domain, the adapters, the application crate and every binary.
+fn product_files() -> Vec<PathBuf> {
+    let mut files = Vec::new();
+    rust_files(&root().join("domain/src"), &mut files);
+    rust_files(&root().join("infra/src"), &mut files);
+    for f in std::fs::read_dir(root().join("functions")).unwrap() {
+        let src = f.unwrap().path().join("src");
+        if src.is_dir() {
+            rust_files(&src, &mut files);
+        }
+    }
+    files.retain(|f| !is_test(f));
+    files
+}
+
+#[test]
+fn no_product_file_is_over_its_limit() {
+    let files = product_files();
+    assert!(
+        files.len() > 100,
+        "the tree was read: {} files",
+        files.len()
+    );
+    let over: Vec<String> = files
+        .iter()
+        .filter(|f| lines(f) > MAX_FILE_LINES)
+        .map(|f| format!("{} ({} lines)", f.display(), lines(f)))
+        .collect();
+    assert!(over.is_empty(), "over {MAX_FILE_LINES} lines: {over:?}");
+}
+
+#[test]
+fn every_lambda_main_is_thin() {
+    let mut mains = 0;
+    for f in std::fs::read_dir(root().join("functions")).unwrap() {
+        let dir = f.unwrap().path();
+        let main = dir.join("src/main.rs");
+        // The local all-in-one server is a program of its own, not a Lambda.
+        if !main.is_file() || dir.ends_with("local") {
+            continue;
+        }
+        mains += 1;
+        let n = lines(&main);
+        assert!(n <= MAX_MAIN_LINES, "{}: {n} lines", main.display());
+    }
+    assert!(
+        mains >= 6,
+        "api, relay, worker, push, reaper, archive: {mains}"
+    );
+}
+
+/// The `[dependencies]` names of a crate's manifest.
+fn dependencies(manifest: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(root().join(manifest)).unwrap();
+    let mut names = Vec::new();
+    let mut inside = false;
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line == "[dependencies]";
+            continue;
+        }
+        if inside && !line.is_empty() && !line.starts_with('#') {
+            names.push(line.split(['=', '.', ' ']).next().unwrap().to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn crates_depend_downwards_and_the_domain_does_no_io() {
+    let domain = dependencies("domain/Cargo.toml");
+    assert!(domain.len() > 5, "{domain:?}");
+    for name in &domain {
+        for io in [
+            "tokio", "aws-", "aws_", "reqwest", "hyper", "axum", "rusqlite", "tonic", "lambda",
+        ] {
+            assert!(!name.starts_with(io), "the domain depends on {name}");
+        }
+        assert!(
+            !name.starts_with("taskledger-"),
+            "the domain depends on {name}"
+        );
+    }
+    for name in dependencies("infra/Cargo.toml") {
+        assert!(
+            !["taskledger-app", "taskledger-local"].contains(&name.as_str()),
+            "the adapters depend on {name}"
+        );
+    }
+    assert!(
+        !dependencies("functions/app/Cargo.toml").contains(&"taskledger-local".to_string()),
+        "the application crate depends on the local server"
+    );
+}
