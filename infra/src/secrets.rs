@@ -304,3 +304,31 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
+
+/// The store's sealing as the application asks for it (`SecretSeal`): with keys, sealed and
+/// opened by them; without, stored as given and a sealed value never opened.
+#[derive(Clone)]
+pub struct Seal(pub Option<std::sync::Arc<SecretBox>>);
+
+impl std::fmt::Debug for Seal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(if self.0.is_some() {
+            "Seal(keys)"
+        } else {
+            "Seal(none)"
+        })
+    }
+}
+
+impl taskledger_domain::ports::SecretSeal for Seal {
+    fn seal(&self, plain: &str) -> String {
+        match &self.0 {
+            Some(b) => b.seal(plain),
+            None => plain.to_string(),
+        }
+    }
+
+    fn open(&self, stored: &str) -> Option<String> {
+        open_with(self.0.as_deref(), stored).ok()
+    }
+}

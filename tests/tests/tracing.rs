@@ -225,7 +225,8 @@ async fn one_send_is_one_trace_from_request_to_turn_to_webhook() {
     )
     .unwrap()
     .unwrap();
-    taskledger_app::telemetry::init(LogFormat::Pretty { ansi: false }, Some(&settings)).unwrap();
+    taskledger_app::compose::init_telemetry(LogFormat::Pretty { ansi: false }, Some(&settings))
+        .unwrap();
 
     one_trace(&collector, Storage::Memory, "sqlite").await;
     if aws_endpoint() {

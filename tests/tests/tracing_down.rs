@@ -16,7 +16,8 @@ async fn a_collector_that_is_down_slows_nothing_and_its_spans_are_counted_as_dro
     let settings = OtlpSettings::new(Some(&closed), None, None, "taskledger-test")
         .unwrap()
         .unwrap();
-    taskledger_app::telemetry::init(LogFormat::Pretty { ansi: false }, Some(&settings)).unwrap();
+    taskledger_app::compose::init_telemetry(LogFormat::Pretty { ansi: false }, Some(&settings))
+        .unwrap();
     let server = Server::start().await;
     let started = Instant::now();
     for i in 0..20 {

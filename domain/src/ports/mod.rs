@@ -13,9 +13,11 @@ use crate::time::Timestamp;
 mod archive_sink;
 mod housekeeping;
 mod read_model;
+mod secrets;
 pub use archive_sink::*;
 pub use housekeeping::*;
 pub use read_model::*;
+pub use secrets::*;
 
 /// Version of the snapshot (head) shape; a stored snapshot of another version is rebuilt from events.
 pub const SNAPSHOT_SCHEMA: u32 = 1;

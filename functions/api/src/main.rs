@@ -12,7 +12,7 @@ use taskledger_app::compose::{self, ResponseMode};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::telemetry::init_lambda();
+    taskledger_app::compose::init_lambda();
     // The scenario agent answers direct replies; its turns run in the worker.
     let agent = ScenarioAgent::new(ScenarioTimings::default());
     let api = compose::lambda_api(agent).await?;

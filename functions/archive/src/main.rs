@@ -34,13 +34,13 @@ async fn handle(
         failure.item_identifier = first.and_then(|i| sequence[i].clone());
         response.batch_item_failures.push(failure);
     }
-    taskledger_app::telemetry::report().await;
+    taskledger_app::compose::report().await;
     Ok(response)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::telemetry::init_lambda();
+    taskledger_app::compose::init_lambda();
     let bucket = std::env::var("TASKLEDGER_ARCHIVE_BUCKET")
         .map_err(|_| "TASKLEDGER_ARCHIVE_BUCKET must name the archive bucket")?;
     let bucket =

@@ -214,7 +214,7 @@ async fn build_bindings(
             rate_limit: config.rate_limit,
             task_limit: config.task_limit,
             max_streams: config.max_streams,
-            secrets: secrets.clone(),
+            secrets: Some(Arc::new(taskledger_infra::secrets::Seal(secrets.clone()))),
             ..Default::default()
         },
     );

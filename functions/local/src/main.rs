@@ -88,7 +88,9 @@ fn main() {
         }
     };
     // The span exporter runs on the runtime.
-    if let Err(e) = rt.block_on(async { taskledger_app::telemetry::init(format, otlp.as_ref()) }) {
+    if let Err(e) =
+        rt.block_on(async { taskledger_app::compose::init_telemetry(format, otlp.as_ref()) })
+    {
         eprintln!("taskledger: {e}");
         std::process::exit(1);
     }

@@ -27,13 +27,13 @@ async fn handle(
             response.batch_item_failures.push(f);
         }
     }
-    taskledger_app::telemetry::report().await;
+    taskledger_app::compose::report().await;
     Ok(response)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::telemetry::init_lambda();
+    taskledger_app::compose::init_lambda();
     let url = std::env::var("TASKLEDGER_PUSH_QUEUE_URL")
         .map_err(|_| "TASKLEDGER_PUSH_QUEUE_URL must name the push queue")?;
     let dlq = std::env::var("TASKLEDGER_PUSH_DLQ_URL")

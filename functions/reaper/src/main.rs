@@ -11,7 +11,7 @@ use taskledger_domain::time::Timestamp;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::telemetry::init_lambda();
+    taskledger_app::compose::init_lambda();
     let reaper = compose::lambda_reaper().await?;
     if reaper.is_none() {
         tracing::info!("TASKLEDGER_STALL_DEADLINE_SECS is 0: each pass does nothing");
@@ -27,7 +27,7 @@ async fn main() -> Result<(), Error> {
             failed = report.failed,
             "reaper pass"
         );
-        taskledger_app::telemetry::report().await;
+        taskledger_app::compose::report().await;
         Ok(json!({"looked": report.looked, "failed": report.failed}))
     }))
     .await

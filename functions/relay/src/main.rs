@@ -26,13 +26,13 @@ async fn handle(relay: &Relay, event: LambdaEvent<Event>) -> Result<DynamoDbEven
             break;
         }
     }
-    taskledger_app::telemetry::report().await;
+    taskledger_app::compose::report().await;
     Ok(response)
 }
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::telemetry::init_lambda();
+    taskledger_app::compose::init_lambda();
     let url = std::env::var("TASKLEDGER_TURNS_QUEUE_URL")
         .map_err(|_| "TASKLEDGER_TURNS_QUEUE_URL must name the agent-turn queue")?;
     let client = sqs::client_from_env().await;

@@ -12,7 +12,7 @@ use taskledger_app::{Dispatch, ServiceSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::telemetry::init_lambda();
+    taskledger_app::compose::init_lambda();
     let agent = AgentChoice::from_env()?
         .build(ScenarioTimings::default())
         .await?;
@@ -44,7 +44,7 @@ async fn main() -> Result<(), Error> {
                 failure.item_identifier = id;
                 response.batch_item_failures.push(failure);
             }
-            taskledger_app::telemetry::report().await;
+            taskledger_app::compose::report().await;
             Ok::<_, Error>(response)
         }
     }))

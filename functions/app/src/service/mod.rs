@@ -67,9 +67,9 @@ pub struct ServiceSettings {
     pub task_limit: Option<crate::limits::RateLimit>,
     /// Streams each principal may hold open (none: no limit).
     pub max_streams: Option<usize>,
-    /// The keys push-config tokens and credentials are sealed with before they are stored
-    /// (none: stored as given; ADR 022).
-    pub secrets: Option<Arc<taskledger_infra::secrets::SecretBox>>,
+    /// How push-config tokens and credentials are sealed before they are stored (none: stored
+    /// as given; ADR 022) — handed in by the binary's composition.
+    pub secrets: Option<Arc<dyn taskledger_domain::ports::SecretSeal>>,
     /// Tasks whose latest state is kept in memory, in front of a store where that pays
     /// (0: none; ADR 025).
     pub state_cache: usize,

@@ -57,8 +57,9 @@ impl Service {
     /// the token opened (omitted if it no longer opens: its key was retired).
     fn shown(&self, sub: &Subscription, task_id: &str) -> TaskPushNotificationConfig {
         let mut wire = sub.to_wire(task_id);
-        wire.token = wire.token.and_then(|t| {
-            taskledger_infra::secrets::open_with(self.settings.secrets.as_deref(), &t).ok()
+        wire.token = wire.token.and_then(|t| match &self.settings.secrets {
+            Some(secrets) => secrets.open(&t),
+            None => Some(t),
         });
         wire
     }

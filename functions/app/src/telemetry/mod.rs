@@ -1,7 +1,8 @@
 //! Seeing inside (ADR 033): the process's metrics — recorded where things happen (the request
 //! layer, the commit path, agent turns, the push attempt loop, streams) — read out as
 //! Prometheus text by the local server's `/metrics` and as embedded-metric-format log lines by
-//! the Lambda functions after each invocation.
+//! the Lambda functions after each invocation. The log and span exporters are adapters, set up
+//! by the composition (`compose::telemetry`).
 
 pub mod emf;
 pub mod histogram;
@@ -9,10 +10,7 @@ mod metrics;
 pub mod prometheus;
 pub mod trace;
 
-use std::sync::{Arc, LazyLock, Mutex, OnceLock};
-
-use taskledger_infra::logging::{self, LogFormat};
-use taskledger_infra::otlp::{DroppedSpans, OtlpSettings, Tracing};
+use std::sync::{LazyLock, Mutex};
 
 pub use metrics::{
     metrics, Binding, LatencySeries, Metrics, OpenStream, PushOutcome, Snapshot, TokenKind,
@@ -27,45 +25,15 @@ static REPORTER: LazyLock<Mutex<emf::Reporter>> = LazyLock::new(|| {
     Mutex::new(emf::Reporter::new(namespace))
 });
 
-/// The span exporter, when one runs (flushed at a Lambda invocation's end).
-static EXPORTER: OnceLock<Tracing> = OnceLock::new();
-
-/// Counts spans the exporter dropped into `taskledger_trace_spans_dropped_total`.
-fn dropped_spans() -> DroppedSpans {
-    DroppedSpans(Arc::new(|n| metrics().spans_dropped(n)))
-}
-
-/// Installs the logs (`format`) and, with `otlp`, the span exporter — from then on the trace
-/// contexts recorded are the spans' (`trace`).
-pub fn init(format: LogFormat, otlp: Option<&OtlpSettings>) -> Result<(), String> {
-    if let Some(t) = logging::init(format, otlp, dropped_spans())? {
-        let _ = EXPORTER.set(t);
-        trace::exporting();
-    }
-    Ok(())
-}
-
-/// A Lambda function's start (on its runtime): JSON logs, spans to the collector the standard
-/// `OTEL_EXPORTER_OTLP_*` variables name (the ADOT layer's, ADR 033), and metrics kept for
-/// EMF reports.
-pub fn init_lambda() {
-    let otlp = OtlpSettings::from_env("taskledger").unwrap_or_else(|e| {
-        eprintln!("tracing off: {e}");
-        None
-    });
-    if let Err(e) = init(LogFormat::Json { timestamps: false }, otlp.as_ref()) {
-        eprintln!("{e}");
-    }
+/// Keep latency samples for EMF reports from now on (a Lambda function's start).
+pub fn keep_for_emf() {
     metrics().keep_samples();
     LazyLock::force(&REPORTER);
 }
 
-/// After each Lambda invocation: the spans it made go to the collector (before the sandbox
-/// is frozen), and what changed in the metrics goes to the log as EMF lines.
-pub async fn report() {
-    if let Some(t) = EXPORTER.get() {
-        t.flush().await;
-    }
+/// Writes what changed in the metrics since the last report as EMF lines on standard output
+/// (a Lambda function's log).
+pub fn write_emf() {
     let now = metrics().snapshot();
     let at = taskledger_domain::time::Timestamp::now().unix_nanos() / 1_000_000;
     let lines = match REPORTER.lock() {

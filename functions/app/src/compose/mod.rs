@@ -4,6 +4,9 @@
 //! Lambda service set-up (`lambda_service`, and the API function's whole wiring, `lambda_api`).
 //! The only module of the crate that names infra's adapters.
 
+mod telemetry;
+pub use telemetry::{init_lambda, init_telemetry, report};
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
@@ -309,7 +312,9 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
         dispatch: Dispatch::Feed,
         push_enabled: push.enabled,
         push_policy: push.policy,
-        secrets: push.secrets.clone(),
+        secrets: Some(Arc::new(taskledger_infra::secrets::Seal(
+            push.secrets.clone(),
+        ))),
         stream_max,
         // A long-polling GetTask (A2A 1.1) answers below the HTTP API's 29 s timeout.
         long_poll_max: Duration::from_secs(LAMBDA_LONG_POLL_SECS),
@@ -348,7 +353,7 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
         stream_keep_alive: DEFAULT_KEEP_ALIVE,
         // Lambda receives the whole body from the gateway: this bound never bites there.
         body_read_timeout: crate::http::BODY_READ_TIMEOUT,
-        // Each function reports through its log (EMF, `telemetry::report`).
+        // Each function reports through its log (EMF, `compose::report`).
         metrics: None,
     };
     let bounds = StreamBounds {
@@ -361,7 +366,7 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
     // Each invocation's metrics go to the log as EMF lines once it is answered.
     let router = crate::http::router(AppState::new(service, auth, http)).layer(
         axum::middleware::map_response(|r: axum::response::Response| async move {
-            crate::telemetry::report().await;
+            report().await;
             r
         }),
     );
