@@ -325,6 +325,12 @@ fn error_chain(e: &dyn std::error::Error) -> String {
     out
 }
 
+impl taskledger_domain::ports::CardSigner for PushSigner {
+    fn sign_detached(&self, payload: &[u8], jku: Option<&str>) -> (String, String) {
+        PushSigner::sign_detached(self, payload, jku)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,10 +14,12 @@ mod archive_sink;
 mod housekeeping;
 mod read_model;
 mod secrets;
+mod signing;
 pub use archive_sink::*;
 pub use housekeeping::*;
 pub use read_model::*;
 pub use secrets::*;
+pub use signing::*;
 
 /// Version of the snapshot (head) shape; a stored snapshot of another version is rebuilt from events.
 pub const SNAPSHOT_SCHEMA: u32 = 1;

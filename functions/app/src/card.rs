@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use taskledger_domain::card_signature::canonical_payload;
+use taskledger_domain::ports::CardSigner;
 use taskledger_domain::wire::{AgentCard, AgentCardSignature};
-use taskledger_infra::webhook::PushSigner;
 
 /// Path of the key set the card's signatures verify with.
 pub const JWKS_PATH: &str = "/.well-known/jwks.json";
@@ -16,13 +16,13 @@ pub const JWKS_PATH: &str = "/.well-known/jwks.json";
 #[derive(Debug, Clone)]
 pub struct PublicCard {
     pub card: AgentCard,
-    signer: Option<Arc<PushSigner>>,
+    signer: Option<Arc<dyn CardSigner>>,
     jku: String,
 }
 
 impl PublicCard {
     /// `card` as served from `base`, signed with `signer` when there is one.
-    pub fn new(card: AgentCard, signer: Option<Arc<PushSigner>>, base: &str) -> Self {
+    pub fn new(card: AgentCard, signer: Option<Arc<dyn CardSigner>>, base: &str) -> Self {
         let jku = format!("{}{JWKS_PATH}", base.trim_end_matches('/'));
         let card = sign(signer.as_deref(), &jku, card);
         Self { card, signer, jku }
@@ -34,7 +34,7 @@ impl PublicCard {
     }
 }
 
-fn sign(signer: Option<&PushSigner>, jku: &str, mut card: AgentCard) -> AgentCard {
+fn sign(signer: Option<&dyn CardSigner>, jku: &str, mut card: AgentCard) -> AgentCard {
     card.signatures.clear();
     if let Some(signer) = signer {
         let payload = canonical_payload(&card);
@@ -61,7 +61,8 @@ mod tests {
     #[test]
     fn a_signed_card_verifies_with_the_published_key_and_a_changed_one_does_not() {
         let key = p256::ecdsa::SigningKey::from_slice(&[9u8; 32]).unwrap();
-        let signer = Arc::new(PushSigner::from_key(key.clone()));
+        // The adapter that signs in production (the test may name it; the product code does not).
+        let signer = Arc::new(taskledger_infra::webhook::PushSigner::from_key(key.clone()));
         let card = taskledger_domain::card::agent_card(&taskledger_domain::card::CardSettings {
             public_url: "http://h:1".into(),
             name: "n".into(),
@@ -72,7 +73,11 @@ mod tests {
             grpc_url: None,
             extended_card: true,
         });
-        let public = PublicCard::new(card, Some(signer.clone()), "http://h:1/");
+        let public = PublicCard::new(
+            card,
+            Some(signer.clone() as Arc<dyn CardSigner>),
+            "http://h:1/",
+        );
         let sig = &public.card.signatures[0];
         let header: Value =
             serde_json::from_slice(&URL_SAFE_NO_PAD.decode(&sig.protected).unwrap()).unwrap();

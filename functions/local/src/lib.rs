@@ -299,7 +299,9 @@ async fn build_bindings(
         description: "An event-sourced A2A task backend (local server).".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: signer.as_ref().map(|s| s.jwks()),
-        card_signer: signer.clone(),
+        card_signer: signer
+            .clone()
+            .map(|s| s as Arc<dyn taskledger_domain::ports::CardSigner>),
         board: Some(taskledger_app::http::BoardSettings {
             outbox,
             ..board_settings(config)?

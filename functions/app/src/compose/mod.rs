@@ -336,7 +336,10 @@ pub async fn lambda_api(agent: Arc<dyn Agent>) -> Result<LambdaApi, BoxError> {
         description: "An event-sourced A2A task backend.".into(),
         version: env!("CARGO_PKG_VERSION").into(),
         jwks: push.signer.as_ref().map(|s| s.jwks()),
-        card_signer: push.signer.clone(),
+        card_signer: push
+            .signer
+            .clone()
+            .map(|s| s as Arc<dyn taskledger_domain::ports::CardSigner>),
         board: None,
         // API Gateway (or a Function URL) is the only way in: its Host and scheme are believed.
         allowed_hosts: crate::http::guard::parse_allowed_hosts(

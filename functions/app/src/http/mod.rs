@@ -61,7 +61,7 @@ pub struct HttpSettings {
     /// Whose `X-Forwarded-Proto`/`X-Forwarded-Host` are believed.
     pub proxies: Proxies,
     /// The key that signs the public agent card (the push signing key; none: unsigned).
-    pub card_signer: Option<Arc<taskledger_infra::webhook::PushSigner>>,
+    pub card_signer: Option<Arc<dyn taskledger_domain::ports::CardSigner>>,
     /// Where the gRPC binding is served, for the card's `GRPC` interface (none: not served).
     pub grpc: Option<GrpcAddress>,
     /// Which revision of the error table the HTTP statuses follow.

@@ -1,0 +1,9 @@
+//! What signs the agent card (ADR 022's key, the one that signs webhook deliveries): a
+//! detached JWS over the card's canonical payload. The keys and the algorithm are an adapter's.
+
+/// Signs payloads as detached JWS.
+pub trait CardSigner: Send + Sync + std::fmt::Debug {
+    /// The JWS over `payload` with a detached payload: its protected header and signature (both
+    /// base64url), the header naming `jku` when given.
+    fn sign_detached(&self, payload: &[u8], jku: Option<&str>) -> (String, String);
+}
