@@ -35,3 +35,14 @@ pub async fn fetch(url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
     }
     Ok(body)
 }
+
+/// `fetch` as the application asks for it (`KeySetFetch`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct HttpKeySets;
+
+#[async_trait::async_trait]
+impl taskledger_domain::ports::KeySetFetch for HttpKeySets {
+    async fn fetch(&self, url: &str, max_bytes: usize) -> Result<Vec<u8>, String> {
+        fetch(url, max_bytes).await
+    }
+}

@@ -1,7 +1,8 @@
 //! The floor plan's rules that can be read off the source (ADR 012), checked on every run:
 //! no product file over 600 lines (tests and generated code aside), no Lambda main over 60,
-//! and crates that depend downwards only — the domain names no I/O crate (no runtime, no AWS,
-//! no HTTP, no database) and no crate of ours, the adapters name no application crate.
+//! crates that depend downwards only — the domain names no I/O crate (no runtime, no AWS, no
+//! HTTP, no database) and no crate of ours, the adapters name no application crate — and the
+//! application crate names adapters only in its composition.
 
 use std::path::{Path, PathBuf};
 
@@ -128,5 +129,28 @@ fn crates_depend_downwards_and_the_domain_does_no_io() {
     assert!(
         !dependencies("functions/app/Cargo.toml").contains(&"taskledger-local".to_string()),
         "the application crate depends on the local server"
+    );
+}
+
+/// The application crate names infra's adapters only in its composition (`compose/`): every
+/// other room gets them through the domain's ports. Test modules may name them.
+#[test]
+fn only_the_composition_names_adapters() {
+    let mut files = Vec::new();
+    rust_files(&root().join("functions/app/src"), &mut files);
+    files.retain(|f| !is_test(f) && !f.components().any(|c| c.as_os_str() == "compose"));
+    assert!(files.len() > 50, "{}", files.len());
+    let named: Vec<String> = files
+        .iter()
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            product.contains("taskledger_infra")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        named.is_empty(),
+        "adapters named outside compose/: {named:?}"
     );
 }

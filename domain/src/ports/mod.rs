@@ -12,11 +12,13 @@ use crate::time::Timestamp;
 
 mod archive_sink;
 mod housekeeping;
+mod key_sets;
 mod read_model;
 mod secrets;
 mod signing;
 pub use archive_sink::*;
 pub use housekeeping::*;
+pub use key_sets::*;
 pub use read_model::*;
 pub use secrets::*;
 pub use signing::*;

@@ -283,9 +283,13 @@ async fn build_bindings(
     }
     let auth: Arc<dyn Authenticator> = match &config.jwt {
         Some(settings) => Arc::new(
-            JwtAuthenticator::new(settings.clone(), config.tokens.clone())
-                .await
-                .map_err(LocalError::Jwt)?,
+            JwtAuthenticator::new(
+                settings.clone(),
+                config.tokens.clone(),
+                Arc::new(taskledger_infra::jwks::HttpKeySets),
+            )
+            .await
+            .map_err(LocalError::Jwt)?,
         ),
         None => Arc::new(TokenAuthenticator::new(config.tokens.clone())),
     };

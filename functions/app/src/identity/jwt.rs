@@ -7,7 +7,9 @@
 
 use std::collections::HashMap;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
+use taskledger_domain::ports::KeySetFetch;
 
 use jsonwebtoken::errors::ErrorKind as JwtErrorKind;
 use jsonwebtoken::jwk::JwkSet;
@@ -110,6 +112,8 @@ pub struct JwtAuthenticator {
     keys: RwLock<Keys>,
     /// One fetch at a time; the others wait for its result.
     fetching: Mutex<()>,
+    /// Fetches a JWKS URL (an adapter, handed in by the composition).
+    fetcher: Arc<dyn KeySetFetch>,
 }
 
 fn invalid(why: impl Into<String>) -> AuthError {
@@ -146,11 +150,12 @@ impl JwtAuthenticator {
     pub async fn new(
         settings: JwtSettings,
         static_tokens: HashMap<String, Principal>,
+        fetcher: Arc<dyn KeySetFetch>,
     ) -> Result<Self, String> {
         if settings.audiences.is_empty() {
             return Err("a JWT audience is required".into());
         }
-        let keys = Self::load(&settings.jwks).await?;
+        let keys = Self::load(&settings.jwks, fetcher.as_ref()).await?;
         Ok(Self {
             settings,
             static_tokens,
@@ -159,17 +164,19 @@ impl JwtAuthenticator {
                 fetched: Some(Instant::now()),
             }),
             fetching: Mutex::new(()),
+            fetcher,
         })
     }
 
     async fn load(
         source: &JwksSource,
+        fetcher: &dyn KeySetFetch,
     ) -> Result<HashMap<String, (DecodingKey, Option<Algorithm>)>, String> {
         let bytes = match source {
             JwksSource::File(p) => {
                 std::fs::read(p).map_err(|e| format!("JWKS {}: {e}", p.display()))?
             }
-            JwksSource::Url(u) => taskledger_infra::jwks::fetch(u, MAX_JWKS_BYTES).await?,
+            JwksSource::Url(u) => fetcher.fetch(u, MAX_JWKS_BYTES).await?,
         };
         parse_jwks(&bytes)
     }
@@ -199,7 +206,7 @@ impl JwtAuthenticator {
                     .ok_or_else(|| invalid(format!("unknown signing key {kid:?}")));
             }
         }
-        match Self::load(&self.settings.jwks).await {
+        match Self::load(&self.settings.jwks, self.fetcher.as_ref()).await {
             Ok(fresh) => {
                 let mut k = self.keys.write().await;
                 k.by_kid = fresh;
