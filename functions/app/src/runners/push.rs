@@ -43,33 +43,30 @@ pub async fn attempt(
     };
     let attempts = a.attempts + 1;
     // The webhook request joins the update's trace through this attempt's span (ADR 033).
-    let parent = crate::telemetry::trace::stored(a.delivery.trace.as_deref());
-    let span = if crate::telemetry::trace::is_exporting() {
-        tracing::info_span!(
+    let sent = std::time::Instant::now();
+    let result = if crate::telemetry::trace::is_exporting() {
+        // The webhook request names this attempt's span as its parent, keeping the update's
+        // `tracestate`; unexported, the update's own context goes as it is.
+        let parent = crate::telemetry::trace::stored(a.delivery.trace.as_deref());
+        let span = tracing::info_span!(
             "push.delivery",
             task_id = %a.delivery.task_id,
             seq = a.delivery.seq,
             attempt = attempts
-        )
-    } else {
-        tracing::Span::none()
-    };
-    crate::telemetry::trace::set_parent(&span, parent.as_ref());
-    // The span's context (exporting), keeping the update's `tracestate`; else the update's own.
-    let state = parent
-        .as_ref()
-        .and_then(|p| p.tracestate().map(str::to_string));
-    let here = span
-        .in_scope(crate::telemetry::trace::current)
-        .map(|c| c.with_state(state))
-        .or(parent);
-    let sent = std::time::Instant::now();
-    let result = if here.as_ref().map(|t| t.to_stored()) == a.delivery.trace {
-        sender.send(&a.delivery).instrument(span).await
-    } else {
+        );
+        crate::telemetry::trace::set_parent(&span, parent.as_ref());
+        let state = parent
+            .as_ref()
+            .and_then(|p| p.tracestate().map(str::to_string));
+        let here = span
+            .in_scope(crate::telemetry::trace::current)
+            .map(|c| c.with_state(state))
+            .or(parent);
         let mut d = a.delivery.clone();
         d.trace = here.map(|t| t.to_stored());
         sender.send(&d).instrument(span).await
+    } else {
+        sender.send(&a.delivery).await
     };
     let took = sent.elapsed();
     let elapsed = Duration::from_millis((now_ms() - first).max(0) as u64);
