@@ -9,6 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use super::messages::UiError;
+pub use super::surfaces::references;
 use super::surfaces::{Shape, Surfaces};
 
 /// Components one surface may hold.
@@ -24,36 +25,6 @@ pub const MAX_SURFACE_DEPTH: usize = 16;
 pub const MAX_SURFACES: usize = 16;
 /// The component every surface is drawn from.
 pub const ROOT_ID: &str = "root";
-
-/// The components `c` draws inside itself, by id, in the basic catalog's fields: `children`
-/// (a list, or a template's `componentId`), `child`, a Modal's `trigger` and `content`, and the
-/// `child` of each of a Tabs' `tabs` (0.8: `tabItems`).
-pub fn references(c: &Value) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut push = |v: Option<&Value>| {
-        if let Some(id) = v.and_then(Value::as_str).filter(|s| !s.is_empty()) {
-            out.push(id.to_string());
-        }
-    };
-    match c.get("children") {
-        Some(Value::Array(ids)) => ids.iter().for_each(|v| push(Some(v))),
-        Some(t @ Value::Object(_)) => push(t.get("componentId")),
-        _ => {}
-    }
-    push(c.get("child"));
-    push(c.get("trigger"));
-    push(c.get("content"));
-    for tab in c
-        .get("tabs")
-        .or_else(|| c.get("tabItems"))
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        push(tab.get("child"));
-    }
-    out
-}
 
 fn refuse(field: impl Into<String>, reason: impl Into<String>) -> UiError {
     UiError {

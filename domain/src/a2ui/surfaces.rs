@@ -33,7 +33,7 @@ pub struct Shape {
 impl Shape {
     pub fn of(component: &Value) -> Self {
         Self {
-            refs: super::structure::references(component),
+            refs: references(component),
             bytes: u32::try_from(crate::wire::json_size(component)).unwrap_or(u32::MAX),
         }
     }
@@ -189,4 +189,34 @@ pub fn action_of(message: &crate::wire::Message) -> Option<Result<UiAction, Stri
                 .to_string(),
         ),
     })
+}
+
+/// The components `c` draws inside itself, by id, in the basic catalog's fields: `children`
+/// (a list, or a template's `componentId`), `child`, a Modal's `trigger` and `content`, and the
+/// `child` of each of a Tabs' `tabs` (0.8: `tabItems`).
+pub fn references(c: &Value) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut push = |v: Option<&Value>| {
+        if let Some(id) = v.and_then(Value::as_str).filter(|s| !s.is_empty()) {
+            out.push(id.to_string());
+        }
+    };
+    match c.get("children") {
+        Some(Value::Array(ids)) => ids.iter().for_each(|v| push(Some(v))),
+        Some(t @ Value::Object(_)) => push(t.get("componentId")),
+        _ => {}
+    }
+    push(c.get("child"));
+    push(c.get("trigger"));
+    push(c.get("content"));
+    for tab in c
+        .get("tabs")
+        .or_else(|| c.get("tabItems"))
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        push(tab.get("child"));
+    }
+    out
 }

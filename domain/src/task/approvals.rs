@@ -7,47 +7,17 @@
 //! the service forwards to the child.
 
 use crate::error::DomainError;
-use crate::hitl::{self, Approval, Nested, PendingTool, HITL_URI};
-use crate::ids::{ParticipantId, Principal};
-use crate::time::Timestamp;
+use crate::hitl::{self, Approval, PendingTool, HITL_URI};
 use crate::wire::{Message, Metadata, TaskState};
 
 use super::events::TaskEvent;
 use super::gates::{self, Gate, GateKind};
 use super::head::TaskHead;
+pub use super::shapes::{AnswerToolApproval, RequestToolApproval, ToolCallAsked};
 use super::status::refuse_if_terminal;
 
 /// The choice a tool-approval gate's answer records (the decisions are per call).
 pub const DECIDED: &str = "decided";
-
-/// A tool call the agent wants to run, as it asks about it.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ToolCallAsked {
-    pub call_id: String,
-    pub name: String,
-    pub args: serde_json::Value,
-}
-
-/// `RequestToolApproval`: the agent asks before running `calls` (or, for a parent, before
-/// its child runs `nested`'s).
-#[derive(Debug, Clone, PartialEq)]
-pub struct RequestToolApproval {
-    pub calls: Vec<ToolCallAsked>,
-    pub nested: Option<Nested>,
-    pub at: Timestamp,
-}
-
-/// `AnswerToolApproval`: a resume message deciding the open tool-approval gate.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnswerToolApproval {
-    pub approvals: Vec<Approval>,
-    /// The participant the sender says it is (none: the task's owner).
-    pub by: Option<ParticipantId>,
-    pub message: Message,
-    pub at: Timestamp,
-    /// The authenticated principal answering (none: the task's owner).
-    pub caller: Option<Principal>,
-}
 
 fn approvals_field() -> String {
     format!("message.metadata[{HITL_URI}].approvals")

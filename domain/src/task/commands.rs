@@ -35,15 +35,15 @@ pub enum TaskCommand {
     CreateTask(CreateTask),
     AppendUserMessage(AppendUserMessage),
     /// A client's message opening a task that hands work over (DMP work/v1).
-    ProposeHandoff(Box<super::handoff::ProposeHandoff>),
+    ProposeHandoff(Box<super::shapes::ProposeHandoff>),
     /// A handoff's approved work item moves on (the agent or an operator says so).
-    AdvanceWork(Box<super::work::AdvanceWork>),
+    AdvanceWork(Box<super::shapes::AdvanceWork>),
     /// A deciding answer to one of the task's gates.
-    AnswerGate(Box<super::gates::AnswerGate>),
+    AnswerGate(Box<super::shapes::AnswerGate>),
     /// The agent asks a person before running tool calls (kagent hitl/v1).
-    RequestToolApproval(Box<super::approvals::RequestToolApproval>),
+    RequestToolApproval(Box<super::shapes::RequestToolApproval>),
     /// A person decides the calls of the open tool-approval gate.
-    AnswerToolApproval(Box<super::approvals::AnswerToolApproval>),
+    AnswerToolApproval(Box<super::shapes::AnswerToolApproval>),
     /// The commands after it in the commit apply only if the task's generation is `expected`.
     RequireGeneration {
         expected: u64,

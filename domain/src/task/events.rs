@@ -226,7 +226,7 @@ pub enum TaskEvent {
     },
     /// A client handed work over: the task is its draft.
     HandoffProposed {
-        work: super::handoff::HandoffWork,
+        work: super::shapes::HandoffWork,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
@@ -237,7 +237,7 @@ pub enum TaskEvent {
         at: Timestamp,
     },
     /// A decision is owed before work goes on.
-    GateRaised { gate: super::gates::Gate },
+    GateRaised { gate: super::shapes::Gate },
     /// The gate's deciding answer (its effect follows in the same commit).
     GateAnswered {
         gate_id: String,

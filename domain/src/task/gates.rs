@@ -3,18 +3,17 @@
 //! task-proposal gate), answered once by a deciding principal, folded into the head the same
 //! way whichever extension raised it; the answer's effect is decided in the same commit.
 
-use serde::{Deserialize, Serialize};
-
 use crate::dmp::{GateStateV1, OpenGate};
 use crate::error::DomainError;
 use crate::ext::Role;
-use crate::hitl::{Approval, Nested, PendingTool};
-use crate::ids::{stored, ParticipantId, Principal};
-use crate::time::{nanos, Timestamp};
+use crate::hitl::Approval;
+use crate::ids::{ParticipantId, Principal};
+use crate::time::Timestamp;
 use crate::wire::Message;
 
 use super::events::TaskEvent;
 use super::head::TaskHead;
+pub use super::shapes::{AnswerGate, Gate, GateAnswer, GateKind};
 use super::sharing::{self, Speaker};
 
 /// DMP envelope/v1 on `Message.metadata`: of it, an `answer` (`replyTo` a gate, `choice`)
@@ -51,88 +50,6 @@ pub fn answer_of(message: &Message) -> Option<Result<(String, Option<String>), D
         })?;
         Ok((gate, text("choice")?))
     })())
-}
-
-/// What a gate decides.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum GateKind {
-    /// DMP work/v1: a handed-off piece of work is approved (promoted) or declined (dropped).
-    TaskProposal,
-    /// kagent hitl/v1: each of the agent's calls is approved (it runs) or rejected (the model
-    /// is told why); answered by a `tool_approval_response`, not by a choice.
-    ToolApproval,
-}
-
-impl GateKind {
-    /// The registry name (DMP §11.6).
-    pub const fn name(self) -> &'static str {
-        match self {
-            Self::TaskProposal => "task-proposal",
-            Self::ToolApproval => "tool-approval",
-        }
-    }
-
-    /// The choices a deciding answer may make.
-    pub const fn choices(self) -> &'static [&'static str] {
-        match self {
-            Self::TaskProposal => &["approve", "decline"],
-            Self::ToolApproval => &[],
-        }
-    }
-
-    /// The one sentence a client is shown while the gate is open (gate data never leaves).
-    pub fn sentence(self) -> &'static str {
-        crate::dmp::gate_sentence(self.name())
-    }
-}
-
-/// An open or answered gate of a task.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Gate {
-    pub id: String,
-    pub kind: GateKind,
-    #[serde(with = "nanos")]
-    pub opened_at: Timestamp,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub answer: Option<GateAnswer>,
-    /// The calls a tool-approval gate asks about.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub tools: Vec<PendingTool>,
-    /// A child task's pause this gate surfaces (its calls are the child's).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub nested: Option<Nested>,
-}
-
-/// How a gate was answered.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct GateAnswer {
-    pub choice: String,
-    /// The deciding participant, when the answer named one (else the task's owner).
-    #[serde(
-        default,
-        deserialize_with = "stored::opt",
-        skip_serializing_if = "Option::is_none"
-    )]
-    pub by: Option<ParticipantId>,
-    #[serde(with = "nanos")]
-    pub at: Timestamp,
-    /// A tool-approval gate's decision on each call.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub approvals: Vec<Approval>,
-}
-
-/// `AnswerGate`: a message answering gate `gate_id` with `choice`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AnswerGate {
-    pub gate_id: String,
-    pub choice: Option<String>,
-    /// The participant the sender says it is (none: the task's owner, who may decide).
-    pub by: Option<ParticipantId>,
-    pub message: Message,
-    pub at: Timestamp,
-    /// The authenticated principal answering (none: the task's owner).
-    pub caller: Option<Principal>,
 }
 
 /// The id a gate raised as event `seq` of the task gets.

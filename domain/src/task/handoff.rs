@@ -3,12 +3,8 @@
 //! work item is ready to be scheduled) or declines (REJECTED, the draft is dropped). The
 //! agent does not run on a proposal.
 
-use serde::{Deserialize, Serialize};
-
-use crate::dmp::{ExtensionData, Handoff, WorkStateV1, WorkStatus, GATE_URI};
+use crate::dmp::{ExtensionData, WorkStateV1, WorkStatus, GATE_URI};
 use crate::error::DomainError;
-use crate::ids::{ContextId, Principal, TaskId};
-use crate::time::Timestamp;
 use crate::wire::Message;
 
 use super::commands::CreateTask;
@@ -17,60 +13,10 @@ use super::events::TaskEvent;
 use super::gates::{self, GateKind};
 use super::handoff_status;
 use super::head::TaskHead;
-
-/// The work a handoff proposes, in the stored form of a checked request (`dmp::Handoff`):
-/// the title, acceptance criteria, repository paths it may write, the priority as kept
-/// (capped at `medium`) and the labels as kept (under `a2a/`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct HandoffWork {
-    pub title: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub acceptance: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub writes: Vec<String>,
-    pub priority: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub labels: Vec<String>,
-}
-
-impl From<&Handoff> for HandoffWork {
-    fn from(h: &Handoff) -> Self {
-        Self {
-            title: h.title.as_str().to_string(),
-            acceptance: h
-                .acceptance
-                .iter()
-                .map(|c| c.as_str().to_string())
-                .collect(),
-            writes: h.writes.iter().map(|w| w.as_str().to_string()).collect(),
-            priority: h.priority.capped().as_str().to_string(),
-            labels: h.stored_labels(),
-        }
-    }
-}
-
-/// The handoff a task is, in its head.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct HandoffHead {
-    pub work: HandoffWork,
-    pub status: WorkStatus,
-    /// Handoffs start at the host's highest risk: none of their gates decides itself.
-    pub risk: String,
-}
+pub use super::shapes::{HandoffHead, HandoffWork, ProposeHandoff};
 
 /// The risk every handoff starts at.
 pub const HANDOFF_RISK: &str = "high";
-
-/// `ProposeHandoff`: a client's message opening a task that proposes `work`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ProposeHandoff {
-    pub task_id: TaskId,
-    pub context_id: ContextId,
-    pub owner: Principal,
-    pub message: Message,
-    pub work: HandoffWork,
-    pub at: Timestamp,
-}
 
 /// The task, its first message, the draft and its task-proposal gate, AUTH_REQUIRED with
 /// the gate's sentence — and no agent work.

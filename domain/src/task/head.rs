@@ -98,10 +98,10 @@ pub struct TaskHead {
     pub generation: u64,
     /// The decisions raised on the task, open and answered.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub gates: Vec<super::gates::Gate>,
+    pub gates: Vec<super::shapes::Gate>,
     /// The work a handoff proposed, and where its work item is.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub handoff: Option<super::handoff::HandoffHead>,
+    pub handoff: Option<super::shapes::HandoffHead>,
     /// A client activated kagent's hitl/v1 on a message of the task: its pauses (tool
     /// approvals, questions) carry the extension's payloads.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]

@@ -19,6 +19,7 @@ mod messages;
 mod participants;
 mod plan;
 mod recent;
+mod shapes;
 mod sharing;
 mod status;
 mod subscriptions;

@@ -4,24 +4,16 @@
 //! WORKING, COMPLETED "Landed." with the work artifacts, REJECTED when dropped. `WorkStateV1` rides on
 //! `status.message.metadata` as on `Task.metadata`.
 
-use crate::dmp::{ExtensionData, WorkArtifact, WorkStatus, WORK_URI};
+use crate::dmp::{ExtensionData, WorkStatus, WORK_URI};
 use crate::error::DomainError;
-use crate::time::Timestamp;
 use crate::wire::Message;
 
 use super::events::TaskEvent;
 use super::handoff_status;
 use super::head::TaskHead;
+pub use super::shapes::AdvanceWork;
 
 pub use super::handoff_status::DROPPED_SENTENCE;
-
-/// `AdvanceWork`: the work item moves to `status`, reporting `artifacts` on the way.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AdvanceWork {
-    pub status: WorkStatus,
-    pub artifacts: Vec<WorkArtifact>,
-    pub at: Timestamp,
-}
 
 /// Whether the lifecycle goes from `from` to `to`.
 fn allowed(from: &WorkStatus, to: &WorkStatus) -> bool {

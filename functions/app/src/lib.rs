@@ -30,5 +30,5 @@ pub mod telemetry;
 pub mod v03;
 
 pub use error::AppError;
-pub use http::{router, AppState, GrpcAddress, HttpSettings};
+pub use http::{router, router_with, AppState, GrpcAddress, HttpSettings};
 pub use service::{Dispatch, Service, ServiceSettings};

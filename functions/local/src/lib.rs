@@ -15,7 +15,7 @@ use taskledger_app::identity::{Authenticator, TokenAuthenticator};
 use taskledger_app::runners::push::run_outbox_worker;
 use taskledger_app::runners::{run_feed, InProcessTurns, Relay};
 use taskledger_app::{
-    router, AppState, Dispatch, GrpcAddress, HttpSettings, Service, ServiceSettings,
+    router_with, AppState, Dispatch, GrpcAddress, HttpSettings, Service, ServiceSettings,
 };
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ports::{EventStore, Housekeeping, TaskReadModel};
@@ -339,7 +339,12 @@ async fn build_bindings(
         .with_error_table(config.error_table)
         .with_card(grpc_card);
     let state = AppState::new(service, auth, http);
-    Ok((router(state), grpc))
+    // The board's pages, beside the endpoints, when it is served.
+    let pages = match state.settings.board {
+        Some(_) => taskledger_app::board::routes(&state),
+        None => axum::Router::new(),
+    };
+    Ok((router_with(state, pages), grpc))
 }
 
 /// The board's settings: its image origins, and its sessions' key and revocations, kept in the

@@ -10,7 +10,6 @@ use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::TaskState;
 
-use super::list::KeyRange;
 use super::schema;
 
 /// The least list sort key of a finished task still shown (its status after the cutoff).
@@ -45,5 +44,22 @@ pub(super) fn state_range(state: TaskState, q: &ListQuery) -> KeyRange {
         (Some(a), Some(f)) => KeyRange::From(a.max(f)),
         (Some(x), None) | (None, Some(x)) => KeyRange::From(x),
         (None, None) => KeyRange::All,
+    }
+}
+
+/// The part of an index's sort key (`g1sk`) a Query reads.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) enum KeyRange {
+    All,
+    From(String),
+}
+
+impl KeyRange {
+    /// The key condition on the index partition `#ip = :p`, with the range's values.
+    pub(super) fn condition(&self) -> (&'static str, Vec<(&'static str, String)>) {
+        match self {
+            Self::All => ("#ip = :p", vec![]),
+            Self::From(lo) => ("#ip = :p AND g1sk >= :lo", vec![(":lo", lo.clone())]),
+        }
     }
 }

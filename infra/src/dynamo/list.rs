@@ -15,7 +15,7 @@ use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::TaskState;
 
-use super::expiry;
+use super::expiry::{self, KeyRange};
 use super::schema::{self, BY_CONTEXT, BY_OWNER, BY_STATE};
 use super::store::{get_s, parse, s, sdk_err, snapshot_of, DynamoStore, Item};
 
@@ -25,23 +25,6 @@ pub const MAX_COUNT_PAGES: usize = 1000;
 pub const MAX_BATCH_KEYS: usize = 100;
 /// Rounds of retrying keys DynamoDB left unprocessed (throttling) before failing the read.
 const MAX_BATCH_ROUNDS: usize = 8;
-
-/// The part of an index's sort key (`g1sk`) a Query reads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) enum KeyRange {
-    All,
-    From(String),
-}
-
-impl KeyRange {
-    /// The key condition on the index partition `#ip = :p`, with the range's values.
-    fn condition(&self) -> (&'static str, Vec<(&'static str, String)>) {
-        match self {
-            Self::All => ("#ip = :p", vec![]),
-            Self::From(lo) => ("#ip = :p AND g1sk >= :lo", vec![(":lo", lo.clone())]),
-        }
-    }
-}
 
 /// One match of a list index: where it sorts, its task partition and its chunk counts.
 struct Match {

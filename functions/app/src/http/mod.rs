@@ -160,7 +160,15 @@ impl AppState {
     }
 }
 
+/// The A2A endpoints (JSON-RPC, HTTP+JSON, the card, metrics) under every layer a request
+/// passes through.
 pub fn router(state: Arc<AppState>) -> Router {
+    router_with(state, Router::new())
+}
+
+/// As `router`, with `pages` served beside the endpoints under the same layers (the local
+/// server mounts the board here: this layer does not know it).
+pub fn router_with(state: Arc<AppState>, pages: Router<Arc<AppState>>) -> Router {
     let prefix = state
         .settings
         .path_prefix
@@ -170,7 +178,7 @@ pub fn router(state: Arc<AppState>) -> Router {
     let challenge = state.auth.card_auth();
     let guarded = challenge == taskledger_domain::card::CardAuth::None;
     let guard_state = state.clone();
-    let routes = routes(state);
+    let routes = routes(state, pages);
     // Without credentials, where a request comes from is all there is to check.
     let routes = if guarded {
         routes.layer(axum::middleware::from_fn(move |req: Request, next| {
@@ -235,7 +243,7 @@ async fn www_authenticate(
     response
 }
 
-fn routes(state: Arc<AppState>) -> Router {
+fn routes(state: Arc<AppState>, pages: Router<Arc<AppState>>) -> Router {
     let jsonrpc_slash = format!("{JSONRPC_PATH}/");
     let router = Router::new()
         .route("/.well-known/agent-card.json", get(card::card))
@@ -250,13 +258,7 @@ fn routes(state: Arc<AppState>) -> Router {
     } else {
         router
     };
-    #[cfg(feature = "board")]
-    let router = if state.settings.board.is_some() {
-        router.merge(crate::board::routes(&state))
-    } else {
-        router
-    };
-    router.with_state(state)
+    router.merge(pages).with_state(state)
 }
 
 #[cfg(test)]

@@ -24,98 +24,13 @@ use taskledger_domain::wire::{
     TaskPushNotificationConfigRef,
 };
 
+pub use crate::request::Method;
 pub use extensions::{negotiate, Extensions};
 
 use crate::error::AppError;
 use crate::request::{self, ProtocolVersion};
 use crate::service::streams::TaskStream;
 use crate::service::Service;
-
-/// The A2A operations, by their JSON-RPC / gRPC method names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Method {
-    SendMessage,
-    SendStreamingMessage,
-    GetTask,
-    ListTasks,
-    CancelTask,
-    SubscribeToTask,
-    CreateTaskPushNotificationConfig,
-    GetTaskPushNotificationConfig,
-    ListTaskPushNotificationConfigs,
-    DeleteTaskPushNotificationConfig,
-    GetExtendedAgentCard,
-}
-
-const METHODS: [(&str, Method); 11] = [
-    ("SendMessage", Method::SendMessage),
-    ("SendStreamingMessage", Method::SendStreamingMessage),
-    ("GetTask", Method::GetTask),
-    ("ListTasks", Method::ListTasks),
-    ("CancelTask", Method::CancelTask),
-    ("SubscribeToTask", Method::SubscribeToTask),
-    (
-        "CreateTaskPushNotificationConfig",
-        Method::CreateTaskPushNotificationConfig,
-    ),
-    (
-        "GetTaskPushNotificationConfig",
-        Method::GetTaskPushNotificationConfig,
-    ),
-    (
-        "ListTaskPushNotificationConfigs",
-        Method::ListTaskPushNotificationConfigs,
-    ),
-    (
-        "DeleteTaskPushNotificationConfig",
-        Method::DeleteTaskPushNotificationConfig,
-    ),
-    ("GetExtendedAgentCard", Method::GetExtendedAgentCard),
-];
-
-impl Method {
-    /// Every method, in declaration order (`index` is the position here).
-    pub const ALL: [Method; 11] = [
-        Method::SendMessage,
-        Method::SendStreamingMessage,
-        Method::GetTask,
-        Method::ListTasks,
-        Method::CancelTask,
-        Method::SubscribeToTask,
-        Method::CreateTaskPushNotificationConfig,
-        Method::GetTaskPushNotificationConfig,
-        Method::ListTaskPushNotificationConfigs,
-        Method::DeleteTaskPushNotificationConfig,
-        Method::GetExtendedAgentCard,
-    ];
-
-    pub fn index(self) -> usize {
-        self as usize
-    }
-
-    /// The method of a JSON-RPC `method` or gRPC RPC name; an unknown one is MethodNotFound.
-    pub fn named(name: &str) -> Result<Self, AppError> {
-        METHODS
-            .iter()
-            .find(|(n, _)| *n == name)
-            .map(|(_, m)| *m)
-            .ok_or_else(|| {
-                AppError::protocol(
-                    ErrorKind::MethodNotFound,
-                    format!("method {name:?} does not exist"),
-                )
-                .with("method", name)
-            })
-    }
-
-    pub fn name(self) -> &'static str {
-        METHODS
-            .iter()
-            .find(|(_, m)| *m == self)
-            .map(|(n, _)| *n)
-            .unwrap_or("unknown")
-    }
-}
 
 /// One typed request.
 #[derive(Debug, Clone)]

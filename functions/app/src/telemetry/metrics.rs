@@ -10,7 +10,7 @@ use std::sync::{LazyLock, Mutex};
 use std::time::Duration;
 
 use super::histogram::Histogram;
-use crate::operations::Method;
+use crate::request::Method;
 
 /// The binding a request came over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

@@ -12,7 +12,7 @@ use super::emf::Reporter;
 use super::histogram::BUCKETS;
 use super::metrics::{Binding, Metrics, PushOutcome, TokenKind, TurnOutcome};
 use super::prometheus;
-use crate::operations::Method;
+use crate::request::Method;
 
 #[test]
 fn methods_are_indexed_by_their_place_in_all() {
