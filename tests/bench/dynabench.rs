@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use taskledger_app::agent::{ScenarioAgent, ScenarioTimings};
-use taskledger_app::service::Actor;
+use taskledger_app::service::Change;
 use taskledger_app::{Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::{ContextId, Principal, TaskId};
@@ -75,7 +75,7 @@ async fn command_latency(svc: &Service, task: &TaskId) -> Vec<Duration> {
     for i in 0..SAMPLES {
         let m = Message::agent_text(format!("bench-{i}"), "a note");
         let t = Instant::now();
-        svc.execute(Actor::Agent, task, None, |_| {
+        svc.execute(Change::by_agent(task), |_| {
             vec![TaskCommand::AppendAgentMessage {
                 message: m.clone(),
                 at: Timestamp::now(),

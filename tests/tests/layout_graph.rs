@@ -350,15 +350,3 @@ fn the_reader_sees_use_trees_and_relative_paths() {
     let r = resolve(&m, &paths[0]);
     assert_eq!(r.join("::"), "task::commands::TaskCommand");
 }
-
-#[test]
-#[ignore]
-fn print_edges() {
-    for ((krate, folder), graph) in &edges() {
-        for (from, tos) in graph {
-            for (to, seen) in tos {
-                println!("{krate}/{} {from} -> {to}   [{seen}]", folder.join("/"));
-            }
-        }
-    }
-}

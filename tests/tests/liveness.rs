@@ -226,7 +226,8 @@ async fn worker_side(message_id: &str) -> (Arc<Service>, AgentTurn) {
     };
     let task_id = TaskId::parse(task.id).unwrap();
     let work_seq = svc
-        .load(&task_id)
+        .ledger()
+        .current(&task_id)
         .await
         .unwrap()
         .unwrap()
@@ -261,7 +262,7 @@ fn record(turn: &AgentTurn, receives: u32, dlq: bool) -> TurnMessage {
 }
 
 async fn state_and_text(svc: &Service, turn: &AgentTurn) -> (TaskState, String) {
-    let state = svc.load(&turn.task_id).await.unwrap().unwrap();
+    let state = svc.ledger().current(&turn.task_id).await.unwrap().unwrap();
     let status = &state.head().unwrap().status;
     let text = status
         .message

@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use taskledger_app::agent::LlmAgent;
 use taskledger_app::agent::TurnBudget;
 use taskledger_app::runners::{handle_turn, handle_turn_within, run_feed_relay, TurnOutcome};
-use taskledger_app::service::Actor;
+use taskledger_app::service::Change;
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::{Principal, TaskId};
@@ -578,7 +578,7 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
         filename: None,
         media_type: Some("application/json".into()),
     }];
-    svc.execute(Actor::Agent, &id, None, |_| {
+    svc.execute(Change::by_agent(&id), |_| {
         vec![TaskCommand::AppendAgentMessage {
             message: call.clone(),
             at: Timestamp::now(),
@@ -597,7 +597,7 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
     let events = store.events(&id, 0).await.unwrap();
     assert_eq!(plans(&events), 1, "the pending create_plan ran once");
     // the model was first asked after the plan existed (its script's second answer)
-    let state = svc.load(&id).await.unwrap().unwrap();
+    let state = svc.ledger().current(&id).await.unwrap().unwrap();
     let plan = state
         .head()
         .unwrap()
@@ -681,7 +681,7 @@ async fn usage_rides_on_each_status_update_that_ends_an_execution() {
         let svc = svc.clone();
         async move {
             for _ in 0..200 {
-                let s = svc.load(&id).await.unwrap().unwrap();
+                let s = svc.ledger().current(&id).await.unwrap().unwrap();
                 if s.head().unwrap().status.state == state {
                     return;
                 }
@@ -874,7 +874,7 @@ async fn a_long_turn_goes_on_through_continuations_and_repeats_nothing() {
         ],
         "one step per turn"
     );
-    let state = svc.load(&id).await.unwrap().unwrap();
+    let state = svc.ledger().current(&id).await.unwrap().unwrap();
     let head = state.head().unwrap();
     assert_eq!(head.status.state, TaskState::Completed);
     let plan = head.ext.as_ref().unwrap().plan.as_ref().unwrap();
@@ -957,7 +957,7 @@ async fn the_turn_limit_holds_across_continuations() {
             TurnOutcome::Ran
         ]
     );
-    let state = svc.load(&id).await.unwrap().unwrap();
+    let state = svc.ledger().current(&id).await.unwrap().unwrap();
     let head = state.head().unwrap();
     assert_eq!(head.status.state, TaskState::Failed);
     assert_eq!(

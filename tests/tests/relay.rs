@@ -59,7 +59,7 @@ async fn a_turn_runs_once_and_redelivery_or_replay_does_nothing() {
     assert_eq!(feed.len(), 1);
     let turn = feed[0].1.turn().unwrap();
     assert_eq!(handle_turn(&svc, &turn).await.unwrap(), TurnOutcome::Ran);
-    let state = svc.load(&id).await.unwrap().unwrap();
+    let state = svc.ledger().current(&id).await.unwrap().unwrap();
     assert_eq!(state.head().unwrap().status.state, TaskState::Completed);
     let events = store.events(&id, 0).await.unwrap().len();
     // duplicate delivery, and the whole feed replayed: nothing repeats
@@ -100,7 +100,7 @@ async fn an_older_turn_is_superseded_by_newer_work() {
         TurnOutcome::Ran
     );
     let id = TaskId::parse(task.id).unwrap();
-    let state = svc.load(&id).await.unwrap().unwrap();
+    let state = svc.ledger().current(&id).await.unwrap().unwrap();
     assert_eq!(state.head().unwrap().status.state, TaskState::InputRequired);
 }
 
@@ -157,7 +157,7 @@ async fn a_commit_by_another_process_on_the_same_file_is_seen_through_the_state_
         panic!("a task")
     };
     let id = TaskId::parse(task.id.clone()).unwrap();
-    let kept = here.load(&id).await.unwrap().unwrap();
+    let kept = here.ledger().current(&id).await.unwrap().unwrap();
     assert_eq!(kept.head().unwrap().status.state, TaskState::Submitted);
     let cancel = || -> taskledger_domain::wire::CancelTaskRequest {
         serde_json::from_value(json!({"id": task.id})).unwrap()
@@ -171,7 +171,7 @@ async fn a_commit_by_another_process_on_the_same_file_is_seen_through_the_state_
         here_too.map(|t| t.status.state).map_err(|e| e.to_string()),
         "both processes answer the same"
     );
-    let seen = here.load(&id).await.unwrap().unwrap();
+    let seen = here.ledger().current(&id).await.unwrap().unwrap();
     assert!(seen.version > kept.version, "the other process's commit");
     assert_eq!(seen.head().unwrap().status.state, TaskState::Canceled);
     let _ = std::fs::remove_dir_all(&dir);

@@ -116,6 +116,6 @@ async fn committed_work_runs_once_through_the_queue() {
         TurnOutcome::Nothing
     );
     assert_eq!(store.events(&id, 0).await.unwrap().len(), done);
-    let state = svc.load(&id).await.unwrap().unwrap();
+    let state = svc.ledger().current(&id).await.unwrap().unwrap();
     assert_eq!(state.head().unwrap().status.state, TaskState::Completed);
 }

@@ -345,6 +345,22 @@ pub trait WebhookSend: Send + Sync {
     async fn send(&self, delivery: &crate::push::PushDelivery) -> crate::push::AttemptResult;
 }
 
+/// A task's current state as the store holds it: its snapshot and tail (`restore`), or every
+/// event folded again when the snapshot is of another schema (`replay_state`). `None`: no such
+/// task. The one way a state is read back, for the command side and the relay alike.
+pub async fn load_state(
+    store: &dyn EventStore,
+    task_id: &TaskId,
+) -> Result<Option<TaskAggregate>, StoreError> {
+    let Some(loaded) = store.load(task_id).await? else {
+        return Ok(None);
+    };
+    match restore(&loaded)? {
+        Some(state) => Ok(Some(state)),
+        None => replay_state(&store.events(task_id, 0).await?).map(Some),
+    }
+}
+
 /// Rebuilds a state from a snapshot and its tail; `None` when the snapshot must be replayed.
 pub fn restore(loaded: &Loaded) -> Result<Option<TaskAggregate>, StoreError> {
     if loaded.snapshot_schema != SNAPSHOT_SCHEMA {

@@ -5,17 +5,19 @@ use crate::error::DomainError;
 use crate::llm::Usage;
 use crate::time::Timestamp;
 
+use super::commands::TaskCommand;
 use super::events::TaskEvent;
-use super::head::TaskHead;
+use super::head::{TaskAggregate, TaskHead};
 
 /// `FinishAgentTurn`: the worker finished the turn for the work requested at `work_seq`
-/// (an older or repeated report changes nothing).
+/// (an older or repeated report changes nothing). A finished task records nothing more from a
+/// turn: a redelivered turn finds it terminal and does nothing, so no record is needed.
 pub(super) fn finish_turn(
     head: &TaskHead,
     work_seq: u64,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
-    if work_seq <= head.turn_done {
+    if work_seq <= head.turn_done || head.status.state.is_terminal() {
         return Ok(vec![]);
     }
     Ok(vec![TaskEvent::AgentTurnFinished {
@@ -135,4 +137,17 @@ pub(super) fn apply_skill_loaded(head: &mut TaskHead, name: &str, at: Timestamp)
 pub(super) fn apply_skill_unloaded(head: &mut TaskHead, name: &str, at: Timestamp) {
     head.loaded_skills.retain(|n| n != name);
     head.last_timeline = head.last_timeline.max(at);
+}
+
+impl TaskAggregate {
+    /// Whether `commands` decide nothing here and on every later state of the task: a finished
+    /// task records nothing more from a turn (and nothing leaves a terminal state). A commit
+    /// path holding a state it kept may trust such a decision without asking the store.
+    pub fn records_nothing_more(&self, commands: &[TaskCommand]) -> bool {
+        !commands.is_empty()
+            && self.head().is_some_and(|h| h.status.state.is_terminal())
+            && commands
+                .iter()
+                .all(|c| matches!(c, TaskCommand::FinishAgentTurn { .. }))
+    }
 }

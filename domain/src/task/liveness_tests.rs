@@ -169,3 +169,31 @@ fn a_deadline_past_its_maximum_counts_as_the_maximum() {
         .unwrap();
     assert_eq!(events, vec![]);
 }
+
+#[test]
+fn a_finished_task_records_nothing_more_from_a_turn() {
+    // Given a task whose turn finished it (canceled while the agent worked)
+    let mut s = given_created();
+    let seq = work_seq(&s);
+    let canceled = s
+        .decide(TaskCommand::CancelTask {
+            at: at(4),
+            by: None,
+        })
+        .unwrap();
+    given(&mut s, canceled);
+    let finish = TaskCommand::FinishAgentTurn {
+        work_seq: seq,
+        at: at(5),
+    };
+    // When the turn reports that it finished, then nothing is recorded
+    assert_eq!(s.decide(finish.clone()).unwrap(), vec![]);
+    // and the decision holds for every later state: a kept state needs no second look
+    assert!(s.records_nothing_more(std::slice::from_ref(&finish)));
+    assert!(!s.records_nothing_more(&[]));
+    assert!(!s.records_nothing_more(&[finish.clone(), give_up(seq, "x")]));
+    // while a task still working records its finished turn
+    let working = given_created();
+    assert_eq!(working.decide(finish.clone()).unwrap().len(), 1);
+    assert!(!working.records_nothing_more(&[finish]));
+}

@@ -87,7 +87,7 @@ where
 /// A sub-task as the caller may see it (None when it may not, or it is not there).
 async fn read_one(service: &Service, who: &Principal, id: String) -> Option<Read> {
     let id = TaskId::parse(id).ok()?;
-    let h = service.load(&id).await.ok()??.head?;
+    let h = service.ledger().current(&id).await.ok()??.head.clone()?;
     (h.visible_to(who) && !service.expired(&h)).then(|| Read {
         name: h.ext.as_ref().map(|d| d.name.clone()).unwrap_or_default(),
         state: h.status.state.as_str().to_string(),

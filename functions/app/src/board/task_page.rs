@@ -80,9 +80,9 @@ pub(super) async fn render(
     let Ok(id) = TaskId::parse(task.id.clone()) else {
         return not_found();
     };
-    let (head, version) = match app.service.load(&id).await {
-        Ok(Some(state)) => match state.head {
-            Some(h) => (h, state.version),
+    let (head, version) = match app.service.ledger().current(&id).await {
+        Ok(Some(state)) => match &state.head {
+            Some(h) => (h.clone(), state.version),
             None => return not_found(),
         },
         _ => return not_found(),

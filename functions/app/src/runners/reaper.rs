@@ -15,7 +15,7 @@ use taskledger_domain::time::Timestamp;
 use tracing::{info, warn};
 
 use crate::error::AppError;
-use crate::service::{Actor, Service};
+use crate::service::{Change, Service};
 
 /// A task at work with no progress for this long fails, unless configured otherwise.
 pub const DEFAULT_STALL_DEADLINE_SECS: u64 = 3600;
@@ -62,7 +62,7 @@ pub async fn reap_stalled(
         report.looked += batch.len() as u64;
         for c in &batch {
             let failed = svc
-                .execute(Actor::Agent, &c.task_id, None, |_| {
+                .execute(Change::by_agent(&c.task_id), |_| {
                     vec![TaskCommand::FailStalledTask {
                         deadline_secs,
                         at: now,
@@ -70,7 +70,7 @@ pub async fn reap_stalled(
                 })
                 .await;
             match failed {
-                Ok((_, events)) if !events.is_empty() => {
+                Ok(done) if !done.events.is_empty() => {
                     info!(task_id = %c.task_id, deadline_secs, "stalled task failed");
                     report.failed += 1;
                 }

@@ -9,9 +9,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::{
-    replay_state, restore, CommittedEvent, EventStore, Housekeeping, PushQueue,
-};
+use taskledger_domain::ports::{load_state, CommittedEvent, EventStore, Housekeeping, PushQueue};
 use taskledger_domain::push;
 use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
 use taskledger_domain::wire::PushProtocol;
@@ -202,13 +200,11 @@ impl PushSide {
             source,
         };
         let id = &event.task_id;
-        let Some(loaded) = self.store.load(id).await.map_err(store_err)? else {
+        let Some(state) = load_state(self.store.as_ref(), id)
+            .await
+            .map_err(store_err)?
+        else {
             return Ok(0);
-        };
-        let state = match restore(&loaded).map_err(store_err)? {
-            Some(s) => s,
-            None => replay_state(&self.store.events(id, 0).await.map_err(store_err)?)
-                .map_err(store_err)?,
         };
         let Some(head) = state.head.as_ref() else {
             return Ok(0);

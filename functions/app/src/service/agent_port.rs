@@ -8,7 +8,7 @@ use taskledger_domain::ids::TaskId;
 use taskledger_domain::task::{TaskAggregate, TaskEvent};
 use taskledger_domain::wire::Message;
 
-use super::{Actor, Service};
+use super::{Change, Service};
 use crate::agent::{Build, SubTask, TaskPort};
 use crate::error::AppError;
 
@@ -19,7 +19,8 @@ impl TaskPort for Service {
         task_id: &TaskId,
         build: Build<'_>,
     ) -> Result<(Arc<TaskAggregate>, Vec<TaskEvent>), AppError> {
-        Service::execute(self, Actor::Agent, task_id, None, build).await
+        let c = Service::execute(self, Change::by_agent(task_id), build).await?;
+        Ok((c.state, c.events))
     }
 
     async fn view(&self, task_id: &TaskId) -> Result<View, AppError> {

@@ -7,7 +7,7 @@ use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{CancelTaskRequest, Message, Task, TaskState};
 use tracing::warn;
 
-use super::{task_id_of, Actor, Service};
+use super::{task_id_of, Actor, Change, Service};
 use crate::error::AppError;
 
 impl Service {
@@ -17,14 +17,15 @@ impl Service {
         req: CancelTaskRequest,
     ) -> Result<Task, AppError> {
         let task_id = task_id_of(&req.id)?;
-        let (state, _) = self
-            .execute(Actor::Client(who), &task_id, None, |_| {
+        let state = self
+            .execute(Change::to(Actor::Client(who), &task_id), |_| {
                 vec![TaskCommand::CancelTask {
                     at: Timestamp::now(),
                     by: Some(who.clone()),
                 }]
             })
-            .await?;
+            .await?
+            .state;
         match state.head() {
             Some(head) => self.answer_from(who, head, HistoryLength::All).await,
             None => Err(AppError::task_not_found(task_id.as_str())),
@@ -35,7 +36,7 @@ impl Service {
     pub async fn fail_task(&self, task_id: &TaskId, reason: &str) {
         let message = Message::agent_text(uuid::Uuid::new_v4().to_string(), reason);
         let r = self
-            .execute(Actor::Agent, task_id, None, |s| {
+            .execute(Change::by_agent(task_id), |s| {
                 if s.head().is_some_and(|h| h.status.state.is_terminal()) {
                     return vec![];
                 }

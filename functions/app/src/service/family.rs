@@ -4,66 +4,20 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
 
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::{ParticipantId, TaskId};
-use taskledger_domain::ports::{MessageKey, StoreError};
+use taskledger_domain::ports::StoreError;
 use taskledger_domain::task::{child_creation, TaskAggregate, TaskCommand, TaskEvent, TaskHead};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::Message;
 use tracing::warn;
 
-use super::commit::{Keys, Target};
-use super::{Actor, Service};
+use super::ledger::Keys;
+use super::{Change, Service};
 use crate::error::AppError;
 
 impl Service {
-    /// Runs commands against a task as one atomic commit, re-deciding after a lost race, then
-    /// carries the consequences to related tasks (parents, children).
-    /// Returns the new state and the events committed (none: nothing to do).
-    pub async fn execute<F>(
-        &self,
-        actor: Actor<'_>,
-        task_id: &TaskId,
-        message_key: Option<MessageKey>,
-        build: F,
-    ) -> Result<(Arc<TaskAggregate>, Vec<TaskEvent>), AppError>
-    where
-        F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
-    {
-        let keys = Keys {
-            message: message_key,
-            idempotency: None,
-        };
-        let c = self
-            .commit(actor, task_id, Target::Existing, keys, build)
-            .await?;
-        if !c.events.is_empty() {
-            self.follow_up(&c.state, &c.events).await;
-        }
-        Ok((c.state, c.events))
-    }
-
-    /// A commit the agent side makes on an existing task (no idempotency items).
-    pub(super) async fn commit_as_agent<F>(
-        &self,
-        task_id: &TaskId,
-        build: F,
-    ) -> Result<super::commit::Committed, AppError>
-    where
-        F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
-    {
-        self.commit(
-            Actor::Agent,
-            task_id,
-            Target::Existing,
-            Keys::default(),
-            build,
-        )
-        .await
-    }
-
     /// Consequences for related tasks: a child's state is recorded on its parent; a canceled
     /// parent cancels its unfinished children.
     pub(crate) fn follow_up<'a>(
@@ -102,7 +56,7 @@ impl Service {
 
     async fn cancel_child(&self, child_id: &TaskId) {
         let r = self
-            .commit_as_agent(child_id, |s| {
+            .execute(Change::by_agent(child_id), |s| {
                 if s.head().is_some_and(|h| h.status.state.is_terminal()) {
                     return vec![];
                 }
@@ -112,9 +66,8 @@ impl Service {
                 }]
             })
             .await;
-        match r {
-            Ok(c) => self.follow_up(&c.state, &c.events).await,
-            Err(e) => warn!(task_id = %child_id, error = %e, "could not cancel a sub-task"),
+        if let Err(e) = r {
+            warn!(task_id = %child_id, error = %e, "could not cancel a sub-task");
         }
     }
 
@@ -127,7 +80,7 @@ impl Service {
             .unwrap_or_default();
         let (child_id, state) = (&child.id, child.status.state);
         let r = self
-            .commit_as_agent(parent_id, |_| {
+            .execute(Change::by_agent(parent_id), |_| {
                 vec![TaskCommand::RecordChildState {
                     child_id: child_id.clone(),
                     state,
@@ -154,7 +107,7 @@ impl Service {
         for_participant: Option<ParticipantId>,
     ) -> Result<TaskId, AppError> {
         let linked = self
-            .commit_as_agent(parent_id, |_| {
+            .execute(Change::by_agent(parent_id), |_| {
                 vec![TaskCommand::SpawnSubTask {
                     step: step.clone(),
                     at: Timestamp::now(),
@@ -182,18 +135,14 @@ impl Service {
             Timestamp::now(),
         )?;
         let created = self
-            .commit(
-                Actor::Agent,
-                &child_id,
-                Target::New,
-                Keys::default(),
+            .execute(
+                Change::by_agent(&child_id).creating(Keys::default()),
                 |_| vec![TaskCommand::CreateTask(create.clone())],
             )
             .await;
         match created {
-            Ok(c) => self.follow_up(&c.state, &c.events).await,
             // Already created by an earlier attempt of this same spawn.
-            Err(AppError::Store(StoreError::Conflict(_))) => {}
+            Ok(_) | Err(AppError::Store(StoreError::Conflict(_))) => {}
             Err(e) => return Err(e),
         }
         Ok(child_id)

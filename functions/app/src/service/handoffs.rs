@@ -12,7 +12,7 @@ use taskledger_domain::task::{AdvanceWork, TaskCommand};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::Task;
 
-use super::{task_id_of, Actor, Service};
+use super::{task_id_of, Actor, Change, Service};
 use crate::error::AppError;
 
 /// The most handoffs one status answer lists (newest first).
@@ -33,11 +33,12 @@ impl Service {
             artifacts,
             at: Timestamp::now(),
         };
-        let (state, _) = self
-            .execute(Actor::Agent, &task_id, None, |_| {
+        let state = self
+            .execute(Change::by_agent(&task_id), |_| {
                 vec![TaskCommand::AdvanceWork(Box::new(command.clone()))]
             })
-            .await?;
+            .await?
+            .state;
         let head = state
             .head
             .as_ref()
@@ -59,7 +60,7 @@ impl Service {
     ) -> Result<Message, AppError> {
         let states: Vec<Value> = match task {
             Some(id) => {
-                let state = self.load_visible(Actor::Client(who), &id).await?;
+                let state = self.ledger.visible(Actor::Client(who), &id).await?;
                 let handoff = state
                     .head
                     .as_ref()

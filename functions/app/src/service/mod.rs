@@ -1,16 +1,17 @@
-//! The command service: every change to a task goes through one commit path (`commit`), and
-//! each A2A operation is a use case beside it (`send`, `queries`, `push_configs`, `family`).
-//! The service owns the stores and the in-process change feed; agents reach it through the
+//! The command service: each A2A operation is a use case (`send`, `queries`, `push_configs`,
+//! `cancel`, `handoffs`, `streams`, `turns`), and every change to a task is one `execute`
+//! (`execute.rs`: the ledger's commit, then announce, dispatch and follow-up). Where a task's
+//! state comes from is the ledger's alone (`ledger/`). Agents reach the service through the
 //! small `TaskPort` it implements (`crate::agent::TaskPort`), never the other way round.
 
 mod agent_port;
 mod answers;
-mod cache;
 mod cancel;
-mod commit;
 mod dispatch;
+mod execute;
 mod family;
 mod handoffs;
+pub mod ledger;
 mod nested;
 mod push_configs;
 mod queries;
@@ -24,11 +25,10 @@ use std::time::Duration;
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ids::{Principal, TaskId};
-use taskledger_domain::ports::{replay_state, restore, EventStore, TaskReadModel};
+use taskledger_domain::ports::{EventStore, TaskReadModel};
 use taskledger_domain::push::AddressPolicy;
 use taskledger_domain::retention::Retention;
-use taskledger_domain::task::{TaskAggregate, TaskHead};
-use taskledger_domain::time::Timestamp;
+use taskledger_domain::task::TaskHead;
 use taskledger_domain::turns::AgentTurn;
 use tokio::sync::{broadcast, mpsc};
 
@@ -36,8 +36,8 @@ use crate::agent::Agent;
 use crate::error::AppError;
 
 pub use answers::{ANSWER_CACHE_BYTES, ANSWER_MAX_BYTES};
-pub use cache::STATE_CACHE_TASKS;
-pub use commit::MAX_COMMAND_ATTEMPTS;
+pub use execute::Change;
+pub use ledger::{Committed, Ledger, MAX_COMMAND_ATTEMPTS, STATE_CACHE_TASKS};
 
 /// Capacity of the in-process change feed that wakes blocking requests.
 const CHANGE_FEED_CAPACITY: usize = 4096;
@@ -125,6 +125,9 @@ pub struct TaskChanged {
 }
 
 pub struct Service {
+    /// Where a task's state comes from, and the only way it changes.
+    ledger: Ledger,
+    /// The event log, read (streams, history); written through the ledger only.
     store: Arc<dyn EventStore>,
     reads: Arc<dyn TaskReadModel>,
     agent: Arc<dyn Agent>,
@@ -142,7 +145,6 @@ pub struct Service {
     limiter: Option<crate::limits::RateLimiter>,
     task_limiter: Option<crate::limits::RateLimiter>,
     stream_limit: Option<Arc<crate::limits::StreamLimit>>,
-    states: Option<cache::StateCache>,
     answers: Option<answers::AnswerCache>,
 }
 
@@ -201,11 +203,15 @@ impl Service {
         let hub = streams::Hub::new(store.clone(), settings.stream_poll);
         let (settings_limit, task_limit) = (settings.rate_limit, settings.task_limit);
         let max_streams = settings.max_streams;
-        let states = (settings.state_cache > 0 && store.keeps_states())
-            .then(|| cache::StateCache::new(settings.state_cache));
+        let ledger = Ledger::new(
+            store.clone(),
+            settings.state_cache,
+            settings.retention.clone(),
+        );
         let answers =
             (settings.answer_cache > 0).then(|| answers::AnswerCache::new(settings.answer_cache));
         let svc = Arc::new(Self {
+            ledger,
             hub,
             store,
             reads,
@@ -219,7 +225,6 @@ impl Service {
             limiter: settings_limit.map(crate::limits::RateLimiter::new),
             task_limiter: task_limit.map(crate::limits::RateLimiter::new),
             stream_limit: max_streams.map(crate::limits::StreamLimit::new),
-            states,
             answers,
         });
         if let Some(queue) = queue {
@@ -278,143 +283,19 @@ impl Service {
         Ok(self.store.events(task_id, after).await?)
     }
 
-    /// Loads the current state of a task (snapshot + tail; full replay if the snapshot is stale).
-    pub async fn load(&self, task_id: &TaskId) -> Result<Option<TaskAggregate>, AppError> {
-        Ok(self.load_shared(task_id).await?.map(Arc::unwrap_or_clone))
-    }
-
-    /// The current state of a task, as kept if the store's head is still at its version.
-    pub(crate) async fn load_shared(
-        &self,
-        task_id: &TaskId,
-    ) -> Result<Option<Arc<TaskAggregate>>, AppError> {
-        if let Some(kept) = self.kept(task_id) {
-            if self.store.version(task_id).await? == Some(kept.version) {
-                return Ok(Some(kept));
-            }
-        }
-        self.load_stored(task_id).await
-    }
-
-    /// The state to decide a command on, and whether it was kept: as kept, if kept (the
-    /// append's version check refuses it if it is out of date), else as stored.
-    async fn load_for_command(
-        &self,
-        task_id: &TaskId,
-    ) -> Result<(Option<Arc<TaskAggregate>>, bool), AppError> {
-        match self.kept(task_id) {
-            Some(kept) => Ok((Some(kept), true)),
-            None => Ok((self.load_stored(task_id).await?, false)),
-        }
-    }
-
-    /// Reads the task from the store (and keeps it).
-    async fn load_stored(&self, task_id: &TaskId) -> Result<Option<Arc<TaskAggregate>>, AppError> {
-        let Some(loaded) = self.store.load(task_id).await? else {
-            return Ok(None);
-        };
-        let state = match restore(&loaded)? {
-            Some(state) => state,
-            None => replay_state(&self.store.events(task_id, 0).await?)?,
-        };
-        let state = Arc::new(state);
-        self.keep(task_id, &state);
-        Ok(Some(state))
-    }
-
-    /// The state kept of a task, if there is a state cache and it holds one.
-    fn kept(&self, task_id: &TaskId) -> Option<Arc<TaskAggregate>> {
-        self.states.as_ref().and_then(|c| c.get(task_id))
-    }
-
-    /// Keeps a state just read (if there is a state cache).
-    fn keep(&self, task_id: &TaskId, state: &Arc<TaskAggregate>) {
-        if let Some(c) = &self.states {
-            c.put(task_id, state);
-        }
-    }
-
-    /// Counts a commit of this process that asks for a turn until it keeps its state (if
-    /// there is a state cache): the turn may come from the feed before that.
-    fn asking<'a>(&'a self, task_id: &'a TaskId) -> Option<cache::AskingCommit<'a>> {
-        self.states.as_ref().map(|c| c.asking(task_id))
-    }
-
-    /// What a turn for the work request at `work_seq` starts from without reading the store:
-    /// the state this process's commit of that request left (or a later one it kept), and that
-    /// commit's events. A kept state older than the request is not used (the request was
-    /// committed elsewhere). It is trusted as kept: the turn's commands are decided again on
-    /// the stored state if another process changed the task meanwhile (the append's version
-    /// check), as they are when a change arrives while the agent works.
-    fn kept_for_turn(
-        &self,
-        task_id: &TaskId,
-        work_seq: u64,
-    ) -> Option<(Arc<TaskAggregate>, Option<Arc<cache::CommitEvents>>)> {
-        self.states
-            .as_ref()?
-            .get_with_commit(task_id)
-            .filter(|(state, _)| state.version >= work_seq)
-    }
-
-    /// As `kept_for_turn`, once the commits of this process asking for a turn of the task that
-    /// are under way have kept their state (the feed hands a turn over as soon as the writer
-    /// committed its request, which may be before the request resumed to keep it).
-    async fn kept_for_turn_after_commits(
-        &self,
-        task_id: &TaskId,
-        work_seq: u64,
-    ) -> Option<(Arc<TaskAggregate>, Option<Arc<cache::CommitEvents>>)> {
-        if let Some(kept) = self.kept_for_turn(task_id, work_seq) {
-            return Some(kept);
-        }
-        let asked = self.states.as_ref()?.after_asking(task_id)?;
-        // A commit that ends without keeping its state ends the wait too.
-        let _ = asked.await;
-        self.kept_for_turn(task_id, work_seq)
-    }
-
-    /// Drops the kept state of a task found out of date.
-    fn forget(&self, task_id: &TaskId) {
-        if let Some(c) = &self.states {
-            c.forget(task_id);
-        }
-    }
-
-    /// The task if `actor` may see it: the agent sees every task, a client those it owns or
-    /// that are shared with it (ADR 021).
-    async fn load_visible(
-        &self,
-        actor: Actor<'_>,
-        task_id: &TaskId,
-    ) -> Result<TaskAggregate, AppError> {
-        self.load(task_id)
-            .await?
-            .filter(|s| self.shows(s, actor))
-            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))
+    /// Where a task's state comes from: read it there (`current`, `visible`, …).
+    pub fn ledger(&self) -> &Ledger {
+        &self.ledger
     }
 
     /// Whether the task is past its expiry (`retention`): gone for every caller.
     pub fn expired(&self, head: &TaskHead) -> bool {
-        self.settings.retention.is_expired(head, Timestamp::now())
-    }
-
-    /// Whether `actor` sees the task: it exists, is not past its expiry, and the agent sees
-    /// every task, a client those it owns or that are shared with it (ADR 021).
-    pub(crate) fn shows(&self, state: &TaskAggregate, actor: Actor<'_>) -> bool {
-        let Some(head) = state.head.as_ref() else {
-            return false;
-        };
-        !self.expired(head)
-            && match actor {
-                Actor::Agent => true,
-                Actor::Client(p) => head.visible_to(p),
-            }
+        self.ledger.expired(head)
     }
 
     /// The deployment's retention.
     pub fn retention(&self) -> &Retention {
-        &self.settings.retention
+        self.ledger.retention()
     }
 }
 

@@ -13,7 +13,7 @@ use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, Metadata};
 use tracing::debug;
 
-use super::Service;
+use super::{Change, Service};
 
 impl Service {
     /// The child's open tool-approval gate, raised again on its parent `parent_id`.
@@ -31,7 +31,7 @@ impl Service {
             tools: gate.asked().to_vec(),
         };
         let r = self
-            .commit_as_agent(parent_id, |s| {
+            .execute(Change::by_agent(parent_id), |s| {
                 // Surfaced once: a parent already asking about these calls asks nothing new.
                 let asked = s.head().is_some_and(|h| {
                     h.open_gates().any(|g| {
@@ -52,11 +52,8 @@ impl Service {
                 ))]
             })
             .await;
-        match r {
-            Ok(c) => self.follow_up(&c.state, &c.events).await,
-            Err(e) => {
-                debug!(task_id = %parent_id, error = %e, "a child's approval was not surfaced")
-            }
+        if let Err(e) = r {
+            debug!(task_id = %parent_id, error = %e, "a child's approval was not surfaced");
         }
     }
 
@@ -90,7 +87,7 @@ impl Service {
             );
             message.metadata = Some(meta);
             let r = self
-                .commit_as_agent(&child_id, |_| {
+                .execute(Change::by_agent(&child_id), |_| {
                     vec![TaskCommand::AnswerToolApproval(Box::new(
                         AnswerToolApproval {
                             approvals: approvals.clone(),
@@ -102,9 +99,8 @@ impl Service {
                     ))]
                 })
                 .await;
-            match r {
-                Ok(c) => self.follow_up(&c.state, &c.events).await,
-                Err(e) => debug!(task_id = %child_id, error = %e, "decisions not forwarded"),
+            if let Err(e) = r {
+                debug!(task_id = %child_id, error = %e, "decisions not forwarded");
             }
         }
     }

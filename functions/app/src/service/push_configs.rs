@@ -2,6 +2,8 @@
 //! `PushConfigDeleted`), on any task the caller sees, each principal's its own (ADR 021),
 //! available where a push worker runs.
 
+use std::sync::Arc;
+
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::Cursor;
@@ -13,7 +15,7 @@ use taskledger_domain::wire::{
     TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
 
-use super::{task_id_of, Actor, Service};
+use super::{task_id_of, Actor, Change, Service};
 use crate::error::AppError;
 
 fn push_not_supported() -> AppError {
@@ -65,9 +67,13 @@ impl Service {
     }
 
     /// The caller's task, or TaskNotFound.
-    async fn own_task(&self, who: &Principal, raw_id: &str) -> Result<TaskAggregate, AppError> {
+    async fn own_task(
+        &self,
+        who: &Principal,
+        raw_id: &str,
+    ) -> Result<Arc<TaskAggregate>, AppError> {
         let task_id = task_id_of(raw_id)?;
-        self.load_visible(Actor::Client(who), &task_id).await
+        self.ledger.visible(Actor::Client(who), &task_id).await
     }
 
     pub async fn create_push_config(
@@ -81,15 +87,16 @@ impl Service {
         }
         let spec = self.push_spec(&req, "")?;
         let task_id = task_id_of(&raw_id)?;
-        let (state, _) = self
-            .execute(Actor::Client(who), &task_id, None, |_| {
+        let state = self
+            .execute(Change::to(Actor::Client(who), &task_id), |_| {
                 vec![TaskCommand::SetPushConfig {
                     config: spec.clone(),
                     at: Timestamp::now(),
                     by: Some(who.clone()),
                 }]
             })
-            .await?;
+            .await?
+            .state;
         state
             .head()
             .and_then(|h| h.push.iter().find(|p| p.id == spec.id))
@@ -188,7 +195,7 @@ impl Service {
     ) -> Result<(), AppError> {
         self.require_push()?;
         let task_id = task_id_of(&req.task_id)?;
-        self.execute(Actor::Client(who), &task_id, None, |_| {
+        self.execute(Change::to(Actor::Client(who), &task_id), |_| {
             vec![TaskCommand::DeletePushConfig {
                 id: req.id.clone(),
                 at: Timestamp::now(),

@@ -133,7 +133,7 @@ impl Service {
             .for_read();
         let task_id = task_id_of(&req.id)?;
         if let Some(seen) = req.current_generation {
-            self.load_visible(Actor::Client(who), &task_id).await?;
+            self.ledger.visible(Actor::Client(who), &task_id).await?;
             let bound = self.settings.long_poll_max;
             self.wait_for(&task_id, bound, None, |s| {
                 s.head.as_ref().is_some_and(|h| h.generation > seen)
@@ -273,7 +273,8 @@ impl Service {
         task_id: &TaskId,
     ) -> Result<(Arc<TaskAggregate>, Vec<Message>), AppError> {
         let state = self
-            .load_shared(task_id)
+            .ledger
+            .current(task_id)
             .await?
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
         let history = self.history_of(&state, task_id).await?;

@@ -23,8 +23,8 @@ use taskledger_domain::wire::{Message, SendMessageRequest, SendMessageResponse};
 use tokio::sync::broadcast;
 use tracing::debug;
 
-use super::commit::{Keys, Target};
-use super::{task_id_of, Actor, Service};
+use super::ledger::Keys;
+use super::{task_id_of, Actor, Change, Service};
 use crate::error::AppError;
 
 /// How often a blocking SendMessage looks at the task when no change was announced in-process.
@@ -203,29 +203,32 @@ impl Service {
             _ => None,
         };
         let result = self
-            .execute(Actor::Client(who), task_id, Some(key), |_| {
-                // A condition on the task goes first; then a config given with the message
-                // is registered: it sees what follows.
-                let mut cmds: Vec<TaskCommand> = guard.iter().cloned().collect();
-                cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
-                    config: config.clone(),
-                    at: Timestamp::now(),
-                    by: Some(who.clone()),
-                }));
-                cmds.push(match (&answer, &approval) {
-                    (Some(a), _) => TaskCommand::AnswerGate(Box::new(a.clone())),
-                    (None, Some(a)) => TaskCommand::AnswerToolApproval(Box::new(a.clone())),
-                    (None, None) => TaskCommand::AppendUserMessage(AppendUserMessage {
-                        message: message.clone(),
+            .execute(
+                Change::to(Actor::Client(who), task_id).message_key(key),
+                |_| {
+                    // A condition on the task goes first; then a config given with the message
+                    // is registered: it sees what follows.
+                    let mut cmds: Vec<TaskCommand> = guard.iter().cloned().collect();
+                    cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
+                        config: config.clone(),
                         at: Timestamp::now(),
-                        caller: Some(who.clone()),
-                    }),
-                });
-                cmds
-            })
+                        by: Some(who.clone()),
+                    }));
+                    cmds.push(match (&answer, &approval) {
+                        (Some(a), _) => TaskCommand::AnswerGate(Box::new(a.clone())),
+                        (None, Some(a)) => TaskCommand::AnswerToolApproval(Box::new(a.clone())),
+                        (None, None) => TaskCommand::AppendUserMessage(AppendUserMessage {
+                            message: message.clone(),
+                            at: Timestamp::now(),
+                            caller: Some(who.clone()),
+                        }),
+                    });
+                    cmds
+                },
+            )
             .await;
         match result {
-            Ok((state, events)) => Ok(Some((state, events))),
+            Ok(c) => Ok(Some((c.state, c.events))),
             Err(AppError::Store(StoreError::DuplicateMessage(_))) => {
                 debug!(task_id = %task_id, message_id = %message_id, "retried message, answering as before");
                 Ok(None)
@@ -275,26 +278,29 @@ impl Service {
                 }),
         };
         let created = self
-            .commit(Actor::Client(who), &task_id, Target::New, keys, |_| {
-                let first = match &handoff {
-                    Some(work) => TaskCommand::ProposeHandoff(Box::new(ProposeHandoff {
-                        task_id: create.task_id.clone(),
-                        context_id: create.context_id.clone(),
-                        owner: create.owner.clone(),
-                        message: create.message.clone(),
-                        work: work.clone(),
-                        at: create.at,
-                    })),
-                    None => TaskCommand::CreateTask(create.clone()),
-                };
-                let mut cmds = vec![first];
-                cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
-                    config: config.clone(),
-                    at: Timestamp::now(),
-                    by: Some(who.clone()),
-                }));
-                cmds
-            })
+            .execute(
+                Change::to(Actor::Client(who), &task_id).creating(keys),
+                |_| {
+                    let first = match &handoff {
+                        Some(work) => TaskCommand::ProposeHandoff(Box::new(ProposeHandoff {
+                            task_id: create.task_id.clone(),
+                            context_id: create.context_id.clone(),
+                            owner: create.owner.clone(),
+                            message: create.message.clone(),
+                            work: work.clone(),
+                            at: create.at,
+                        })),
+                        None => TaskCommand::CreateTask(create.clone()),
+                    };
+                    let mut cmds = vec![first];
+                    cmds.extend(push.iter().map(|config| TaskCommand::SetPushConfig {
+                        config: config.clone(),
+                        at: Timestamp::now(),
+                        by: Some(who.clone()),
+                    }));
+                    cmds
+                },
+            )
             .await;
         match created {
             Ok(c) => Ok((task_id, Some((c.state, c.events)))),
@@ -346,7 +352,8 @@ impl Service {
             let state = match known.take() {
                 Some(s) => s,
                 None => self
-                    .load_shared(task_id)
+                    .ledger
+                    .current(task_id)
                     .await?
                     .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?,
             };

@@ -6,7 +6,6 @@ use crate::telemetry;
 use std::sync::Arc;
 
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::task::{TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::turns::{turn_input, AgentTurn, TurnInput};
@@ -14,7 +13,8 @@ use taskledger_domain::wire::Message;
 use tracing::{warn, Instrument};
 
 use super::agent_port::TurnPort;
-use super::{Actor, Service};
+use super::ledger::TurnStart;
+use super::{Change, Service};
 use crate::agent::{TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
 
@@ -37,7 +37,7 @@ pub enum TurnOutcome {
 }
 
 async fn finish(svc: &Service, task_id: &TaskId, work_seq: u64) -> Result<(), AppError> {
-    svc.execute(Actor::Agent, task_id, None, |_| {
+    svc.execute(Change::by_agent(task_id), |_| {
         vec![TaskCommand::FinishAgentTurn {
             work_seq,
             at: Timestamp::now(),
@@ -69,7 +69,7 @@ pub async fn give_up_turn(
 ) -> Result<(), AppError> {
     warn!(task_id = %turn.task_id, work_seq = turn.work_seq, attempts, reason, "turn given up; the task fails");
     telemetry::metrics().turn(telemetry::TurnOutcome::GivenUp, None);
-    svc.execute(Actor::Agent, &turn.task_id, None, |_| {
+    svc.execute(Change::by_agent(&turn.task_id), |_| {
         vec![TaskCommand::GiveUpAgentWork {
             work_seq: turn.work_seq,
             attempts,
@@ -138,16 +138,11 @@ pub(crate) async fn run_turn(
     delivery: Delivery,
 ) -> Result<TurnOutcome, AppError> {
     let task_id = &turn.task_id;
-    // What this process's commit of the request left, if it kept it; else the store's state.
-    let kept = svc
-        .kept_for_turn_after_commits(task_id, turn.work_seq)
-        .await;
-    let (state, commit) = match kept {
-        Some(kept) => kept,
-        None => match svc.load_shared(task_id).await? {
-            Some(state) => (state, None),
-            None => return Ok(TurnOutcome::Nothing),
-        },
+    // The one read of the task's state this handler makes: what this process's commit of the
+    // request left, if it kept it; else the store's state.
+    let Some(TurnStart { state, commit }) = svc.ledger().for_turn(task_id, turn.work_seq).await?
+    else {
+        return Ok(TurnOutcome::Nothing);
     };
     let Some(head) = state.head() else {
         return Ok(TurnOutcome::Nothing);
@@ -204,20 +199,14 @@ pub(crate) async fn run_turn(
         // The continuation's newer request supersedes this turn: no record needed.
         return Ok(TurnOutcome::Continued);
     }
-    // A task the turn finished needs no record (a redelivery finds it terminal); one that waits
-    // (input required, sub-tasks) does, or a redelivery would run the agent on it again.
+    // A task that waits (input required, sub-tasks) needs the record, or a redelivery would run
+    // the agent on it again; one the turn finished needs none (a redelivery finds it terminal).
     if delivery == Delivery::Once {
         return Ok(TurnOutcome::Ran);
     }
-    // A kept terminal state is final (nothing leaves a terminal state); else the store says.
-    let is_terminal = |s: &TaskAggregate| s.head().is_none_or(|h| h.status.state.is_terminal());
-    let terminal = match svc.kept(task_id) {
-        Some(kept) if is_terminal(&kept) => true,
-        _ => svc.load(task_id).await?.as_ref().is_none_or(is_terminal),
-    };
-    if !terminal {
-        finish(svc, task_id, turn.work_seq).await?;
-    }
+    // A task the turn finished records nothing more (the aggregate's rule: the commit decides
+    // nothing, without a second look at the store when its state was kept).
+    finish(svc, task_id, turn.work_seq).await?;
     Ok(TurnOutcome::Ran)
 }
 

@@ -154,7 +154,7 @@ impl Service {
                 start
             }
             Some(raw) => {
-                let state = self.load_visible(Actor::Client(who), &task_id).await?;
+                let state = self.ledger.visible(Actor::Client(who), &task_id).await?;
                 let after = resume_position(raw, state.version)?;
                 let head = state
                     .head
@@ -218,7 +218,7 @@ impl Service {
         let head = state
             .head
             .as_ref()
-            .filter(|_| self.shows(&state, Actor::Client(who)))
+            .filter(|_| self.ledger.shows(&state, Actor::Client(who)))
             .ok_or_else(|| AppError::task_not_found(task_id.as_str()))?;
         let decoded = events
             .iter()

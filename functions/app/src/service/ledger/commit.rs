@@ -1,6 +1,6 @@
 //! THE commit path: load the head (or replay), decide every command on the state the previous
 //! one left, fold, append with optimistic concurrency (deciding again after a lost race), and
-//! only after the append: announce the change, wake the push worker, dispatch agent work.
+//! keep the state it left. What follows the append (announce, dispatch) is `Service::execute`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,11 +11,11 @@ use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{CommitBuilder, IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::turns::turns_from;
+use taskledger_domain::turns::{turns_from, AgentTurn};
 use tracing::debug;
 
 use super::cache::CommitEvents;
-use super::{Actor, Dispatch, Service, TaskChanged};
+use super::{Actor, Ledger};
 use crate::error::AppError;
 
 /// How often a command is re-decided after losing a race before the caller gets an error.
@@ -39,13 +39,27 @@ pub(crate) struct Keys {
     pub idempotency: Option<IdempotencyRecord>,
 }
 
-/// The state a commit reached and the events it appended (none: nothing to do).
-pub(crate) struct Committed {
+/// The state a commit reached and the events it appended (none: nothing to do), with the work
+/// that follows it: the agent turns it asks for and whether it pushes updates.
+pub struct Committed {
     pub state: Arc<TaskAggregate>,
     pub events: Vec<TaskEvent>,
+    pub(crate) turns: Vec<AgentTurn>,
+    pub(crate) pushes: bool,
 }
 
-impl Service {
+impl Committed {
+    fn nothing(state: TaskAggregate) -> Self {
+        Self {
+            state: Arc::new(state),
+            events: Vec::new(),
+            turns: Vec::new(),
+            pushes: false,
+        }
+    }
+}
+
+impl Ledger {
     /// Decides `build`'s commands on the task's current state and appends their events as one
     /// atomic commit.
     pub(crate) async fn commit<F>(
@@ -66,10 +80,11 @@ impl Service {
             attempt += 1;
             let (before, kept) = match target {
                 Target::Existing => {
-                    let (state, kept) = if fresh {
-                        (self.load_stored(task_id).await?, false)
-                    } else {
-                        self.load_for_command(task_id).await?
+                    // As kept, if kept (the append's version check refuses it if it is out of
+                    // date), else as stored.
+                    let (state, kept) = match self.kept(task_id).filter(|_| !fresh) {
+                        Some(kept) => (Some(kept), true),
+                        None => (self.stored(task_id).await?, false),
                     };
                     match state.filter(|s| self.shows(s, actor)) {
                         Some(s) => (s, kept),
@@ -84,6 +99,8 @@ impl Service {
             };
             let version = before.version;
             let commands = build(&before);
+            // What the aggregate says stays decided on any later state needs no second look.
+            let settled = kept && before.records_nothing_more(&commands);
             // The kept state stays as it is for others holding it: the builder works on a copy.
             let mut b = CommitBuilder::new(task_id.clone(), Arc::unwrap_or_clone(before));
             let mut refused = None;
@@ -99,6 +116,7 @@ impl Service {
             // A refusal, or nothing to do, on a kept state stands only if the store agrees.
             if (refused.is_some() || b.events().is_empty())
                 && kept
+                && !settled
                 && self.store.version(task_id).await? != Some(version)
             {
                 fresh = true;
@@ -108,10 +126,7 @@ impl Service {
                 return Err(e.into());
             }
             if b.events().is_empty() {
-                return Ok(Committed {
-                    state: Arc::new(b.into_state()),
-                    events: Vec::new(),
-                });
+                return Ok(Committed::nothing(b.into_state()));
             }
             let (mut commit, events) = b.finish(Timestamp::now());
             commit.message_key = keys.message.clone();
@@ -135,62 +150,46 @@ impl Service {
             for t in &mut turns {
                 t.trace = commit.trace.clone();
             }
-            let asking = (!turns.is_empty()).then(|| self.asking(task_id)).flatten();
+            // Counted until it keeps its state: a turn it asks for may come from the feed first.
+            let asking = match &self.states {
+                Some(c) if !turns.is_empty() => Some(c.asking(task_id)),
+                _ => None,
+            };
             match self.store.append(&commit).instrument(span).await {
                 Ok(()) => {
                     crate::telemetry::metrics().commit();
                     let state = Arc::new(commit.snapshot);
-                    match asking {
+                    match (asking, &self.states) {
                         // A turn this commit asks for starts from what it left (its events too).
-                        Some(asking) => asking.kept(
+                        (Some(asking), _) => asking.kept(
                             &state,
                             Arc::new(CommitEvents {
                                 first_seq: version + 1,
                                 events: events.clone(),
                             }),
                         ),
-                        None => self.keep(task_id, &state),
+                        (None, Some(c)) => c.put(task_id, &state),
+                        (None, None) => {}
                     }
-                    self.announce(task_id, state.version);
-                    if !turns.is_empty() || pushes {
-                        self.dispatch(turns);
-                    }
-                    return Ok(Committed { state, events });
+                    return Ok(Committed {
+                        state,
+                        events,
+                        turns,
+                        pushes,
+                    });
                 }
                 Err(StoreError::Conflict(_))
                     if target == Target::Existing && attempt < MAX_COMMAND_ATTEMPTS =>
                 {
                     crate::telemetry::metrics().conflict();
-                    self.forget(task_id);
+                    if let Some(c) = &self.states {
+                        c.forget(task_id);
+                    }
                     debug!(task_id = %task_id, attempt, "lost a race, deciding again");
                     tokio::time::sleep(backoff(attempt)).await;
                 }
                 Err(e) => return Err(e.into()),
             }
-        }
-    }
-
-    pub(super) fn announce(&self, task_id: &TaskId, version: u64) {
-        self.hub.wake(task_id);
-        // No receiver is fine: nobody is waiting.
-        let _ = self.changes.send(TaskChanged {
-            task_id: task_id.clone(),
-            version,
-        });
-    }
-
-    /// Work after the commit: the durable feed's relay is nudged (turns and pushed updates are
-    /// in the feed already), or the turns go to the in-process dispatcher.
-    fn dispatch(&self, turns: Vec<taskledger_domain::turns::AgentTurn>) {
-        match (&self.settings.dispatch, &self.turns) {
-            (Dispatch::Feed, _) => self.work.notify_one(),
-            (Dispatch::InProcess, Some(tx)) => {
-                for t in turns {
-                    // A closed dispatcher means the process is ending.
-                    let _ = tx.send(t);
-                }
-            }
-            (Dispatch::InProcess, None) => {}
         }
     }
 }

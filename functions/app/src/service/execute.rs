@@ -1,0 +1,107 @@
+//! The one way a use case changes a task: the ledger commits (`Ledger::commit`), then, only
+//! after the append, the change is announced (blocking sends and streams look), its work is
+//! dispatched (the relay nudged, or the turns handed to the in-process dispatcher) and its
+//! consequences reach related tasks (`follow_up`: parents, children).
+
+use taskledger_domain::ids::TaskId;
+use taskledger_domain::ports::MessageKey;
+use taskledger_domain::task::{TaskAggregate, TaskCommand};
+use taskledger_domain::turns::AgentTurn;
+
+use super::ledger::{Committed, Keys, Target};
+use super::{Actor, Dispatch, Service, TaskChanged};
+use crate::error::AppError;
+
+/// Which change: who makes it, to which task, and the idempotency items written with it.
+pub struct Change<'a> {
+    actor: Actor<'a>,
+    task_id: &'a TaskId,
+    target: Target,
+    keys: Keys,
+}
+
+impl<'a> Change<'a> {
+    /// A change of an existing task `actor` may see (else TaskNotFound).
+    pub fn to(actor: Actor<'a>, task_id: &'a TaskId) -> Self {
+        Self {
+            actor,
+            task_id,
+            target: Target::Existing,
+            keys: Keys::default(),
+        }
+    }
+
+    /// The agent's change of a task (it acts on any task it is given).
+    pub fn by_agent(task_id: &'a TaskId) -> Self {
+        Self::to(Actor::Agent, task_id)
+    }
+
+    /// The task must not exist yet: a lost race is reported, not decided again.
+    pub(crate) fn creating(mut self, keys: Keys) -> Self {
+        self.target = Target::New;
+        self.keys = keys;
+        self
+    }
+
+    /// The message the change appends, once per task (a retry finds it: DuplicateMessage).
+    pub(crate) fn message_key(mut self, key: MessageKey) -> Self {
+        self.keys.message = Some(key);
+        self
+    }
+}
+
+impl Service {
+    /// Decides `build`'s commands on the task's current state and appends their events as one
+    /// atomic commit (deciding again after a lost race), then announces it, dispatches the work
+    /// it asks for and carries its consequences to related tasks. Returns the state it reached
+    /// and the events committed (none: nothing to do).
+    pub async fn execute<F>(&self, change: Change<'_>, build: F) -> Result<Committed, AppError>
+    where
+        F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
+    {
+        let Change {
+            actor,
+            task_id,
+            target,
+            keys,
+        } = change;
+        let mut c = self
+            .ledger
+            .commit(actor, task_id, target, keys, build)
+            .await?;
+        if c.events.is_empty() {
+            return Ok(c);
+        }
+        self.announce(task_id, c.state.version);
+        if !c.turns.is_empty() || c.pushes {
+            self.dispatch(std::mem::take(&mut c.turns));
+        }
+        self.follow_up(&c.state, &c.events).await;
+        Ok(c)
+    }
+
+    /// Blocking sends and streams of `task_id` look now.
+    pub(super) fn announce(&self, task_id: &TaskId, version: u64) {
+        self.hub.wake(task_id);
+        // No receiver is fine: nobody is waiting.
+        let _ = self.changes.send(TaskChanged {
+            task_id: task_id.clone(),
+            version,
+        });
+    }
+
+    /// Work after the commit: the durable feed's relay is nudged (turns and pushed updates are
+    /// in the feed already), or the turns go to the in-process dispatcher.
+    fn dispatch(&self, turns: Vec<AgentTurn>) {
+        match (&self.settings.dispatch, &self.turns) {
+            (Dispatch::Feed, _) => self.work.notify_one(),
+            (Dispatch::InProcess, Some(tx)) => {
+                for t in turns {
+                    // A closed dispatcher means the process is ending.
+                    let _ = tx.send(t);
+                }
+            }
+            (Dispatch::InProcess, None) => {}
+        }
+    }
+}
