@@ -6,8 +6,8 @@ use proptest::prelude::*;
 use serde_json::{json, Map, Value};
 
 use super::{Method, Operation};
-use crate::request::METHODS;
 use crate::http::rest::routes::{query_fields, route};
+use crate::request::METHODS;
 use crate::request::{check_version, requested_extensions};
 
 fn text() -> impl Strategy<Value = String> {
