@@ -8,9 +8,9 @@ use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::events::{EventPayload, StoredEvent};
 use crate::ids::TaskId;
 use crate::ports::replay_state;
+use crate::task::stored::{EventPayload, StoredEvent};
 use crate::task::TaskEvent;
 use crate::time::Timestamp;
 

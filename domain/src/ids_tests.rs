@@ -4,15 +4,15 @@
 
 use serde_json::{json, Value};
 
+use crate::agent::llm::ToolCall;
+use crate::agent::tools::{plan_call, ToolError};
 use crate::error::DomainError;
-use crate::events::StoredEvent;
-use crate::ext::{validate_envelope, MEDIA_TYPE};
+use crate::extensions::harness::{validate_envelope, MEDIA_TYPE};
 use crate::ids::{ContextId, ParticipantId, Principal, StepId, TaskId, MAX_ID_BYTES};
-use crate::llm::ToolCall;
 use crate::ports::replay_state;
+use crate::task::stored::StoredEvent;
 use crate::task::*;
 use crate::time::Timestamp;
-use crate::tools::{plan_call, ToolError};
 use crate::wire::{Message, Part, PartContent};
 
 fn at(s: u32) -> Timestamp {

@@ -64,10 +64,10 @@ fn key() -> impl Strategy<Value = String> {
         Just("sub_tasks"),
         Just("parent_tasks"),
         Just("lifecycle"),
-        Just(crate::hitl::HITL_URI),
+        Just(crate::extensions::hitl::HITL_URI),
         Just(crate::task::ENVELOPE_URI),
-        Just(crate::dmp::work::WORK_URI),
-        Just(crate::ext::METADATA_KEY),
+        Just(crate::extensions::dmp::work::WORK_URI),
+        Just(crate::extensions::harness::METADATA_KEY),
         Just("other"),
     ]
     .prop_map(str::to_string)
@@ -93,8 +93,8 @@ fn json_value() -> impl Strategy<Value = Value> {
 fn media_type() -> impl Strategy<Value = Option<String>> {
     prop_oneof![
         Just(None),
-        Just(Some(crate::ext::MEDIA_TYPE.to_string())),
-        Just(Some(crate::a2ui::MEDIA_TYPE.to_string())),
+        Just(Some(crate::extensions::harness::MEDIA_TYPE.to_string())),
+        Just(Some(crate::extensions::a2ui::MEDIA_TYPE.to_string())),
         Just(Some("application/json".to_string())),
         text().prop_map(Some),
     ]
@@ -126,7 +126,7 @@ fn message() -> impl Strategy<Value = Message> {
         prop::collection::vec(part(), 0..4),
         prop::option::of(prop::collection::vec((key(), json_value()), 0..4)),
         prop::collection::vec(
-            prop_oneof![Just(crate::hitl::HITL_URI.to_string()), text()],
+            prop_oneof![Just(crate::extensions::hitl::HITL_URI.to_string()), text()],
             0..2,
         ),
     )
@@ -202,21 +202,21 @@ proptest! {
 
     #[test]
     fn message_validators_never_panic(m in message()) {
-        let _ = crate::intake::validate_user_message(&m, "message");
-        let _ = crate::intake::validate_agent_message(&m, "message");
-        let _ = crate::ext::sender_of(&m, "message");
-        let _ = crate::hitl::response_of(&m);
+        let _ = crate::task::intake::validate_user_message(&m, "message");
+        let _ = crate::task::intake::validate_agent_message(&m, "message");
+        let _ = crate::extensions::harness::sender_of(&m, "message");
+        let _ = crate::extensions::hitl::response_of(&m);
         let _ = crate::task::answer_of(&m);
-        let _ = crate::a2ui::action_of(&m);
-        let _ = crate::dmp::work::WorkRequest::from_metadata(m.metadata.as_ref());
-        if let Some(raw) = crate::ext::envelope_of(&m) {
-            let _ = crate::ext::validate_envelope(raw);
+        let _ = crate::extensions::a2ui::action_of(&m);
+        let _ = crate::extensions::dmp::work::WorkRequest::from_metadata(m.metadata.as_ref());
+        if let Some(raw) = crate::extensions::harness::envelope_of(&m) {
+            let _ = crate::extensions::harness::validate_envelope(raw);
         }
     }
 
     #[test]
     fn envelopes_never_panic(raw in json_value()) {
-        let _ = crate::ext::validate_envelope(&raw);
+        let _ = crate::extensions::harness::validate_envelope(&raw);
     }
 
     #[test]
@@ -232,12 +232,12 @@ proptest! {
         decide_checked(&state, TaskCommand::AnswerGate(Box::new(AnswerGate {
             gate_id: "gate-1".into(),
             choice: Some("approve".into()),
-            by: crate::ext::sender_of(&m, "message").ok().flatten(),
+            by: crate::extensions::harness::sender_of(&m, "message").ok().flatten(),
             message: m.clone(),
             at: Timestamp::from_unix_nanos(2_000),
             caller: caller.clone(),
         })));
-        if let Some(Ok(crate::hitl::Response::ToolApproval(approvals))) = crate::hitl::response_of(&m) {
+        if let Some(Ok(crate::extensions::hitl::Response::ToolApproval(approvals))) = crate::extensions::hitl::response_of(&m) {
             decide_checked(&state, TaskCommand::AnswerToolApproval(Box::new(AnswerToolApproval {
                 approvals,
                 by: None,

@@ -5,8 +5,8 @@ use serde_json::json;
 
 use crate::error::DomainError;
 use crate::ids::{ContextId, HistoryLength, Principal, TaskId};
-use crate::intake::{TASK_CREATED_AT_KEY, TIMELINE_POSITION_KEY};
 use crate::projection::replay;
+use crate::task::intake::{TASK_CREATED_AT_KEY, TIMELINE_POSITION_KEY};
 use crate::task::*;
 use crate::time::Timestamp;
 use crate::wire::*;

@@ -3,9 +3,9 @@
 //! the relay Lambda and the local server's poller hand it to the one relay in the app crate.
 
 use serde_json::Value;
+use taskledger_domain::agent::turns::StreamedEvent;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::CommittedEvent;
-use taskledger_domain::turns::StreamedEvent;
 use taskledger_domain::wire::TaskState;
 
 use crate::dynamo::schema;

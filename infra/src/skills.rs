@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use taskledger_domain::skills::{
+use taskledger_domain::agent::skills::{
     parse_skill_md, ResourceKind, Skill, SkillCatalog, SkillFile, MAX_RESOURCE_BYTES,
 };
 

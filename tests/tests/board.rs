@@ -250,7 +250,7 @@ async fn the_task_page_draws_the_sub_task_tree_below_the_first_level() {
         }
     };
     let subs = |v: &serde_json::Value| -> Vec<String> {
-        v["metadata"][taskledger_domain::ext::METADATA_KEY]["sub_tasks"]
+        v["metadata"][taskledger_domain::extensions::harness::METADATA_KEY]["sub_tasks"]
             .as_array()
             .cloned()
             .unwrap_or_default()

@@ -16,11 +16,12 @@ use taskledger_app::agent::TurnBudget;
 use taskledger_app::runners::{handle_turn, handle_turn_within, run_feed_relay, TurnOutcome};
 use taskledger_app::service::Change;
 use taskledger_app::{Dispatch, Service, ServiceSettings};
+use taskledger_domain::agent::llm::LanguageModel;
+use taskledger_domain::agent::scripted::ScriptedModel;
 use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::extensions::usage::USAGE_EXTENSION_URI;
 use taskledger_domain::ids::{Principal, TaskId};
-use taskledger_domain::llm::{LanguageModel, USAGE_EXTENSION_URI};
 use taskledger_domain::ports::{EventStore, WorkFeed};
-use taskledger_domain::scripted::ScriptedModel;
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, Part, PartContent, SendMessageResponse, TaskState};
@@ -588,7 +589,7 @@ async fn a_turn_resumed_after_a_crash_runs_pending_tools_once() {
     .unwrap();
     let turn = store.feed_after(0, 10).await.unwrap()[0].1.turn().unwrap();
     assert_eq!(handle_turn(&svc, &turn).await.unwrap(), TurnOutcome::Ran);
-    let plans = |events: &[taskledger_domain::events::StoredEvent]| {
+    let plans = |events: &[taskledger_domain::task::stored::StoredEvent]| {
         events
             .iter()
             .filter(|e| e.event_type == "PlanCreated")

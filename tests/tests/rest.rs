@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 use taskledger_app::grpc::proto as pb;
 use taskledger_domain::card::REST_PATH;
 use taskledger_domain::error::ErrorTable;
-use taskledger_domain::ext::EXTENSION_URI;
+use taskledger_domain::extensions::harness::EXTENSION_URI;
 use taskledger_local::GrpcSettings;
 use taskledger_tests::binding::{encode_segment, rest_error};
 use taskledger_tests::{error_code, test_config, Binding, Server};

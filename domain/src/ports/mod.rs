@@ -4,9 +4,9 @@
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::events::StoredEvent;
 use crate::ids::{IdempotencyKey, MessageId, Principal, TaskId};
 use crate::projection::ReadWrite;
+use crate::task::stored::StoredEvent;
 use crate::task::{TaskAggregate, TaskHead};
 use crate::time::Timestamp;
 
@@ -183,11 +183,13 @@ pub struct CommittedEvent {
 
 impl CommittedEvent {
     /// The agent turn this event requests, if it is a work request.
-    pub fn turn(&self) -> Option<crate::turns::AgentTurn> {
-        (self.event_type == crate::turns::WORK_EVENT).then(|| crate::turns::AgentTurn {
-            task_id: self.task_id.clone(),
-            work_seq: self.seq,
-            trace: self.trace.clone(),
+    pub fn turn(&self) -> Option<crate::agent::turns::AgentTurn> {
+        (self.event_type == crate::agent::turns::WORK_EVENT).then(|| {
+            crate::agent::turns::AgentTurn {
+                task_id: self.task_id.clone(),
+                work_seq: self.seq,
+                trace: self.trace.clone(),
+            }
         })
     }
 }
@@ -292,7 +294,7 @@ pub trait PushQueue: Send + Sync {
     async fn enqueue(
         &self,
         deliveries: &[crate::push::PushDelivery],
-    ) -> Result<(), crate::turns::QueueError>;
+    ) -> Result<(), crate::agent::turns::QueueError>;
 }
 
 /// One delivery to attempt, with what its queue knows of the attempts before this one.
@@ -406,7 +408,7 @@ pub struct CommitBuilder {
     state: TaskAggregate,
     events: Vec<crate::task::TaskEvent>,
     /// What each event shows a stream, in step with `events`.
-    updates: Vec<Option<crate::events::EventUpdate>>,
+    updates: Vec<Option<crate::task::stored::EventUpdate>>,
     writes: Vec<ReadWrite>,
     pushes: Vec<crate::push::PushUpdate>,
     /// Whom the task was shared with before.

@@ -216,11 +216,11 @@ pub fn assemble(
     let mut metadata = head.metadata.clone();
     if let Some(usage) = &head.usage {
         if let Ok(v) = serde_json::to_value(usage) {
-            metadata.insert(crate::llm::USAGE_EXTENSION_URI.to_string(), v);
+            metadata.insert(crate::extensions::usage::USAGE_EXTENSION_URI.to_string(), v);
         }
     }
     if let Some(h) = &head.handoff {
-        use crate::dmp::ExtensionData;
+        use crate::extensions::dmp::ExtensionData;
         h.work_state(head.id.as_str()).write_into(&mut metadata);
     }
     if let Some(ext) = &head.ext {
@@ -228,7 +228,7 @@ pub fn assemble(
         // Stored tasks from before `lifecycle` existed: derive it the same way.
         data.lifecycle = Some(data.lifecycle());
         if let Ok(v) = serde_json::to_value(&data) {
-            metadata.insert(crate::ext::METADATA_KEY.to_string(), v);
+            metadata.insert(crate::extensions::harness::METADATA_KEY.to_string(), v);
         }
     }
     Task {

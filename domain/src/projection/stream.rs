@@ -2,7 +2,7 @@
 //! the event at commit (`recorded`) and read back at any position (`item`), so any instance
 //! can serve a stream from the store alone and every subscriber gets the same bytes.
 
-use crate::events::{EventUpdate, RecordedStatus, StoredEvent};
+use crate::task::stored::{EventUpdate, RecordedStatus, StoredEvent};
 use crate::task::{TaskAggregate, TaskEvent};
 use crate::wire::{StreamResponse, TaskState};
 

@@ -1,9 +1,9 @@
 //! Given a task's events, when a commit records them, then a stream reads back the updates a
 //! client sees, each once, with the generation after it.
 
-use crate::events::StoredEvent;
 use crate::ids::{ArtifactId, ContextId, Principal, TaskId};
 use crate::ports::{commit_for, CommitBuilder};
+use crate::task::stored::StoredEvent;
 use crate::task::{TaskAggregate, TaskEvent};
 use crate::time::Timestamp;
 use crate::wire::{Artifact, Message, Part, StreamResponse, TaskState};

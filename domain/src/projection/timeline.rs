@@ -6,8 +6,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::events::StoredEvent;
 use crate::ids::HistoryLength;
+use crate::task::stored::StoredEvent;
 use crate::task::TaskEvent;
 use crate::wire::{TaskStatus, TimelineEntry, TimelineItem};
 
@@ -70,9 +70,9 @@ pub fn timeline(events: &[StoredEvent], length: HistoryLength) -> Result<Timelin
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::events::EventUpdate;
     use crate::ids::{ContextId, Principal, TaskId};
     use crate::projection::stream::recorded;
+    use crate::task::stored::EventUpdate;
     use crate::task::{CreateTask, TaskAggregate, TaskCommand};
     use crate::time::Timestamp;
     use crate::wire::{Artifact, Message, Part, TaskState};

@@ -2,7 +2,7 @@
 //! finished turns, continuations across turns, model usage, and the skills in its context.
 
 use crate::error::DomainError;
-use crate::llm::Usage;
+use crate::extensions::usage::Usage;
 use crate::time::Timestamp;
 
 use super::commands::TaskCommand;

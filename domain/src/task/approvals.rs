@@ -7,7 +7,7 @@
 //! the service forwards to the child.
 
 use crate::error::DomainError;
-use crate::hitl::{self, Approval, PendingTool, HITL_URI};
+use crate::extensions::hitl::{self, Approval, PendingTool, HITL_URI};
 use crate::wire::{Message, Metadata, TaskState};
 
 use super::events::TaskEvent;
@@ -148,7 +148,7 @@ pub(super) fn answer(
             ),
         ));
     }
-    crate::intake::validate_user_message(&c.message, "message")?;
+    crate::task::intake::validate_user_message(&c.message, "message")?;
     let at = head.next_stamp(c.at);
     let mut events = vec![
         TaskEvent::MessageAppended {

@@ -3,7 +3,7 @@
 use serde_json::json;
 
 use crate::error::DomainError;
-use crate::hitl::{Approval, HITL_URI};
+use crate::extensions::hitl::{Approval, HITL_URI};
 use crate::ids::{ContextId, ParticipantId, Principal, TaskId};
 use crate::task::*;
 use crate::time::Timestamp;
@@ -189,7 +189,7 @@ fn only_the_owner_or_an_admin_decides() {
     let mut first = hitl_message("m-1", "deploy it");
     let mut meta = Metadata::new();
     meta.insert(
-        crate::ext::METADATA_KEY.into(),
+        crate::extensions::harness::METADATA_KEY.into(),
         json!({"name": "deploy", "goal": "ship", "participants": [
             {"id": "ann", "kind": "human", "role": "admin"},
             {"id": "wes", "kind": "human", "role": "watcher"}
@@ -252,7 +252,7 @@ fn a_help_question_on_a_hitl_task_is_an_ask_user_request_answered_by_its_id() {
     let mut first = hitl_message("m-1", "paint it");
     let mut meta = Metadata::new();
     meta.insert(
-        crate::ext::METADATA_KEY.into(),
+        crate::extensions::harness::METADATA_KEY.into(),
         json!({"name": "paint", "goal": "paint", "participants": [
             {"id": "ann", "kind": "human", "role": "admin"}
         ]}),
@@ -283,7 +283,10 @@ fn a_help_question_on_a_hitl_task_is_an_ask_user_request_answered_by_its_id() {
             HITL_URI.into(),
             json!({"type": "ask_user_response", "id": qid, "answers": answers}),
         );
-        meta.insert(crate::ext::PARTICIPANT_ID_KEY.into(), json!("ann"));
+        meta.insert(
+            crate::extensions::harness::PARTICIPANT_ID_KEY.into(),
+            json!("ann"),
+        );
         m.metadata = Some(meta);
         TaskCommand::AppendUserMessage(AppendUserMessage {
             message: m,

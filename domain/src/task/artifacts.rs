@@ -1,10 +1,10 @@
 //! Artifacts: adding one or streaming it in chunks, the A2UI artifacts `emit_ui` makes, and
 //! what the head keeps of them (chunk counts, and the A2UI surfaces they leave on the task).
 
-use crate::a2ui::{UiMessages, ARTIFACT_NAME, EXTENSION_URI, MEDIA_TYPE};
 use crate::error::DomainError;
+use crate::extensions::a2ui::{UiMessages, ARTIFACT_NAME, EXTENSION_URI, MEDIA_TYPE};
 use crate::ids::ArtifactId;
-use crate::intake;
+use crate::task::intake;
 use crate::time::Timestamp;
 use crate::wire::{Artifact, PartContent};
 
@@ -117,7 +117,7 @@ pub(super) fn emit_ui(
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     refuse_if_terminal(head)?;
-    crate::a2ui::check_structure(&head.ui, messages.messages())
+    crate::extensions::a2ui::check_structure(&head.ui, messages.messages())
         .map_err(|e| DomainError::invalid(e.field, e.reason))?;
     // The event's own sequence: unique in the task, and fixed once committed.
     let seq = version + 1;
@@ -189,7 +189,7 @@ pub(super) fn apply_chunk_appended(
 mod tests {
     use serde_json::{json, Value};
 
-    use crate::a2ui::{UiMessages, ARTIFACT_NAME, BASIC_CATALOG_ID, EXTENSION_URI};
+    use crate::extensions::a2ui::{UiMessages, ARTIFACT_NAME, BASIC_CATALOG_ID, EXTENSION_URI};
 
     fn create(surface: &str) -> Value {
         json!({"version": "v0.9", "createSurface": {"surfaceId": surface, "catalogId": BASIC_CATALOG_ID}})

@@ -1,7 +1,7 @@
 //! The commands a task accepts: what clients, the agent and the service ask of it. Ids and the
 //! clock come in with the command; `decide` turns each into events or a refusal.
 
-use crate::ext::{Plan, Role, TaskExtensionData};
+use crate::extensions::harness::{Plan, Role, TaskExtensionData};
 use crate::ids::{ContextId, ParticipantId, Principal, TaskId};
 use crate::time::Timestamp;
 use crate::wire::{Artifact, Message, TaskState};
@@ -142,7 +142,7 @@ pub enum TaskCommand {
     /// Records a model call's usage.
     RecordUsage {
         model: Option<String>,
-        usage: crate::llm::Usage,
+        usage: crate::extensions::usage::Usage,
         at: Timestamp,
     },
     /// Registers (or replaces, same id) a webhook subscription; allowed in any state.
@@ -175,7 +175,7 @@ pub enum TaskCommand {
     },
     /// `emit_ui`: checked A2UI messages become a new artifact `a2ui:<sequence of its event>`.
     EmitUi {
-        messages: crate::a2ui::UiMessages,
+        messages: crate::extensions::a2ui::UiMessages,
         at: Timestamp,
     },
     /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.

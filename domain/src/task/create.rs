@@ -2,9 +2,9 @@
 //! the server sets for a sub-task), a participant task's opening, and the head it starts.
 
 use crate::error::DomainError;
-use crate::ext;
+use crate::extensions::harness;
 use crate::ids::{ContextId, Principal, TaskId};
-use crate::intake::{self, TASK_CREATED_AT_KEY};
+use crate::task::intake::{self, TASK_CREATED_AT_KEY};
 use crate::time::Timestamp;
 use crate::wire::{Metadata, TaskState, TaskStatus};
 
@@ -24,11 +24,11 @@ pub(super) fn create_task(
         });
     }
     intake::validate_user_message(&c.message, "message")?;
-    let sender = ext::sender_of(&c.message, "message")?;
+    let sender = harness::sender_of(&c.message, "message")?;
     let extension = match c.extension {
         Some(d) => Some(*d),
-        None => ext::envelope_of(&c.message)
-            .map(ext::validate_envelope)
+        None => harness::envelope_of(&c.message)
+            .map(harness::validate_envelope)
             .transpose()?,
     };
     let mut message = c.message;

@@ -4,7 +4,7 @@
 use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
 
-use crate::ext::{Effort, Plan, Role, TaskExtensionData};
+use crate::extensions::harness::{Effort, Plan, Role, TaskExtensionData};
 use crate::ids::{stored, ArtifactId, ContextId, ParticipantId, Principal, StepId, TaskId};
 use crate::time::{nanos, Timestamp};
 use crate::wire::{Artifact, Message, Metadata, Part, TaskState};
@@ -206,7 +206,7 @@ pub enum TaskEvent {
     UsageRecorded {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         model: Option<String>,
-        usage: crate::llm::Usage,
+        usage: crate::extensions::usage::Usage,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
@@ -232,7 +232,7 @@ pub enum TaskEvent {
     },
     /// A handoff's work item moved on in its lifecycle.
     WorkAdvanced {
-        status: crate::dmp::WorkStatus,
+        status: crate::extensions::dmp::WorkStatus,
         #[serde(with = "nanos")]
         at: Timestamp,
     },
@@ -250,7 +250,7 @@ pub enum TaskEvent {
         by: Option<ParticipantId>,
         /// A tool-approval gate's decision on each call.
         #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        approvals: Vec<crate::hitl::Approval>,
+        approvals: Vec<crate::extensions::hitl::Approval>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },

@@ -3,10 +3,10 @@
 //! task-proposal gate), answered once by a deciding principal, folded into the head the same
 //! way whichever extension raised it; the answer's effect is decided in the same commit.
 
-use crate::dmp::{GateStateV1, OpenGate};
 use crate::error::DomainError;
-use crate::ext::Role;
-use crate::hitl::Approval;
+use crate::extensions::dmp::{GateStateV1, OpenGate};
+use crate::extensions::harness::Role;
+use crate::extensions::hitl::Approval;
 use crate::ids::{ParticipantId, Principal};
 use crate::time::Timestamp;
 use crate::wire::Message;
@@ -152,7 +152,7 @@ pub(super) fn answer(head: &TaskHead, c: AnswerGate) -> Result<Vec<TaskEvent>, D
                 ),
             )
         })?;
-    crate::intake::validate_user_message(&c.message, "message")?;
+    crate::task::intake::validate_user_message(&c.message, "message")?;
     let at = head.next_stamp(c.at);
     let mut events = vec![TaskEvent::MessageAppended {
         message: head.own_message(c.message, at),

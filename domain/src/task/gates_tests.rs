@@ -3,9 +3,9 @@
 use cqrs_es::test::TestFramework;
 use serde_json::json;
 
-use crate::dmp::{WorkStatus, GATE_URI};
 use crate::error::DomainError;
-use crate::ext::{Participant, ParticipantKind, Role, TaskExtensionData};
+use crate::extensions::dmp::{WorkStatus, GATE_URI};
+use crate::extensions::harness::{Participant, ParticipantKind, Role, TaskExtensionData};
 use crate::ids::{ContextId, ParticipantId, Principal, TaskId};
 use crate::task::*;
 use crate::time::Timestamp;
@@ -205,7 +205,10 @@ fn a_plain_message_to_a_task_waiting_on_a_gate_is_refused() {
     assert!(matches!(r, Err(DomainError::UnsupportedOperation(ref m)) if m.contains("gate")));
 }
 
-fn advance(status: WorkStatus, artifacts: Vec<crate::dmp::WorkArtifact>) -> TaskCommand {
+fn advance(
+    status: WorkStatus,
+    artifacts: Vec<crate::extensions::dmp::WorkArtifact>,
+) -> TaskCommand {
     TaskCommand::AdvanceWork(Box::new(AdvanceWork {
         status,
         artifacts,
@@ -232,14 +235,14 @@ fn then(mut all: Vec<TaskEvent>, cmd: TaskCommand) -> Vec<TaskEvent> {
 
 #[test]
 fn an_approved_work_item_lands_with_its_artifacts_cut_to_size() {
-    use crate::dmp::{FileStat, WorkArtifact};
+    use crate::extensions::dmp::{FileStat, WorkArtifact};
     let all = then(approved(), advance(WorkStatus::Working, vec![]));
     let head = state_after(&all).head.unwrap();
     assert_eq!(head.status.state, TaskState::Working);
     let all = then(all, advance(WorkStatus::Review, vec![]));
     let head = state_after(&all).head.unwrap();
     let said = head.status.message.clone().unwrap();
-    let state = &said.metadata.unwrap()[crate::dmp::WORK_URI];
+    let state = &said.metadata.unwrap()[crate::extensions::dmp::WORK_URI];
     assert_eq!(state["status"], "review");
     assert_eq!(state["stage"], "review");
     let all = then(all, advance(WorkStatus::Landing, vec![]));
@@ -258,7 +261,7 @@ fn an_approved_work_item_lands_with_its_artifacts_cut_to_size() {
                 WorkArtifact::Pr {
                     url: "https://git.example.com/p/7".into(),
                     number: 7,
-                    state: Some(crate::dmp::PrState::Merged),
+                    state: Some(crate::extensions::dmp::PrState::Merged),
                 },
                 WorkArtifact::Diffstat {
                     files: 250,

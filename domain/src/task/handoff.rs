@@ -3,8 +3,8 @@
 //! work item is ready to be scheduled) or declines (REJECTED, the draft is dropped). The
 //! agent does not run on a proposal.
 
-use crate::dmp::{ExtensionData, WorkStateV1, WorkStatus, GATE_URI};
 use crate::error::DomainError;
+use crate::extensions::dmp::{ExtensionData, WorkStateV1, WorkStatus, GATE_URI};
 use crate::wire::Message;
 
 use super::commands::CreateTask;

@@ -4,9 +4,11 @@
 //! projection gives. GetTask, ListTasks, streams and pushes all read that committed status,
 //! so they cannot disagree, and no rule of the table is written twice.
 
-use crate::dmp::projection::{DroppedBy, Facts, Skill, TaskFact, WorkItemFact, WORKING_SENTENCE};
-use crate::dmp::{project, OpenGate, Row, WorkStatus};
 use crate::error::DomainError;
+use crate::extensions::dmp::projection::{
+    DroppedBy, Facts, Skill, TaskFact, WorkItemFact, WORKING_SENTENCE,
+};
+use crate::extensions::dmp::{project, OpenGate, Row, WorkStatus};
 use crate::wire::{Message, TaskState};
 
 use super::events::TaskEvent;
@@ -138,7 +140,7 @@ pub fn shown(head: &TaskHead) -> Shown {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dmp::WorkStatus;
+    use crate::extensions::dmp::WorkStatus;
     use crate::ids::{ContextId, Principal, TaskId};
     use crate::task::{AnswerGate, HandoffWork, ProposeHandoff, TaskCommand};
     use crate::time::Timestamp;
@@ -193,7 +195,7 @@ mod tests {
         assert_eq!(head.status.state, TaskState::Submitted);
         assert_eq!(
             head.status.message.as_ref().unwrap().text(),
-            crate::dmp::projection::APPROVED_SENTENCE
+            crate::extensions::dmp::projection::APPROVED_SENTENCE
         );
         for (to, row, state) in [
             (WorkStatus::Working, Row::Working, TaskState::Working),

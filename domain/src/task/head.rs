@@ -4,10 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use crate::error::DomainError;
-use crate::ext::TaskExtensionData;
+use crate::extensions::harness::TaskExtensionData;
 use crate::ids::stored::{self, Stored};
 use crate::ids::{ArtifactId, ContextId, ParticipantId, Principal, TaskId};
-use crate::intake;
+use crate::task::intake;
 use crate::time::{nanos, Timestamp};
 use crate::wire::{Message, Metadata, TaskState, TaskStatus, TaskStatusUpdateEvent};
 
@@ -71,7 +71,7 @@ pub struct TaskHead {
     pub awaiting_assignee: Option<ParticipantId>,
     /// Token usage over the task's whole life (kagent usage extension).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub usage: Option<crate::llm::UsageTotals>,
+    pub usage: Option<crate::extensions::usage::UsageTotals>,
     /// Version of the last `AgentWorkRequested` event (0: none yet).
     #[serde(default)]
     pub work_requested: u64,
@@ -89,8 +89,11 @@ pub struct TaskHead {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub push: Vec<crate::push::Subscription>,
     /// A2UI surfaces the agent created (from `a2ui` artifacts) and not deleted.
-    #[serde(default, skip_serializing_if = "crate::a2ui::Surfaces::is_empty")]
-    pub ui: crate::a2ui::Surfaces,
+    #[serde(
+        default,
+        skip_serializing_if = "crate::extensions::a2ui::Surfaces::is_empty"
+    )]
+    pub ui: crate::extensions::a2ui::Surfaces,
     /// The task's generation (A2A 1.1 draft): how many events changed what a client sees of
     /// the task — a status update or an artifact update each, 1 once created. Heads written
     /// before it existed count from their next such event.
@@ -166,7 +169,7 @@ impl TaskHead {
         }
         let usage = serde_json::to_value(self.usage.as_ref()?).ok()?;
         let mut m = Metadata::new();
-        m.insert(crate::llm::USAGE_EXTENSION_URI.into(), usage);
+        m.insert(crate::extensions::usage::USAGE_EXTENSION_URI.into(), usage);
         Some(m)
     }
 

@@ -2,8 +2,8 @@
 //! participant's reply), the reply that answers it, and how both fold into the head.
 
 use crate::error::DomainError;
-use crate::ext;
-use crate::hitl::{self, HITL_URI};
+use crate::extensions::harness;
+use crate::extensions::hitl::{self, HITL_URI};
 use crate::ids::ParticipantId;
 use crate::time::Timestamp;
 use crate::wire::{Message, Metadata, Part, PartContent, TaskState, TaskStatus};
@@ -55,7 +55,7 @@ pub(super) fn ask(
         })),
         metadata: None,
         filename: None,
-        media_type: Some(ext::CHANNEL_MEDIA_TYPE.into()),
+        media_type: Some(harness::CHANNEL_MEDIA_TYPE.into()),
     });
     if head.hitl {
         m.extensions = vec![HITL_URI.into()];

@@ -4,10 +4,10 @@
 use serde_json::Value;
 
 use crate::error::DomainError;
-use crate::ext::{self, Effort, TaskExtensionData};
-use crate::hitl::{self, HITL_URI};
+use crate::extensions::harness::{self, Effort, TaskExtensionData};
+use crate::extensions::hitl::{self, HITL_URI};
 use crate::ids::{ParticipantId, Principal};
-use crate::intake;
+use crate::task::intake;
 use crate::time::Timestamp;
 use crate::wire::{Message, Part, Role};
 
@@ -115,7 +115,7 @@ fn user_message(
     caller: Option<&Principal>,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
-    let named = ext::sender_of(&message, "message")?;
+    let named = harness::sender_of(&message, "message")?;
     let at = head.next_stamp(at);
     let refused = |participant_id: Option<ParticipantId>, reason: String| {
         Ok(vec![TaskEvent::MessageRefused {
@@ -135,7 +135,7 @@ fn user_message(
             message
                 .metadata
                 .get_or_insert_with(Default::default)
-                .insert(ext::PARTICIPANT_ID_KEY.into(), s.as_str().into());
+                .insert(harness::PARTICIPANT_ID_KEY.into(), s.as_str().into());
         }
     }
     if let Some(data) = &head.ext {
@@ -170,17 +170,17 @@ fn user_message(
                 }
             }
         }
-        match ext::slash_command(&message) {
-            Some(ext::SlashCommand::Model(name)) => {
+        match harness::slash_command(&message) {
+            Some(harness::SlashCommand::Model(name)) => {
                 if name.is_empty()
-                    || name.len() > ext::MAX_MODEL_NAME_BYTES
+                    || name.len() > harness::MAX_MODEL_NAME_BYTES
                     || name.contains(char::is_whitespace)
                 {
                     return Err(DomainError::invalid(
                         "model",
                         format!(
                             "/model needs one model name of 1 to {} bytes, e.g. /model gpt-5",
-                            ext::MAX_MODEL_NAME_BYTES
+                            harness::MAX_MODEL_NAME_BYTES
                         ),
                     ));
                 }
@@ -190,7 +190,7 @@ fn user_message(
                     at,
                 }]);
             }
-            Some(ext::SlashCommand::Effort(level)) => {
+            Some(harness::SlashCommand::Effort(level)) => {
                 let effort = match level.as_str() {
                     "low" => Effort::Low,
                     "medium" => Effort::Medium,
@@ -212,7 +212,7 @@ fn user_message(
         }
     }
     // A user's action on a surface: only on one this task created; the agent reads it as text.
-    let message = match crate::a2ui::action_of(&message) {
+    let message = match crate::extensions::a2ui::action_of(&message) {
         None => message,
         Some(action) => match action.and_then(|a| head.ui.check(&a).map(|()| a)) {
             Ok(a) => {
@@ -234,11 +234,11 @@ fn user_message(
         Some(response) => ask_user_answer(head, message, response?)?,
     };
     let mut events = Vec::new();
-    if let Some(raw) = ext::envelope_of(&message) {
+    if let Some(raw) = harness::envelope_of(&message) {
         events.extend(envelope(head, raw, sender.as_ref(), at)?);
     }
     // An envelope-only message updates the task; it is not work for the agent.
-    let mut wake = !ext::is_envelope_only(&message);
+    let mut wake = !harness::is_envelope_only(&message);
     let message = head.own_message(message, at);
     within_budget(head, &message)?;
     let follow_up = if head.pending_help.is_some() {
@@ -314,7 +314,7 @@ fn envelope(
     sender: Option<&ParticipantId>,
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
-    let incoming = ext::validate_envelope(raw)?;
+    let incoming = harness::validate_envelope(raw)?;
     let given = |k: &str| raw.get(k).is_some();
     let Some(current) = &head.ext else {
         let mut data = incoming;

@@ -2,7 +2,7 @@
 //! is never demoted or removed, and `SetParticipantRole`.
 
 use crate::error::DomainError;
-use crate::ext::{Participant, Role, TaskExtensionData};
+use crate::extensions::harness::{Participant, Role, TaskExtensionData};
 use crate::ids::ParticipantId;
 use crate::time::Timestamp;
 

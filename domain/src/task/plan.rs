@@ -2,7 +2,7 @@
 //! (by command, or by a plan sent in an envelope), and folding those events into the head.
 
 use crate::error::DomainError;
-use crate::ext::{Plan, Step, StepState};
+use crate::extensions::harness::{Plan, Step, StepState};
 use crate::ids::stored::Stored;
 use crate::ids::StepId;
 use crate::time::Timestamp;

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::dmp::{Handoff, WorkArtifact, WorkStatus};
-use crate::hitl::{Approval, Nested, PendingTool};
+use crate::extensions::dmp::{Handoff, WorkArtifact, WorkStatus};
+use crate::extensions::hitl::{Approval, Nested, PendingTool};
 use crate::ids::{stored, ContextId, ParticipantId, Principal, TaskId};
 use crate::time::{nanos, Timestamp};
 use crate::wire::Message;
@@ -42,7 +42,7 @@ impl GateKind {
 
     /// The one sentence a client is shown while the gate is open (gate data never leaves).
     pub fn sentence(self) -> &'static str {
-        crate::dmp::gate_sentence(self.name())
+        crate::extensions::dmp::gate_sentence(self.name())
     }
 }
 

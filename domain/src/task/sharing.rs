@@ -3,7 +3,7 @@
 //! authenticated caller, never a `participant_id` it merely writes — except an admin acting for
 //! someone, which is recorded), and what each role may do.
 
-use crate::ext::{Participant, Role};
+use crate::extensions::harness::{Participant, Role};
 use crate::ids::{ParticipantId, Principal, Subject};
 
 use super::head::TaskHead;
@@ -146,7 +146,7 @@ pub(super) fn may_not_send(head: &TaskHead, sender: Option<&ParticipantId>) -> O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ext::{ParticipantKind, TaskExtensionData};
+    use crate::extensions::harness::{ParticipantKind, TaskExtensionData};
     use crate::task::TaskAggregate;
     use crate::task::{CreateTask, TaskCommand};
     use crate::time::Timestamp;
@@ -291,7 +291,10 @@ mod tests {
         let mut message = Message::user_text("m-x", text);
         if let Some(n) = named {
             let mut meta = crate::wire::Metadata::new();
-            meta.insert(crate::ext::PARTICIPANT_ID_KEY.into(), n.into());
+            meta.insert(
+                crate::extensions::harness::PARTICIPANT_ID_KEY.into(),
+                n.into(),
+            );
             message.metadata = Some(meta);
         }
         TaskCommand::AppendUserMessage(crate::task::AppendUserMessage {
@@ -322,7 +325,7 @@ mod tests {
         };
         assert_eq!(acted_by.as_ref(), Some(&who("dan")));
         assert_eq!(
-            message.metadata.as_ref().unwrap()[crate::ext::PARTICIPANT_ID_KEY],
+            message.metadata.as_ref().unwrap()[crate::extensions::harness::PARTICIPANT_ID_KEY],
             "bob"
         );
     }
@@ -340,7 +343,7 @@ mod tests {
         };
         assert_eq!(*acted_by, None);
         assert_eq!(
-            message.metadata.as_ref().unwrap()[crate::ext::PARTICIPANT_ID_KEY],
+            message.metadata.as_ref().unwrap()[crate::extensions::harness::PARTICIPANT_ID_KEY],
             "bob"
         );
     }

@@ -3,7 +3,7 @@
 
 use crate::error::DomainError;
 use crate::ids::Principal;
-use crate::intake;
+use crate::task::intake;
 use crate::time::Timestamp;
 use crate::wire::{Message, TaskState, TaskStatus};
 

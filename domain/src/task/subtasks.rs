@@ -2,9 +2,9 @@
 //! state, waiting for the children, and a task its assignee finishes by replying.
 
 use crate::error::DomainError;
-use crate::ext::{self, Role, TaskExtensionData, TaskRef};
+use crate::extensions::harness::{self, Role, TaskExtensionData, TaskRef};
 use crate::ids::{ParticipantId, StepId, TaskId};
-use crate::intake;
+use crate::task::intake;
 use crate::time::Timestamp;
 use crate::wire::{self, Message, Part, TaskState};
 
@@ -102,7 +102,7 @@ pub fn child_creation(
         metadata: None,
         // A parent on which a client activated hitl/v1 passes it on: the child pauses alike.
         extensions: if parent.hitl {
-            vec![crate::hitl::HITL_URI.into()]
+            vec![crate::extensions::hitl::HITL_URI.into()]
         } else {
             vec![]
         },
@@ -113,7 +113,7 @@ pub fn child_creation(
             .metadata
             .get_or_insert_with(Default::default)
             .insert(
-                ext::PARTICIPANT_ID_KEY.into(),
+                harness::PARTICIPANT_ID_KEY.into(),
                 serde_json::Value::String(p.id.clone()),
             );
     }

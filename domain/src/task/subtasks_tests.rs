@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use super::child_creation;
 use crate::error::DomainError;
-use crate::ext::{
+use crate::extensions::harness::{
     Effort, Lifecycle, Participant, ParticipantKind, Role, TaskExtensionData, TaskRef, MEDIA_TYPE,
     PARTICIPANT_ID_KEY,
 };

@@ -4,8 +4,8 @@
 //! WORKING, COMPLETED "Landed." with the work artifacts, REJECTED when dropped. `WorkStateV1` rides on
 //! `status.message.metadata` as on `Task.metadata`.
 
-use crate::dmp::{ExtensionData, WorkStatus, WORK_URI};
 use crate::error::DomainError;
+use crate::extensions::dmp::{ExtensionData, WorkStatus, WORK_URI};
 use crate::wire::Message;
 
 use super::events::TaskEvent;

@@ -7,9 +7,9 @@
 use std::io::Write;
 
 use taskledger_domain::archive::{self, ArchiveError, ArchivedTask, Reader};
-use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{commit_for, replay_state, EventStore, Housekeeping, StoreError};
+use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::task::TaskEvent;
 
 /// Task ids read per page while an export walks the store.

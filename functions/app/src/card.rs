@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use taskledger_domain::card_signature::canonical_payload;
+use taskledger_domain::card::signature::canonical_payload;
 use taskledger_domain::ports::CardSigner;
 use taskledger_domain::wire::{AgentCard, AgentCardSignature};
 

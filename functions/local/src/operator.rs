@@ -7,7 +7,7 @@ use std::sync::Arc;
 use taskledger_app::agent::ScenarioAgent;
 use taskledger_app::{Dispatch, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
-use taskledger_domain::dmp::{WorkArtifact, WorkStatus};
+use taskledger_domain::extensions::dmp::{WorkArtifact, WorkStatus};
 use taskledger_domain::retention::Retention;
 use taskledger_domain::wire::Task;
 

@@ -18,7 +18,7 @@ pub async fn a_first_commit_reads_back_as_its_events_show<S: Store>(store: Arc<S
     let mut message = user_message("m-0", "plan and go");
     let mut meta = Metadata::new();
     meta.insert(
-        taskledger_domain::ext::METADATA_KEY.into(),
+        taskledger_domain::extensions::harness::METADATA_KEY.into(),
         json!({"name": "Release", "goal": "Ship", "plan": {"steps": [
             {"id": "build", "name": "Build", "description": "compile"}]}}),
     );

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use taskledger_domain::ids::{
     ContextId, HistoryLength, IdempotencyKey, MessageId, Principal, TaskId,
 };
-use taskledger_domain::intake;
 use taskledger_domain::ports::{
     commit_for, restore, EventStore, Housekeeping, IdempotencyRecord, MessageKey, StoreError,
     TaskReadModel, ViewOptions,
 };
 use taskledger_domain::projection::{assemble, limit_history};
+use taskledger_domain::task::intake;
 use taskledger_domain::task::{AppendUserMessage, CreateTask, TaskAggregate, TaskCommand};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Part, TaskState};

@@ -26,7 +26,7 @@ fn participants(id: &str, people: &[(&str, &str)]) -> TaskCommand {
     let mut message = Message::user_text(id, "");
     let mut part =
         Part::data(json!({"name": "Shared", "goal": "work together", "participants": people}));
-    part.media_type = Some(taskledger_domain::ext::MEDIA_TYPE.into());
+    part.media_type = Some(taskledger_domain::extensions::harness::MEDIA_TYPE.into());
     message.parts = vec![part];
     TaskCommand::AppendUserMessage(AppendUserMessage {
         message,

@@ -183,7 +183,7 @@ impl DynamoStore {
             // The work after the commit joins its trace (ADR 033): kept on the items the
             // relay acts on.
             if let Some(t) = c.trace.as_ref().filter(|_| {
-                pushed.is_some() || e.event_type == taskledger_domain::turns::WORK_EVENT
+                pushed.is_some() || e.event_type == taskledger_domain::agent::turns::WORK_EVENT
             }) {
                 item.insert(schema::TRACE_ATTR.into(), s(t));
             }

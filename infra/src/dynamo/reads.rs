@@ -2,13 +2,13 @@
 //! for the history and chunks the view asks); append and ListTasks go to `append` and `list`.
 
 use async_trait::async_trait;
-use taskledger_domain::events::{EventUpdate, RecordedStatus, StoredEvent};
 use taskledger_domain::ids::{ContextId, IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{
     Commit, EventStore, HistoryRead, IdempotencyRecord, ListPage, ListQuery, ListScope, Loaded,
     StoreError, TaskReadModel, TaskView, ViewOptions,
 };
 use taskledger_domain::projection::ArtifactChunk;
+use taskledger_domain::task::stored::{EventUpdate, RecordedStatus, StoredEvent};
 use taskledger_domain::task::TaskHead;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, TaskState};

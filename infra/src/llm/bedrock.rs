@@ -14,9 +14,10 @@ use aws_sdk_bedrockruntime::types::{
 use aws_sdk_bedrockruntime::Client;
 use aws_smithy_types::{Document, Number};
 use serde_json::Value;
-use taskledger_domain::llm::{
-    ChatRole, LanguageModel, LlmError, ModelRequest, ModelResponse, ToolCall, Usage,
+use taskledger_domain::agent::llm::{
+    ChatRole, LanguageModel, LlmError, ModelRequest, ModelResponse, ToolCall,
 };
+use taskledger_domain::extensions::usage::Usage;
 
 pub struct Bedrock {
     client: Client,
@@ -256,7 +257,7 @@ mod tests {
     use axum::extract::State;
     use axum::Json;
     use serde_json::json;
-    use taskledger_domain::llm::{ChatMessage, ToolSpec};
+    use taskledger_domain::agent::llm::{ChatMessage, ToolSpec};
 
     /// Requests the mock received: path and JSON body.
     type Seen = Arc<Mutex<Vec<(String, Value)>>>;

@@ -8,9 +8,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{json, Value};
-use taskledger_domain::llm::{
-    ChatRole, LanguageModel, LlmError, ModelRequest, ModelResponse, ToolCall, Usage,
+use taskledger_domain::agent::llm::{
+    ChatRole, LanguageModel, LlmError, ModelRequest, ModelResponse, ToolCall,
 };
+use taskledger_domain::extensions::usage::Usage;
 
 #[derive(Debug, Clone)]
 pub struct OpenAiSettings {
@@ -238,7 +239,7 @@ mod tests {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
     use axum::Json;
-    use taskledger_domain::llm::{ChatMessage, ToolSpec};
+    use taskledger_domain::agent::llm::{ChatMessage, ToolSpec};
 
     #[derive(Default)]
     struct Mock {

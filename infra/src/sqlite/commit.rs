@@ -5,12 +5,12 @@
 //! nothing, so commits share a transaction without a savepoint each.
 
 use rusqlite::{params, Connection, OptionalExtension};
+use taskledger_domain::agent::turns::WORK_EVENT;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{
     Commit, IdempotencyRecord, MessageKey, StoreError, SNAPSHOT_SCHEMA,
 };
 use taskledger_domain::projection::ReadWrite;
-use taskledger_domain::turns::WORK_EVENT;
 
 use super::codec::{db_err, head_version, is_constraint, json};
 

@@ -3,9 +3,9 @@
 
 use async_trait::async_trait;
 use rusqlite::{params, Connection, OptionalExtension};
-use taskledger_domain::events::{EventUpdate, RecordedStatus, StoredEvent};
 use taskledger_domain::ids::{IdempotencyKey, Principal, TaskId};
 use taskledger_domain::ports::{Commit, EventStore, IdempotencyRecord, Loaded, StoreError};
+use taskledger_domain::task::stored::{EventUpdate, RecordedStatus, StoredEvent};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::TaskState;
 

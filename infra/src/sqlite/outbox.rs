@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use rusqlite::params;
+use taskledger_domain::agent::turns::QueueError;
 use taskledger_domain::ports::{
     DeadLetter, DeliveryAttempt, OutboxEntry, OutboxRecord, PushLedger, PushOutbox, PushQueue,
     StoreError, MAX_TASK_DELIVERIES,
 };
 use taskledger_domain::push::PushDelivery;
-use taskledger_domain::turns::QueueError;
 
 use super::codec::{db_err, json, now_ms, parse};
 use super::SqliteStore;

@@ -27,8 +27,8 @@ pub(crate) async fn send_fifo(
     client: &Client,
     queue_url: &str,
     msgs: Vec<FifoMessage>,
-) -> Result<(), taskledger_domain::turns::QueueError> {
-    use taskledger_domain::turns::QueueError;
+) -> Result<(), taskledger_domain::agent::turns::QueueError> {
+    use taskledger_domain::agent::turns::QueueError;
     for chunk in msgs.chunks(SQS_BATCH) {
         let mut req = client.send_message_batch().queue_url(queue_url);
         for (i, m) in chunk.iter().enumerate() {

@@ -3,7 +3,7 @@
 
 use async_trait::async_trait;
 use aws_sdk_sqs::Client;
-use taskledger_domain::turns::QueueError;
+use taskledger_domain::agent::turns::QueueError;
 
 use super::{create_fifo_with_dlq, send_fifo, FifoMessage};
 

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use aws_sdk_sqs::Client;
 use sha2::{Digest, Sha256};
-use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
+use taskledger_domain::agent::turns::{AgentTurn, QueueError, TurnQueue};
 
 use super::{create_fifo_with_dlq, send_fifo, FifoMessage};
 

@@ -8,9 +8,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
+use taskledger_domain::agent::scripted::ScriptedModel;
 use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::scripted::ScriptedModel;
 use taskledger_domain::task::TaskCommand;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Part, PartContent, TaskState};

@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
 use serde::Deserialize;
 use serde_json::Value;
-use taskledger_domain::ext::METADATA_KEY;
+use taskledger_domain::extensions::harness::METADATA_KEY;
 use taskledger_domain::ids::Principal;
 use taskledger_domain::wire::{ListTasksRequest, Task, TaskState};
 

@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use maud::{html, Markup};
 use serde_json::Value;
-use taskledger_domain::ext::{Role, METADATA_KEY};
+use taskledger_domain::extensions::harness::{Role, METADATA_KEY};
 use taskledger_domain::ids::MAX_HISTORY_LENGTH;
 use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::task::{GateKind, TaskHead};
@@ -32,7 +32,7 @@ struct Page {
     task: Task,
     head: TaskHead,
     version: u64,
-    events: Vec<taskledger_domain::events::StoredEvent>,
+    events: Vec<taskledger_domain::task::stored::StoredEvent>,
     pushes: Option<Vec<taskledger_domain::wire::TaskPushNotificationConfig>>,
     /// The deliveries still in the outbox (the owner, on the embedded store).
     deliveries: Option<Vec<taskledger_domain::ports::OutboxRecord>>,
@@ -488,7 +488,7 @@ fn usage(task: &Task) -> Markup {
 
 /// Who did what, when: every event with its sequence, the generation a client saw after it,
 /// and the participant it names.
-fn timeline(events: &[taskledger_domain::events::StoredEvent]) -> Markup {
+fn timeline(events: &[taskledger_domain::task::stored::StoredEvent]) -> Markup {
     let shown = &events[events.len().saturating_sub(MAX_TIMELINE_EVENTS)..];
     html! {
         section {

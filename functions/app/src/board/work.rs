@@ -4,9 +4,9 @@
 //! delivery that went through leaves the outbox, so the list is what still needs attention.
 
 use maud::{html, Markup};
-use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ports::OutboxRecord;
 use taskledger_domain::projection::work::{turns, TurnEnd};
+use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::time::Timestamp;
 
 fn when(t: Timestamp) -> Markup {

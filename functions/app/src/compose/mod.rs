@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use taskledger_domain::agent::skills::SkillCatalog;
 use taskledger_domain::cursor::CursorCodec;
-use taskledger_domain::skills::SkillCatalog;
 #[cfg(feature = "bedrock")]
 use taskledger_infra::llm::Bedrock;
 use taskledger_infra::llm::{OpenAiCompatible, OpenAiSettings};
@@ -486,7 +486,7 @@ pub async fn run_turn_batch(
     use taskledger_infra::sqs::MAX_RECEIVES;
     let mut failed = Vec::new();
     for m in messages {
-        let turn: Option<taskledger_domain::turns::AgentTurn> =
+        let turn: Option<taskledger_domain::agent::turns::AgentTurn> =
             m.body.as_deref().and_then(|b| serde_json::from_str(b).ok());
         let Some(turn) = turn else {
             tracing::warn!(message_id = %m.id, "unreadable turn message dropped");

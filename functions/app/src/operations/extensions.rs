@@ -70,7 +70,7 @@ mod tests {
 
     #[test]
     fn declared_extensions_are_activated_and_unknown_ones_ignored() {
-        let uri = taskledger_domain::ext::EXTENSION_URI.to_string();
+        let uri = taskledger_domain::extensions::harness::EXTENSION_URI.to_string();
         let e = negotiate(&[uri.clone(), "urn:unknown".into()], &[]).unwrap();
         assert_eq!(e.active(), std::slice::from_ref(&uri));
         assert!(e.is_active(&uri));
@@ -80,7 +80,7 @@ mod tests {
 
     #[test]
     fn a_message_can_activate_an_extension_too() {
-        let uri = taskledger_domain::llm::USAGE_EXTENSION_URI.to_string();
+        let uri = taskledger_domain::extensions::usage::USAGE_EXTENSION_URI.to_string();
         let e = negotiate(&[], std::slice::from_ref(&uri)).unwrap();
         assert!(e.is_active(&uri));
         assert_eq!(negotiate(&[], &[]).unwrap().header(), None);

@@ -13,10 +13,10 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 use serde_json::Value;
-use taskledger_domain::card_extended::extended_card;
+use taskledger_domain::card::extended::extended_card;
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::{IdempotencyKey, Principal};
-use taskledger_domain::intake::json_fingerprint;
+use taskledger_domain::task::intake::json_fingerprint;
 use taskledger_domain::wire::{
     AgentCard, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, PushProtocol,
@@ -109,7 +109,7 @@ impl Operation {
         }
         // hitl/v1 is active for the message exactly when the client activated it: the task
         // then pauses the hitl way (`TaskHead::hitl`).
-        let hitl = taskledger_domain::hitl::HITL_URI;
+        let hitl = taskledger_domain::extensions::hitl::HITL_URI;
         if active.is_active(hitl) {
             if !message.extensions.iter().any(|e| e == hitl) {
                 message.extensions.push(hitl.into());
@@ -148,9 +148,9 @@ impl Operation {
 
 /// Extensions whose message metadata is read only when the client activated them.
 const OPT_IN: [&str; 3] = [
-    taskledger_domain::dmp::WORK_URI,
+    taskledger_domain::extensions::dmp::WORK_URI,
     taskledger_domain::task::ENVELOPE_URI,
-    taskledger_domain::hitl::HITL_URI,
+    taskledger_domain::extensions::hitl::HITL_URI,
 ];
 
 /// What a request carries besides its operation.

@@ -8,10 +8,10 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use taskledger_domain::agent::turns::{AgentTurn, QueueError, TurnQueue};
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{load_state, CommittedEvent, EventStore, Housekeeping, PushQueue};
 use taskledger_domain::push;
-use taskledger_domain::turns::{AgentTurn, QueueError, TurnQueue};
 use taskledger_domain::wire::PushProtocol;
 use tokio::sync::Notify;
 

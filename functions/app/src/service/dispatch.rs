@@ -4,7 +4,7 @@
 
 use std::sync::{Arc, Weak};
 
-use taskledger_domain::turns::AgentTurn;
+use taskledger_domain::agent::turns::AgentTurn;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tracing::{debug, warn};
 

@@ -3,10 +3,10 @@
 //! dispatched (the relay nudged, or the turns handed to the in-process dispatcher) and its
 //! consequences reach related tasks (`follow_up`: parents, children).
 
+use taskledger_domain::agent::turns::AgentTurn;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::MessageKey;
 use taskledger_domain::task::{TaskAggregate, TaskCommand};
-use taskledger_domain::turns::AgentTurn;
 
 use super::ledger::{Committed, Keys, Target};
 use super::{Actor, Dispatch, Service, TaskChanged};

@@ -3,11 +3,11 @@
 //! caller's newest), and the work item's lifecycle as an operator moves it.
 
 use serde_json::{json, Value};
-use taskledger_domain::dmp::{ExtensionData, WORK_URI};
+use taskledger_domain::extensions::dmp::{ExtensionData, WORK_URI};
 use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::wire::{ListTasksRequest, Message, Part, PartContent};
 
-use taskledger_domain::dmp::{WorkArtifact, WorkStatus};
+use taskledger_domain::extensions::dmp::{WorkArtifact, WorkStatus};
 use taskledger_domain::task::{AdvanceWork, TaskCommand};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::Task;

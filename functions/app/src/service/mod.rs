@@ -22,14 +22,14 @@ pub mod turns;
 use std::sync::Arc;
 use std::time::Duration;
 
+use taskledger_domain::agent::turns::AgentTurn;
 use taskledger_domain::cursor::CursorCodec;
-use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::ports::{EventStore, TaskReadModel};
 use taskledger_domain::push::AddressPolicy;
 use taskledger_domain::retention::Retention;
+use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::task::TaskHead;
-use taskledger_domain::turns::AgentTurn;
 use tokio::sync::{broadcast, mpsc};
 
 use crate::agent::Agent;
@@ -244,8 +244,8 @@ impl Service {
     }
 
     /// The limits every caller works within here (stated in the extended agent card).
-    pub fn caller_limits(&self) -> taskledger_domain::card_extended::CallerLimits {
-        taskledger_domain::card_extended::CallerLimits {
+    pub fn caller_limits(&self) -> taskledger_domain::card::extended::CallerLimits {
+        taskledger_domain::card::extended::CallerLimits {
             requests_per_second: self.settings.rate_limit.map(|r| (r.per_second, r.burst)),
             tasks_per_minute: self.settings.task_limit.map(|r| r.shown),
             open_streams: self.settings.max_streams,

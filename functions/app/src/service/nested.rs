@@ -4,7 +4,7 @@
 //! whose agent then runs or skips its calls.
 
 use serde_json::json;
-use taskledger_domain::hitl::{Nested, HITL_URI};
+use taskledger_domain::extensions::hitl::{Nested, HITL_URI};
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::task::{
     AnswerToolApproval, RequestToolApproval, TaskCommand, TaskEvent, TaskHead,

@@ -4,16 +4,16 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskledger_domain::dmp::WorkRequest;
 use taskledger_domain::error::DomainError;
-use taskledger_domain::hitl;
+use taskledger_domain::extensions::dmp::WorkRequest;
+use taskledger_domain::extensions::hitl;
 use taskledger_domain::ids::{
     ContextId, HistoryLength, IdempotencyKey, MessageId, Principal, TaskId,
 };
-use taskledger_domain::intake;
 use taskledger_domain::ports::{IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::projection::first_commit_view;
 use taskledger_domain::push::PushConfigSpec;
+use taskledger_domain::task::intake;
 use taskledger_domain::task::{
     AnswerGate, AnswerToolApproval, AppendUserMessage, CreateTask, HandoffWork, ProposeHandoff,
     TaskAggregate, TaskCommand, TaskEvent,
@@ -184,7 +184,7 @@ impl Service {
             Some((gate_id, choice)) => Some(AnswerGate {
                 gate_id,
                 choice,
-                by: taskledger_domain::ext::sender_of(&message, "message")?,
+                by: taskledger_domain::extensions::harness::sender_of(&message, "message")?,
                 message: message.clone(),
                 at: Timestamp::now(),
                 caller: Some(who.clone()),
@@ -195,7 +195,7 @@ impl Service {
         let approval = match hitl::response_of(&message).transpose()? {
             Some(hitl::Response::ToolApproval(approvals)) => Some(AnswerToolApproval {
                 approvals,
-                by: taskledger_domain::ext::sender_of(&message, "message")?,
+                by: taskledger_domain::extensions::harness::sender_of(&message, "message")?,
                 message: message.clone(),
                 at: Timestamp::now(),
                 caller: Some(who.clone()),

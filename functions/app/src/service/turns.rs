@@ -5,10 +5,10 @@
 use crate::telemetry;
 use std::sync::Arc;
 
+use taskledger_domain::agent::turns::{turn_input, AgentTurn, TurnInput};
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::task::{TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::turns::{turn_input, AgentTurn, TurnInput};
 use taskledger_domain::wire::Message;
 use tracing::{warn, Instrument};
 

@@ -4,8 +4,8 @@
 //! its result. On a task without hitl/v1 active nobody could approve, so such a call is not
 //! run and the model is told why.
 
+use taskledger_domain::agent::llm::ToolCall;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::llm::ToolCall;
 use taskledger_domain::task::{RequestToolApproval, TaskCommand, TaskHead, ToolCallAsked};
 use taskledger_domain::time::Timestamp;
 use tracing::debug;
@@ -45,7 +45,7 @@ impl LlmAgent {
                 "{} runs only after a person approves it, and this task's client did not \
                  activate {}: the call was not run",
                 call.name,
-                taskledger_domain::hitl::HITL_URI
+                taskledger_domain::extensions::hitl::HITL_URI
             )),
             None => Gatekeeping::Ask,
         }

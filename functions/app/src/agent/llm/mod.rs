@@ -15,9 +15,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::json;
+use taskledger_domain::agent::llm::{LanguageModel, ModelRequest};
+use taskledger_domain::agent::skills::SkillCatalog;
+use taskledger_domain::extensions::usage::USAGE_KEY;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::llm::{LanguageModel, ModelRequest, USAGE_KEY};
-use taskledger_domain::skills::SkillCatalog;
 use taskledger_domain::task::{TaskAggregate, TaskCommand};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Metadata, Part, TaskState};
@@ -136,7 +137,7 @@ impl LlmAgent {
                 .map(|e| format!("{e:?}").to_lowercase()),
             messages: self.chat(&state, &history),
             tools: if ext.is_some() {
-                taskledger_domain::tools::specs()
+                taskledger_domain::agent::tools::specs()
             } else {
                 vec![]
             },

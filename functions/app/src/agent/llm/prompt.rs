@@ -3,8 +3,8 @@
 //! become assistant and tool messages; the task envelope is left out, it is in the view).
 
 use serde_json::{json, Value};
-use taskledger_domain::ext::TaskExtensionData;
-use taskledger_domain::llm::{ChatMessage, ChatRole, ToolCall, PART_TYPE_KEY};
+use taskledger_domain::agent::llm::{ChatMessage, ChatRole, ToolCall, PART_TYPE_KEY};
+use taskledger_domain::extensions::harness::TaskExtensionData;
 use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::wire::{Message, PartContent, Role};
 
@@ -89,7 +89,8 @@ impl LlmAgent {
                     (PartContent::Text(t), _) => pieces.push(t.clone()),
                     // The task envelope is in the extension view already.
                     (PartContent::Data(_), _)
-                        if p.media_type.as_deref() == Some(taskledger_domain::ext::MEDIA_TYPE) => {}
+                        if p.media_type.as_deref()
+                            == Some(taskledger_domain::extensions::harness::MEDIA_TYPE) => {}
                     (PartContent::Data(d), _) => pieces.push(d.to_string()),
                     (PartContent::Url(u), _) => pieces.push(format!("[file at {u}]")),
                     (PartContent::Raw(b), _) => pieces.push(format!(

@@ -1,11 +1,11 @@
 //! The skill tools: list the catalog, load and unload a skill (recorded on the task, so its
 //! instructions stay in the agent's context), list and read a loaded skill's resources.
 
+use taskledger_domain::agent::llm::ToolCall;
+use taskledger_domain::agent::tools::SkillOp;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::llm::ToolCall;
 use taskledger_domain::task::TaskCommand;
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::tools::SkillOp;
 
 use super::tools::commit_result;
 use super::LlmAgent;

@@ -3,11 +3,11 @@
 //! never ran; after a crash the calls without results run once (`pending_calls`).
 
 use serde_json::{json, Value};
+use taskledger_domain::agent::llm::{ToolCall, PART_TYPE_KEY};
+use taskledger_domain::agent::tools::{self, ToolAction};
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::llm::{ToolCall, PART_TYPE_KEY};
 use taskledger_domain::task::TaskCommand;
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::tools::{self, ToolAction};
 use taskledger_domain::wire::{Message, Metadata, Part, PartContent};
 use tracing::debug;
 
@@ -95,7 +95,7 @@ impl LlmAgent {
                     Some(TaskCommand::EmitUi { messages, .. }) => format!(
                         "{} A2UI message(s) emitted in an {} artifact",
                         messages.len(),
-                        taskledger_domain::a2ui::ARTIFACT_NAME
+                        taskledger_domain::extensions::a2ui::ARTIFACT_NAME
                     ),
                     _ => format!("{} done", call.name),
                 };

@@ -15,7 +15,7 @@ use super::Surface;
 use crate::board::urls::{self, Image, ImageOrigins};
 
 /// Nesting drawn at most (the domain refuses deeper surfaces; deeper parts show as JSON).
-pub const MAX_DEPTH: usize = taskledger_domain::a2ui::MAX_SURFACE_DEPTH;
+pub const MAX_DEPTH: usize = taskledger_domain::extensions::a2ui::MAX_SURFACE_DEPTH;
 /// Items of one List template drawn at most.
 pub const MAX_LIST_ITEMS: usize = 200;
 /// Components drawn at most for one surface, List items included: past it the rest is left out
@@ -43,7 +43,7 @@ pub(super) fn root(surface_id: &str, s: &Surface, may_act: bool, origins: &Image
         budget: Cell::new(MAX_DRAWN_NODES),
         cut: Cell::new(false),
     };
-    let drawn = draw.component(taskledger_domain::a2ui::ROOT_ID, "", 0);
+    let drawn = draw.component(taskledger_domain::extensions::a2ui::ROOT_ID, "", 0);
     html! {
         (drawn)
         @if draw.cut.get() {

@@ -29,10 +29,12 @@ fn surfaces(artifacts: &[Artifact]) -> Vec<(String, Surface)> {
     // Only what `emit_ui` made (the domain checked its structure); nothing else is drawn.
     let parts = artifacts
         .iter()
-        .filter(|a| a.name.as_deref() == Some(taskledger_domain::a2ui::ARTIFACT_NAME))
+        .filter(|a| a.name.as_deref() == Some(taskledger_domain::extensions::a2ui::ARTIFACT_NAME))
         .flat_map(|a| a.parts.iter())
         .filter_map(|p| match (&p.content, p.media_type.as_deref()) {
-            (PartContent::Data(v), Some(taskledger_domain::a2ui::MEDIA_TYPE)) => Some(v),
+            (PartContent::Data(v), Some(taskledger_domain::extensions::a2ui::MEDIA_TYPE)) => {
+                Some(v)
+            }
             _ => None,
         });
     let id_of = |m: &Value| {

@@ -6,12 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 use tracing::Instrument;
 
+use taskledger_domain::agent::turns::{turns_from, AgentTurn};
 use taskledger_domain::error::DomainError;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{CommitBuilder, IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::turns::{turns_from, AgentTurn};
 use tracing::debug;
 
 use super::cache::CommitEvents;

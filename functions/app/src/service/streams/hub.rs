@@ -8,10 +8,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use taskledger_domain::events::StoredEvent;
 use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::ports::EventStore;
 use taskledger_domain::projection::stream::{item, revoked, StreamItem};
+use taskledger_domain::task::stored::StoredEvent;
 use tokio::sync::{broadcast, Notify};
 use tracing::{debug, warn};
 

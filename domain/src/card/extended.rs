@@ -61,7 +61,7 @@ pub fn extended_card(
     put("openStreams", limits.open_streams.map(|n| json!(n)));
     put(
         "partsPerMessage",
-        Some(json!(crate::intake::MAX_PARTS_PER_MESSAGE)),
+        Some(json!(crate::task::intake::MAX_PARTS_PER_MESSAGE)),
     );
     put(
         "historyMessages",
@@ -78,7 +78,7 @@ pub fn extended_card(
     );
     put(
         "participantsPerTask",
-        Some(json!(crate::ext::MAX_PARTICIPANTS)),
+        Some(json!(crate::extensions::harness::MAX_PARTICIPANTS)),
     );
     put(
         "pushConfigsPerTask",
@@ -128,7 +128,10 @@ mod tests {
         assert_eq!(p["requestBurst"], 10);
         assert_eq!(p["openStreams"], 4);
         assert!(p.get("tasksPerMinute").is_none(), "no limit: not stated");
-        assert_eq!(p["partsPerMessage"], crate::intake::MAX_PARTS_PER_MESSAGE);
+        assert_eq!(
+            p["partsPerMessage"],
+            crate::task::intake::MAX_PARTS_PER_MESSAGE
+        );
         // everything else is the public card's
         assert_eq!(card.name, public.name);
         assert_eq!(card.supported_interfaces, public.supported_interfaces);

@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::events::StoredEvent;
 use crate::ids::TaskId;
+use crate::task::stored::StoredEvent;
 use crate::task::TaskEvent;
 use crate::wire::{Message, Role};
 

@@ -3,8 +3,8 @@
 
 use serde_json::{json, Value};
 
+use crate::extensions::usage::{Usage, USAGE_EXTENSION_URI};
 use crate::ids::{ContextId, HistoryLength, ParticipantId, Principal, TaskId};
-use crate::llm::{Usage, USAGE_EXTENSION_URI};
 use crate::projection::replay;
 use crate::task::*;
 use crate::time::Timestamp;
@@ -26,7 +26,7 @@ fn created() -> Vec<TaskEvent> {
         ),
         metadata: None,
         filename: None,
-        media_type: Some(crate::ext::MEDIA_TYPE.into()),
+        media_type: Some(crate::extensions::harness::MEDIA_TYPE.into()),
     });
     TaskAggregate::default()
         .decide(TaskCommand::CreateTask(CreateTask {

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 use serde_json::{json, Value};
 
 use super::extension::MEDIA_TYPE;
-use crate::ext::field_path;
+use crate::extensions::harness::field_path;
 use crate::wire::{Part, PartContent};
 
 /// Most messages one `emit_ui` call may send.
@@ -21,7 +21,7 @@ pub const MESSAGE_KINDS: [&str; 4] = [
     "deleteSurface",
 ];
 
-const SCHEMA: &str = include_str!("../../schemas/a2ui/server-to-client-v0.9.1.json");
+const SCHEMA: &str = include_str!("../../../schemas/a2ui/server-to-client-v0.9.1.json");
 
 /// Why a message was refused: the field (`messages[2].createSurface.catalogId`) and the rule.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

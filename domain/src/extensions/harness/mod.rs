@@ -33,7 +33,7 @@ pub const MAX_ACCEPTANCE_CRITERIA: usize = 64;
 /// Longest model name accepted by `/model`.
 pub const MAX_MODEL_NAME_BYTES: usize = 128;
 
-const SCHEMA: &str = include_str!("../../schemas/task-extension-v1.json");
+const SCHEMA: &str = include_str!("../../../schemas/task-extension-v1.json");
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

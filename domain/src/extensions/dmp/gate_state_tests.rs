@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::dmp::ext_data::ExtensionData;
+use crate::extensions::dmp::ext_data::ExtensionData;
 
 fn gate(id: &str, gate_type: &str, at: &str) -> OpenGate {
     OpenGate {

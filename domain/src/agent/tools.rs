@@ -6,65 +6,65 @@ use std::sync::OnceLock;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::a2ui::UiMessages;
-use crate::ext::{field_path, Plan, Role, Step, StepState};
+use crate::agent::llm::{ToolCall, ToolSpec};
+use crate::extensions::a2ui::UiMessages;
+use crate::extensions::harness::{field_path, Plan, Role, Step, StepState};
 use crate::ids::ParticipantId;
-use crate::llm::{ToolCall, ToolSpec};
 use crate::task::TaskCommand;
 use crate::time::Timestamp;
 
 const DEFINITIONS: [(&str, &str); 13] = [
     (
         "list_skills",
-        include_str!("../schemas/intrinsics/list_skills.json"),
+        include_str!("../../schemas/intrinsics/list_skills.json"),
     ),
     (
         "load_skill",
-        include_str!("../schemas/intrinsics/load_skill.json"),
+        include_str!("../../schemas/intrinsics/load_skill.json"),
     ),
     (
         "unload_skill",
-        include_str!("../schemas/intrinsics/unload_skill.json"),
+        include_str!("../../schemas/intrinsics/unload_skill.json"),
     ),
     (
         "list_skill_resources",
-        include_str!("../schemas/intrinsics/list_skill_resources.json"),
+        include_str!("../../schemas/intrinsics/list_skill_resources.json"),
     ),
     (
         "load_skill_resource",
-        include_str!("../schemas/intrinsics/load_skill_resource.json"),
+        include_str!("../../schemas/intrinsics/load_skill_resource.json"),
     ),
     (
         "create_plan",
-        include_str!("../schemas/intrinsics/create_plan.json"),
+        include_str!("../../schemas/intrinsics/create_plan.json"),
     ),
     (
         "complete_step",
-        include_str!("../schemas/intrinsics/complete_step.json"),
+        include_str!("../../schemas/intrinsics/complete_step.json"),
     ),
     (
         "spawn_subtask",
-        include_str!("../schemas/intrinsics/spawn_subtask.json"),
+        include_str!("../../schemas/intrinsics/spawn_subtask.json"),
     ),
     (
         "ask_participant",
-        include_str!("../schemas/intrinsics/ask_participant.json"),
+        include_str!("../../schemas/intrinsics/ask_participant.json"),
     ),
     (
         "create_task_for_participant",
-        include_str!("../schemas/intrinsics/create_task_for_participant.json"),
+        include_str!("../../schemas/intrinsics/create_task_for_participant.json"),
     ),
     (
         "set_participant_role",
-        include_str!("../schemas/intrinsics/set_participant_role.json"),
+        include_str!("../../schemas/intrinsics/set_participant_role.json"),
     ),
     (
         "emit_ui",
-        include_str!("../schemas/intrinsics/emit_ui.json"),
+        include_str!("../../schemas/intrinsics/emit_ui.json"),
     ),
     (
         "advance_work",
-        include_str!("../schemas/intrinsics/advance_work.json"),
+        include_str!("../../schemas/intrinsics/advance_work.json"),
     ),
 ];
 
@@ -140,7 +140,7 @@ pub enum SkillOp {
     ListResources(String),
     LoadResource {
         name: String,
-        kind: crate::skills::ResourceKind,
+        kind: crate::agent::skills::ResourceKind,
         resource: String,
     },
 }
@@ -200,7 +200,7 @@ struct SkillArgs {
 #[derive(Deserialize)]
 struct ResourceArgs {
     name: String,
-    kind: crate::skills::ResourceKind,
+    kind: crate::agent::skills::ResourceKind,
     resource: String,
 }
 #[derive(Deserialize)]
@@ -211,7 +211,7 @@ struct EmitUiArgs {
 struct AdvanceArgs {
     status: String,
     #[serde(default)]
-    artifacts: Vec<crate::dmp::WorkArtifact>,
+    artifacts: Vec<crate::extensions::dmp::WorkArtifact>,
 }
 #[derive(Deserialize)]
 struct RoleArgs {
@@ -330,7 +330,7 @@ pub fn plan_call(
             let w: AdvanceArgs = args(a)?;
             ToolAction::Commands(vec![TaskCommand::AdvanceWork(Box::new(
                 crate::task::AdvanceWork {
-                    status: crate::dmp::WorkStatus::parse(&w.status),
+                    status: crate::extensions::dmp::WorkStatus::parse(&w.status),
                     artifacts: w.artifacts,
                     at,
                 },
@@ -441,7 +441,7 @@ mod tests {
 
     #[test]
     fn emit_ui_checks_every_a2ui_message_and_names_the_failing_one() {
-        let create = json!({"version": "v0.9", "createSurface": {"surfaceId": "s", "catalogId": crate::a2ui::BASIC_CATALOG_ID}});
+        let create = json!({"version": "v0.9", "createSurface": {"surfaceId": "s", "catalogId": crate::extensions::a2ui::BASIC_CATALOG_ID}});
         let a = plan_call(
             &call("emit_ui", json!({"messages": [create.clone()]})),
             None,

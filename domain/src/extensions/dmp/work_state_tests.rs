@@ -4,7 +4,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::dmp::ext_data::ExtensionData;
+use crate::extensions::dmp::ext_data::ExtensionData;
 
 #[test]
 fn a_working_item_has_no_stage() {

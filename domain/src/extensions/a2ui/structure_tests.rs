@@ -3,7 +3,7 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::a2ui::BASIC_CATALOG_ID;
+use crate::extensions::a2ui::BASIC_CATALOG_ID;
 
 fn create(surface: &str) -> Value {
     json!({"version": "v0.9", "createSurface": {"surfaceId": surface, "catalogId": BASIC_CATALOG_ID}})

@@ -4,7 +4,9 @@ use cqrs_es::test::TestFramework;
 use serde_json::{json, Value};
 
 use crate::error::DomainError;
-use crate::ext::{Effort, Lifecycle, Role, StepState, TaskExtensionData, MEDIA_TYPE, METADATA_KEY};
+use crate::extensions::harness::{
+    Effort, Lifecycle, Role, StepState, TaskExtensionData, MEDIA_TYPE, METADATA_KEY,
+};
 use crate::ids::{ContextId, HistoryLength, ParticipantId, Principal, StepId, TaskId};
 use crate::projection::replay;
 use crate::task::*;
@@ -662,7 +664,7 @@ fn lifecycle_is_derived_when_a_stored_task_lacks_it() {
     let mut events = created();
     if let TaskEvent::ExtensionUpdated { data, .. } = &mut events[1] {
         data.lifecycle = None;
-        data.parent_tasks = vec![crate::ext::TaskRef::local("t-0", None)];
+        data.parent_tasks = vec![crate::extensions::harness::TaskRef::local("t-0", None)];
     }
     let task = replay(&events, HistoryLength::All).unwrap();
     assert_eq!(

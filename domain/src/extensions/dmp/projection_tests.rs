@@ -7,8 +7,8 @@
 use serde_json::{json, Value};
 
 use super::*;
-use crate::dmp::ext_data::ExtensionData;
-use crate::dmp::gate_state::GateStateV1;
+use crate::extensions::dmp::ext_data::ExtensionData;
+use crate::extensions::dmp::gate_state::GateStateV1;
 
 /// When the vector's facts are projected.
 fn projects(facts: Value) -> Projected {

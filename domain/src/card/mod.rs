@@ -1,5 +1,8 @@
 //! The agent card taskledger publishes: 1.0 shape, capabilities stated honestly.
 
+pub mod extended;
+pub mod signature;
+
 use std::collections::BTreeMap;
 
 use crate::wire::{
@@ -119,33 +122,33 @@ fn interfaces(base: &str, grpc_url: Option<&str>) -> Vec<AgentInterface> {
 /// The extensions the card declares: the ones a client may activate. None is required.
 pub fn extensions() -> Vec<AgentExtension> {
     vec![AgentExtension {
-                uri: crate::ext::EXTENSION_URI.into(),
+                uri: crate::extensions::harness::EXTENSION_URI.into(),
                 description: Some(
                     "tiny-harness task extension v1: name, goal, participants and roles, plan, sub-tasks and help requests in Task.metadata".into(),
                 ),
                 required: false,
                 params: None,
             }, AgentExtension {
-                uri: crate::a2ui::EXTENSION_URI.into(),
+                uri: crate::extensions::a2ui::EXTENSION_URI.into(),
                 description: Some(
                     "A2UI 0.9.1 surfaces: emit_ui sends them as artifacts named a2ui, one application/a2ui+json data part per message".into(),
                 ),
                 required: false,
-                params: Some(crate::a2ui::card_params()),
+                params: Some(crate::extensions::a2ui::card_params()),
             }, AgentExtension {
-                uri: crate::llm::USAGE_EXTENSION_URI.into(),
+                uri: crate::extensions::usage::USAGE_EXTENSION_URI.into(),
                 description: Some("Task-lifetime token usage".into()),
                 required: false,
                 params: None,
             }, AgentExtension {
-                uri: crate::dmp::WORK_URI.into(),
+                uri: crate::extensions::dmp::WORK_URI.into(),
                 description: Some(
                     "DMP work/v1: hand work over (skill handoff); it waits, AUTH_REQUIRED, for the owner's approval".into(),
                 ),
                 required: false,
                 params: None,
             }, AgentExtension {
-                uri: crate::dmp::GATE_URI.into(),
+                uri: crate::extensions::dmp::GATE_URI.into(),
                 description: Some(
                     "DMP gate/v1: the open gates of a task on status.message.metadata while it is AUTH_REQUIRED".into(),
                 ),
@@ -159,7 +162,7 @@ pub fn extensions() -> Vec<AgentExtension> {
                 required: false,
                 params: None,
             }, AgentExtension {
-                uri: crate::hitl::HITL_URI.into(),
+                uri: crate::extensions::hitl::HITL_URI.into(),
                 description: Some("Human approval and user input".into()),
                 required: false,
                 params: None,
@@ -191,12 +194,12 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
             "text/plain".into(),
             "application/json".into(),
             "application/octet-stream".into(),
-            crate::ext::MEDIA_TYPE.into(),
+            crate::extensions::harness::MEDIA_TYPE.into(),
         ],
         default_output_modes: vec![
             "text/plain".into(),
             "application/json".into(),
-            crate::a2ui::MEDIA_TYPE.into(),
+            crate::extensions::a2ui::MEDIA_TYPE.into(),
         ],
         skills: vec![AgentSkill {
             id: "tasks".into(),
@@ -284,13 +287,13 @@ mod tests {
             .as_array()
             .unwrap()
             .iter()
-            .find(|e| e["uri"] == crate::a2ui::EXTENSION_URI)
+            .find(|e| e["uri"] == crate::extensions::a2ui::EXTENSION_URI)
             .expect("the A2UI extension is declared");
         assert_eq!(a2ui["params"]["acceptsInlineCatalogs"], false);
         assert!(v["defaultOutputModes"]
             .as_array()
             .unwrap()
-            .contains(&serde_json::json!(crate::a2ui::MEDIA_TYPE)));
+            .contains(&serde_json::json!(crate::extensions::a2ui::MEDIA_TYPE)));
     }
 
     #[test]

@@ -4,9 +4,10 @@
 use async_trait::async_trait;
 use serde_json::{json, Value};
 
-use crate::llm::{
-    ChatMessage, ChatRole, LanguageModel, LlmError, ModelRequest, ModelResponse, ToolCall, Usage,
+use crate::agent::llm::{
+    ChatMessage, ChatRole, LanguageModel, LlmError, ModelRequest, ModelResponse, ToolCall,
 };
+use crate::extensions::usage::Usage;
 
 /// The name the scripted model answers under (per-model usage is filed under it).
 pub const SCRIPTED_MODEL_NAME: &str = "scripted";
@@ -157,7 +158,7 @@ impl ScriptedModel {
             Script::Ui if offered("emit_ui") => call(
                 "emit_ui",
                 json!({"messages": [
-                    {"version": "v0.9", "createSurface": {"surfaceId": UI_SURFACE_ID, "catalogId": crate::a2ui::BASIC_CATALOG_ID}},
+                    {"version": "v0.9", "createSurface": {"surfaceId": UI_SURFACE_ID, "catalogId": crate::extensions::a2ui::BASIC_CATALOG_ID}},
                     {"version": "v0.9", "updateComponents": {"surfaceId": UI_SURFACE_ID, "components": [
                         {"id": "root", "component": "Column", "children": ["said", "name", "ok"]},
                         {"id": "said", "component": "Text", "text": {"path": "/said"}},
@@ -247,7 +248,7 @@ impl LanguageModel for ScriptedModel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::llm::ToolSpec;
+    use crate::agent::llm::ToolSpec;
 
     fn user(id: &str, text: &str) -> ChatMessage {
         let mut m = ChatMessage::text(ChatRole::User, text);
@@ -261,7 +262,7 @@ mod tests {
             reasoning_effort: None,
             messages,
             tools: if with_tools {
-                crate::tools::specs()
+                crate::agent::tools::specs()
             } else {
                 Vec::<ToolSpec>::new()
             },
@@ -323,7 +324,8 @@ mod tests {
             assert_eq!(calls[0].name, tool);
             // every call the script makes passes the tool's own checks
             assert!(
-                crate::tools::plan_call(&calls[0], None, crate::time::Timestamp::now()).is_ok(),
+                crate::agent::tools::plan_call(&calls[0], None, crate::time::Timestamp::now())
+                    .is_ok(),
                 "{id}: {:?}",
                 calls[0]
             );
