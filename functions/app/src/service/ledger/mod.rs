@@ -2,7 +2,8 @@
 //! write side and the state cache (ADR 025). Every read of a task's state is one of
 //! `current` (the latest, as kept if the store's head is still at its version), `visible`
 //! (the same, if the caller may see it), `stored` (read from the store: restored from the
-//! snapshot or replayed, `ports::load_state`) and `for_turn` (what a turn starts from); every
+//! snapshot or replayed, `ports::load_state`), `for_turn` (what a turn starts from) and
+//! `as_of` (a past state, folded from the log: where a stream starts); every
 //! change is `commit` (decide on the current state, append with optimistic concurrency,
 //! keep what it left). What follows a commit — announcing it, dispatching its work, carrying
 //! it to related tasks — is the service's (`Service::execute`).
@@ -13,8 +14,9 @@ mod commit;
 use std::sync::Arc;
 
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::{load_state, EventStore};
+use taskledger_domain::ports::{load_state, replay_state, EventStore};
 use taskledger_domain::retention::Retention;
+use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::task::{TaskAggregate, TaskHead};
 use taskledger_domain::time::Timestamp;
 
@@ -93,6 +95,20 @@ impl Ledger {
             c.put(task_id, &state);
         }
         Ok(Some(state))
+    }
+
+    /// The task as of event `upto` (the latest when `None`), folded from its log, with the
+    /// events it was folded from: where a stream starts. Not kept (a past state).
+    pub(crate) async fn as_of(
+        &self,
+        task_id: &TaskId,
+        upto: Option<u64>,
+    ) -> Result<(TaskAggregate, Vec<StoredEvent>), AppError> {
+        let mut events = self.store.events(task_id, 0).await?;
+        if let Some(upto) = upto {
+            events.retain(|e| e.seq <= upto);
+        }
+        Ok((replay_state(&events)?, events))
     }
 
     /// What a turn for the work request at `work_seq` starts from (`None`: no such task).

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use futures_util::Stream;
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::{HistoryLength, IdempotencyKey, Principal, TaskId};
-use taskledger_domain::ports::replay_state;
 use taskledger_domain::projection::replay;
 use taskledger_domain::task::TaskEvent;
 use taskledger_domain::wire::{GetTaskRequest, SendMessageRequest, StreamResponse, TaskState};
@@ -210,11 +209,7 @@ impl Service {
         upto: Option<u64>,
         history: HistoryLength,
     ) -> Result<Start, AppError> {
-        let mut events = self.store.events(task_id, 0).await?;
-        if let Some(upto) = upto {
-            events.retain(|e| e.seq <= upto);
-        }
-        let state = replay_state(&events)?;
+        let (state, events) = self.ledger.as_of(task_id, upto).await?;
         let head = state
             .head
             .as_ref()
