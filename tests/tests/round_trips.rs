@@ -10,9 +10,11 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use taskledger_app::agent::ScenarioAgent;
-use taskledger_app::{Service, ServiceSettings};
+use taskledger_app::service::turns::{handle_turn, TurnOutcome};
+use taskledger_app::{Dispatch, Service, ServiceSettings};
+use taskledger_domain::agent::turns::turns_from;
 use taskledger_domain::cursor::CursorCodec;
-use taskledger_domain::ids::Principal;
+use taskledger_domain::ids::{Principal, TaskId};
 use taskledger_domain::task::RECENT_MESSAGES;
 use taskledger_domain::wire::{SendMessageResponse, Task};
 use taskledger_infra::dynamo::counting::calls_made_by;
@@ -20,6 +22,10 @@ use taskledger_infra::dynamo::{self, schema, DynamoStore};
 use taskledger_tests::fast_timings;
 
 async fn service(index_shards: u32) -> Option<Arc<Service>> {
+    service_with(index_shards, Dispatch::InProcess).await
+}
+
+async fn service_with(index_shards: u32, dispatch: Dispatch) -> Option<Arc<Service>> {
     if std::env::var("AWS_ENDPOINT_URL").is_err()
         && std::env::var("AWS_ENDPOINT_URL_DYNAMODB").is_err()
     {
@@ -39,6 +45,7 @@ async fn service(index_shards: u32) -> Option<Arc<Service>> {
     let store = Arc::new(DynamoStore::new(client, &prefix).with_index_shards(index_shards));
     let settings = ServiceSettings {
         push_enabled: true,
+        dispatch,
         ..ServiceSettings::default()
     };
     Some(Service::new(
@@ -330,4 +337,44 @@ async fn sharded_list_indexes_cost_one_query_per_shard() {
     let mut sorted = seen.clone();
     sorted.sort_by(|a, b| b.cmp(a));
     assert_eq!(seen, sorted);
+}
+
+/// A turn reads its task's state once: what it starts from. The agent's commits are decided on
+/// the state the turn holds (the append's version check guards it), and the turn's record on
+/// the state its last commit left — for a turn that finished the task, nothing.
+#[tokio::test]
+async fn a_turn_reads_its_task_once() {
+    // Nothing runs the turn but this test (feed dispatch without a relay).
+    let Some(svc) = service_with(1, Dispatch::Feed).await else {
+        return;
+    };
+    for (message, ends) in [("turn-completes", true), ("tck-input-required-1", false)] {
+        let task = task_of(
+            svc.send_message(&who(), send(message, None, AT_ONCE()), None)
+                .await
+                .expect("created"),
+        );
+        let id = TaskId::parse(task.id.clone()).unwrap();
+        let turn = turns_from(&id, &svc.events(&id, 0).await.unwrap())
+            .pop()
+            .expect("a turn was asked for");
+        let (outcome, calls) = calls_made_by(handle_turn(&svc, &turn)).await;
+        assert_eq!(outcome.expect("ran"), TurnOutcome::Ran, "{message}");
+        // One read of the task's state (its head); the log is read once more for the turn's
+        // input message, as this process did not commit the request.
+        assert_eq!(calls.get("GetItem"), Some(&1), "{message}: {calls:?}");
+        assert_eq!(calls.get("Query"), Some(&1), "{message}: {calls:?}");
+        let answered = svc
+            .get_task(&who(), req(json!({"id": task.id})))
+            .await
+            .unwrap();
+        assert_eq!(answered.status.state.is_terminal(), ends, "{message}");
+        // A task left waiting has its turn recorded: a redelivery must not run the agent again.
+        let again = handle_turn(&svc, &turn).await.expect("redelivered");
+        assert_ne!(
+            again,
+            TurnOutcome::Ran,
+            "{message}: a redelivery does nothing"
+        );
+    }
 }

@@ -48,18 +48,26 @@ impl TaskPort for Service {
 pub(crate) type View = (Arc<TaskAggregate>, Vec<Message>);
 
 /// The service for one turn: its first view is of the state the turn started from (no second
-/// read of what the turn just looked at); every later view is read as usual.
+/// read of what the turn just looked at); every later view is read as usual. It remembers the
+/// latest state of the turn's task it saw committed, for the turn's own record.
 pub(crate) struct TurnPort {
     service: Arc<Service>,
     first: Mutex<Option<Arc<TaskAggregate>>>,
+    latest: Mutex<Arc<TaskAggregate>>,
 }
 
 impl TurnPort {
     pub(crate) fn new(service: Arc<Service>, started_from: Arc<TaskAggregate>) -> Self {
         Self {
             service,
-            first: Mutex::new(Some(started_from)),
+            first: Mutex::new(Some(started_from.clone())),
+            latest: Mutex::new(started_from),
         }
+    }
+
+    /// The newest state of the turn's task the turn started from or committed.
+    pub(crate) fn latest(&self) -> Option<Arc<TaskAggregate>> {
+        self.latest.lock().ok().map(|l| l.clone())
     }
 }
 
@@ -70,7 +78,21 @@ impl TaskPort for TurnPort {
         task_id: &TaskId,
         build: Build<'_>,
     ) -> Result<(Arc<TaskAggregate>, Vec<TaskEvent>), AppError> {
-        TaskPort::execute(self.service.as_ref(), task_id, build).await
+        // The turn's own task is decided on the newest state the turn holds of it (the store's
+        // version check refuses a stale one, and the command is decided again on the stored
+        // state): no read before each of the agent's commits.
+        let known = self
+            .latest()
+            .filter(|l| l.head().map(|h| &h.id) == Some(task_id));
+        let change = Change::by_agent(task_id).knowing(known);
+        let c = self.service.execute(change, build).await?;
+        if let Ok(mut latest) = self.latest.lock() {
+            let same_task = latest.head().map(|h| &h.id) == Some(task_id);
+            if same_task && c.state.version > latest.version {
+                *latest = c.state.clone();
+            }
+        }
+        Ok((c.state, c.events))
     }
 
     async fn view(&self, task_id: &TaskId) -> Result<View, AppError> {

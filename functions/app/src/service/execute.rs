@@ -3,7 +3,9 @@
 //! dispatched (the relay nudged, or the turns handed to the in-process dispatcher) and its
 //! consequences reach related tasks (`follow_up`: parents, children).
 
+use std::sync::Arc;
 use taskledger_domain::agent::turns::AgentTurn;
+
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::MessageKey;
 use taskledger_domain::task::{TaskAggregate, TaskCommand};
@@ -18,6 +20,7 @@ pub struct Change<'a> {
     task_id: &'a TaskId,
     target: Target,
     keys: Keys,
+    known: Option<Arc<TaskAggregate>>,
 }
 
 impl<'a> Change<'a> {
@@ -28,6 +31,7 @@ impl<'a> Change<'a> {
             task_id,
             target: Target::Existing,
             keys: Keys::default(),
+            known: None,
         }
     }
 
@@ -40,6 +44,14 @@ impl<'a> Change<'a> {
     pub(crate) fn creating(mut self, keys: Keys) -> Self {
         self.target = Target::New;
         self.keys = keys;
+        self
+    }
+
+    /// A state of the task the caller holds (one it committed): decided on like a kept state,
+    /// when it is the newest this process knows — the append's version check refuses it if it
+    /// is out of date, and a decision the aggregate says holds on every later state stands.
+    pub(crate) fn knowing(mut self, state: Option<Arc<TaskAggregate>>) -> Self {
+        self.known = state;
         self
     }
 
@@ -64,10 +76,11 @@ impl Service {
             task_id,
             target,
             keys,
+            known,
         } = change;
         let mut c = self
             .ledger
-            .commit(actor, task_id, target, keys, build)
+            .commit(actor, task_id, target, keys, known, build)
             .await?;
         if c.events.is_empty() {
             return Ok(c);

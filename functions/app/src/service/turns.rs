@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use taskledger_domain::agent::turns::{turn_input, AgentTurn, TurnInput};
 use taskledger_domain::ids::TaskId;
+use taskledger_domain::task::TaskAggregate;
 use taskledger_domain::task::{TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::Message;
@@ -36,8 +37,14 @@ pub enum TurnOutcome {
     GivenUp,
 }
 
-async fn finish(svc: &Service, task_id: &TaskId, work_seq: u64) -> Result<(), AppError> {
-    svc.execute(Change::by_agent(task_id), |_| {
+/// Records the finished turn, decided on the newest state the turn holds of its task.
+async fn finish(
+    svc: &Service,
+    task_id: &TaskId,
+    work_seq: u64,
+    latest: Option<Arc<TaskAggregate>>,
+) -> Result<(), AppError> {
+    svc.execute(Change::by_agent(task_id).knowing(latest), |_| {
         vec![TaskCommand::FinishAgentTurn {
             work_seq,
             at: Timestamp::now(),
@@ -178,7 +185,8 @@ pub(crate) async fn run_turn(
         outcome = tracing::field::Empty
     );
     telemetry::trace::set_parent(&span, parent.as_ref());
-    let port: Arc<dyn TaskPort> = Arc::new(TurnPort::new(svc.clone(), state));
+    let turn_port = Arc::new(TurnPort::new(svc.clone(), state));
+    let port: Arc<dyn TaskPort> = turn_port.clone();
     let started = std::time::Instant::now();
     let ran = telemetry::trace::within(
         parent,
@@ -204,9 +212,9 @@ pub(crate) async fn run_turn(
     if delivery == Delivery::Once {
         return Ok(TurnOutcome::Ran);
     }
-    // A task the turn finished records nothing more (the aggregate's rule: the commit decides
-    // nothing, without a second look at the store when its state was kept).
-    finish(svc, task_id, turn.work_seq).await?;
+    // A task the turn finished records nothing more (the aggregate's rule: decided on the state
+    // the turn's last commit left, nothing, without a second look at the store).
+    finish(svc, task_id, turn.work_seq, turn_port.latest()).await?;
     Ok(TurnOutcome::Ran)
 }
 

@@ -68,6 +68,7 @@ impl Ledger {
         task_id: &TaskId,
         target: Target,
         keys: Keys,
+        known: Option<Arc<TaskAggregate>>,
         build: F,
     ) -> Result<Committed, AppError>
     where
@@ -80,9 +81,13 @@ impl Ledger {
             attempt += 1;
             let (before, kept) = match target {
                 Target::Existing => {
-                    // As kept, if kept (the append's version check refuses it if it is out of
-                    // date), else as stored.
-                    let (state, kept) = match self.kept(task_id).filter(|_| !fresh) {
+                    // As kept (or as the caller holds it, if newer), if kept: the append's
+                    // version check refuses it if it is out of date. Else as stored.
+                    let newest = match (self.kept(task_id), known.clone()) {
+                        (Some(k), Some(n)) if n.version > k.version => Some(n),
+                        (k, n) => k.or(n),
+                    };
+                    let (state, kept) = match newest.filter(|_| !fresh) {
                         Some(kept) => (Some(kept), true),
                         None => (self.stored(task_id).await?, false),
                     };
