@@ -118,3 +118,72 @@ impl Service {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use serde_json::json;
+    use taskledger_domain::ids::{Principal, TaskId};
+    use taskledger_domain::task::TaskCommand;
+    use taskledger_domain::time::Timestamp;
+    use taskledger_domain::wire::{SendMessageResponse, TaskState};
+
+    use super::Change;
+    use crate::service::{Dispatch, Service, ServiceSettings};
+
+    /// A change decided on a state the caller holds that is out of date loses one race, then
+    /// is decided on the stored state: it never retries on what it held.
+    #[tokio::test]
+    async fn a_stale_state_the_caller_holds_loses_one_race_then_the_store_decides() {
+        let store = Arc::new(taskledger_infra::SqliteStore::in_memory());
+        let settings = ServiceSettings {
+            // Nothing runs the turn, and no kept state stands in for the store.
+            dispatch: Dispatch::Feed,
+            state_cache: 0,
+            ..ServiceSettings::default()
+        };
+        let svc = Service::new(
+            store.clone(),
+            store,
+            crate::agent::ScenarioAgent::new(Default::default()),
+            taskledger_domain::cursor::CursorCodec::new(b"k".to_vec()),
+            settings,
+        );
+        let who = Principal::new("acme", "alice").unwrap();
+        let send = json!({"message": {"messageId": "m-1", "role": "ROLE_USER",
+            "parts": [{"text": "hi"}]}, "configuration": {"returnImmediately": true}});
+        let SendMessageResponse::Task(task) = svc
+            .send_message(&who, serde_json::from_value(send).unwrap(), None)
+            .await
+            .unwrap()
+        else {
+            panic!("a task")
+        };
+        let id = TaskId::parse(task.id).unwrap();
+        let held = svc.ledger().current(&id).await.unwrap().unwrap();
+        // Another change moves the task on.
+        let moved = svc
+            .execute(Change::by_agent(&id), |s| {
+                vec![TaskCommand::FinishAgentTurn {
+                    work_seq: s.head().unwrap().work_requested,
+                    at: Timestamp::now(),
+                }]
+            })
+            .await
+            .unwrap();
+        assert_eq!(moved.state.version, held.version + 1);
+        let canceled = svc
+            .execute(Change::by_agent(&id).knowing(Some(held)), |_| {
+                vec![TaskCommand::CancelTask {
+                    at: Timestamp::now(),
+                    by: None,
+                }]
+            })
+            .await
+            .expect("decided again on the stored state");
+        let head = canceled.state.head().unwrap();
+        assert_eq!(head.status.state, TaskState::Canceled);
+        assert!(canceled.state.version > moved.state.version);
+    }
+}
