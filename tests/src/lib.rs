@@ -9,6 +9,7 @@ pub mod grpc;
 pub mod otlp;
 pub mod proxy;
 pub mod receiver;
+pub mod source;
 pub mod stream;
 
 pub use binding::{binding, Binding, GrpcEndpoint};

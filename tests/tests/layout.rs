@@ -6,49 +6,24 @@
 
 use std::path::{Path, PathBuf};
 
+use taskledger_tests::source::{crates, is_test_file, root, rust_files};
+
 /// The longest product file, in lines.
 const MAX_FILE_LINES: usize = 600;
 /// The longest Lambda main, in lines.
 const MAX_MAIN_LINES: usize = 60;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
-
 fn lines(path: &Path) -> usize {
     std::fs::read_to_string(path).unwrap().lines().count()
 }
 
-/// A test module's file (`foo_tests.rs`, `tests.rs`), not product code.
-fn is_test(path: &Path) -> bool {
-    let name = path.file_name().unwrap().to_string_lossy();
-    name.ends_with("_tests.rs") || name == "tests.rs"
-}
-
 /// Product source: the domain, the adapters, the application crate and every binary.
 fn product_files() -> Vec<PathBuf> {
-    let mut files = Vec::new();
-    rust_files(&root().join("domain/src"), &mut files);
-    rust_files(&root().join("infra/src"), &mut files);
-    for f in std::fs::read_dir(root().join("functions")).unwrap() {
-        let src = f.unwrap().path().join("src");
-        if src.is_dir() {
-            rust_files(&src, &mut files);
-        }
-    }
-    files.retain(|f| !is_test(f));
-    files
+    crates()
+        .iter()
+        .flat_map(|(_, src)| rust_files(src))
+        .filter(|f| !is_test_file(f))
+        .collect()
 }
 
 #[test]
@@ -136,9 +111,8 @@ fn crates_depend_downwards_and_the_domain_does_no_io() {
 /// other room gets them through the domain's ports. Test modules may name them.
 #[test]
 fn only_the_composition_names_adapters() {
-    let mut files = Vec::new();
-    rust_files(&root().join("functions/app/src"), &mut files);
-    files.retain(|f| !is_test(f) && !f.components().any(|c| c.as_os_str() == "compose"));
+    let mut files = rust_files(&root().join("functions/app/src"));
+    files.retain(|f| !is_test_file(f) && !f.components().any(|c| c.as_os_str() == "compose"));
     assert!(files.len() > 50, "{}", files.len());
     let named: Vec<String> = files
         .iter()

@@ -9,37 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// A crate's source folder and a name to report it by.
-fn crates() -> Vec<(String, PathBuf)> {
-    let mut out = vec![
-        ("domain".to_string(), root().join("domain/src")),
-        ("infra".to_string(), root().join("infra/src")),
-    ];
-    for f in std::fs::read_dir(root().join("functions")).unwrap() {
-        let dir = f.unwrap().path();
-        let src = dir.join("src");
-        if src.is_dir() {
-            let name = dir.file_name().unwrap().to_string_lossy().to_string();
-            out.push((name, src));
-        }
-    }
-    out
-}
-
-fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.is_dir() {
-            rust_files(&path, out);
-        } else if path.extension().is_some_and(|e| e == "rs") {
-            out.push(path);
-        }
-    }
-}
+use taskledger_tests::source::{crates, root, rust_files};
 
 /// The module a file holds, as path segments from the crate root.
 fn module_of(src: &Path, file: &Path) -> Vec<String> {
@@ -223,8 +193,7 @@ type Edges = BTreeMap<(String, Vec<String>), BTreeMap<String, BTreeMap<String, S
 fn edges() -> Edges {
     let mut edges: Edges = BTreeMap::new();
     for (krate, src) in crates() {
-        let mut files = Vec::new();
-        rust_files(&src, &mut files);
+        let files = rust_files(&src);
         let tests = test_modules(&files);
         for file in files {
             if tests.contains(&file) {

@@ -81,14 +81,16 @@ impl TaskPort for TurnPort {
         // The turn's own task is decided on the newest state the turn holds of it (the store's
         // version check refuses a stale one, and the command is decided again on the stored
         // state): no read before each of the agent's commits.
-        let known = self
+        let mine = self
             .latest()
             .filter(|l| l.head().map(|h| &h.id) == Some(task_id));
-        let change = Change::by_agent(task_id).knowing(known);
-        let c = self.service.execute(change, build).await?;
-        if let Ok(mut latest) = self.latest.lock() {
-            let same_task = latest.head().map(|h| &h.id) == Some(task_id);
-            if same_task && c.state.version > latest.version {
+        let own_task = mine.is_some();
+        let c = self
+            .service
+            .execute(Change::by_agent(task_id).knowing(mine), build)
+            .await?;
+        if let (true, Ok(mut latest)) = (own_task, self.latest.lock()) {
+            if c.state.version > latest.version {
                 *latest = c.state.clone();
             }
         }

@@ -68,7 +68,7 @@ impl Ledger {
         task_id: &TaskId,
         target: Target,
         keys: Keys,
-        mut known: Option<Arc<TaskAggregate>>,
+        known: Option<Arc<TaskAggregate>>,
         build: F,
     ) -> Result<Committed, AppError>
     where
@@ -190,8 +190,8 @@ impl Ledger {
                     if let Some(c) = &self.states {
                         c.forget(task_id);
                     }
-                    // What the caller held is out of date too: the next attempt reads the store.
-                    known = None;
+                    // What the caller held is out of date too: the next attempts read the store.
+                    fresh = true;
                     debug!(task_id = %task_id, attempt, "lost a race, deciding again");
                     tokio::time::sleep(backoff(attempt)).await;
                 }
