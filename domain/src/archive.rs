@@ -1,15 +1,17 @@
 //! The archive format: a task's events as NDJSON, one event a line after a header line that
-//! names the format and its version — what `taskledger export` writes and `import` replays into
-//! either store. Reading checks every line and every task whole (its events numbered from 1,
-//! each one decoding, the task folding from them) before anything of it is written; the first
-//! bad line stops the read with its number.
+//! names the format and its version, and — when the deployment has a signing key — a last line
+//! signing what came before (`Signature`) — what `taskledger export` writes and `import` replays
+//! into either store. Reading checks every line on its own as it comes (the importer holds
+//! each event to the aggregate's gate before it is written); the first bad line stops the read
+//! with its number.
 
 use cqrs_es::DomainEvent;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use sha2::{Digest as _, Sha256};
+
 use crate::ids::TaskId;
-use crate::ports::replay_state;
 use crate::task::stored::{EventPayload, StoredEvent};
 use crate::task::TaskEvent;
 use crate::time::Timestamp;
@@ -107,45 +109,136 @@ fn key_segment(s: &str) -> String {
     out
 }
 
-/// A task read whole from an archive: its events, checked.
+/// One event read from an archive, checked on its own: its line, task and number, and the
+/// event with the time it was recorded. Whether it may follow what came before is the
+/// aggregate's gate (`TaskAggregate::admit`), which the importer asks.
 #[derive(Debug, Clone)]
-pub struct ArchivedTask {
+pub struct ArchivedEvent {
+    pub line: usize,
     pub task_id: TaskId,
-    pub events: Vec<(TaskEvent, Timestamp)>,
-    /// The line its first event is on.
-    pub first_line: usize,
+    pub seq: u64,
+    pub event: TaskEvent,
+    pub recorded_at: Timestamp,
 }
 
-impl ArchivedTask {
-    /// Its events as the commits that wrote them (events recorded at the same time were
-    /// committed together), from event `after + 1` on: `(events, recorded_at)` in order.
-    pub fn commits_after(&self, after: u64) -> Vec<(Vec<TaskEvent>, Timestamp)> {
-        let mut out: Vec<(Vec<TaskEvent>, Timestamp)> = Vec::new();
-        for (e, at) in self.events.iter().skip(after as usize) {
-            match out.last_mut() {
-                Some((events, t)) if t == at => events.push(e.clone()),
-                _ => out.push((vec![e.clone()], *at)),
-            }
-        }
-        out
+/// What a signed archive's last line vouches for: the format, the SHA-256 of every byte
+/// before that line, and how many tasks and events they hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Statement {
+    pub format: String,
+    pub sha256: String,
+    pub tasks: u64,
+    pub events: u64,
+}
+
+/// The signature line: a JWS over the statement (its protected header, the statement as its
+/// payload, and the signature), made with the deployment's signing key.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct Signature {
+    pub protected: String,
+    pub statement: Statement,
+    pub signature: String,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Trailer {
+    signature: Signature,
+}
+
+impl Statement {
+    /// The bytes the JWS signs: the statement as compact JSON.
+    pub fn payload(&self) -> Vec<u8> {
+        serde_json::to_vec(self).unwrap_or_default()
     }
 }
 
-/// Reads an archive's lines (`(number, text)`, numbered from 1) task by task.
+/// The signature line (no newline).
+pub fn signature_line(signature: Signature) -> String {
+    serde_json::to_string(&Trailer { signature }).unwrap_or_default()
+}
+
+/// A running SHA-256 of an archive's lines as written (each with its newline), and the
+/// tasks and events among them: what a signature's statement says.
+#[derive(Clone, Default)]
+pub struct Digest {
+    hash: Sha256,
+    tasks: u64,
+    events: u64,
+    last_task: Option<String>,
+}
+
+impl Digest {
+    pub fn header(&mut self, text: &str) {
+        self.bytes(text);
+    }
+
+    /// An event line of `task_id`.
+    pub fn event(&mut self, task_id: &str, text: &str) {
+        if self.last_task.as_deref() != Some(task_id) {
+            self.tasks += 1;
+            self.last_task = Some(task_id.to_string());
+        }
+        self.events += 1;
+        self.bytes(text);
+    }
+
+    fn bytes(&mut self, text: &str) {
+        self.hash.update(text.as_bytes());
+        self.hash.update(b"\n");
+    }
+
+    pub fn statement(&self) -> Statement {
+        Statement {
+            format: FORMAT.into(),
+            sha256: hex(&self.hash.clone().finalize()),
+            tasks: self.tasks,
+            events: self.events,
+        }
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads an archive's lines (`(number, text)`, numbered from 1) event by event, holding no
+/// more than the line it reads: the header first, then each event line checked alone (a task's
+/// events together and numbered from 1, each decoding as the type it names), then, if the
+/// archive is signed, its signature line, last.
 pub struct Reader<I: Iterator<Item = (usize, String)>> {
-    lines: std::iter::Peekable<I>,
+    lines: I,
     started: bool,
     /// A bad line was met: the read is over.
     stopped: bool,
+    /// The task of the last event read, and its number.
+    current: Option<(TaskId, u64)>,
+    digest: Digest,
+    signature: Option<Signature>,
 }
 
 impl<I: Iterator<Item = (usize, String)>> Reader<I> {
     pub fn new(lines: I) -> Self {
         Self {
-            lines: lines.peekable(),
+            lines,
             started: false,
             stopped: false,
+            current: None,
+            digest: Digest::default(),
+            signature: None,
         }
+    }
+
+    /// What the lines read so far hash to (before any signature line).
+    pub fn statement(&self) -> Statement {
+        self.digest.statement()
+    }
+
+    /// The archive's signature, once its last line is read (`None`: unsigned).
+    pub fn signature(&self) -> Option<&Signature> {
+        self.signature.as_ref()
     }
 
     fn read_header(&mut self) -> Result<(), ArchiveError> {
@@ -166,119 +259,115 @@ impl<I: Iterator<Item = (usize, String)>> Reader<I> {
                 ),
             ));
         }
+        self.digest.header(&text);
         Ok(())
     }
 
-    /// The next task, read whole and checked; `None` at the end, and after a bad line.
-    pub fn next_task(&mut self) -> Option<Result<ArchivedTask, ArchiveError>> {
+    /// The next event, checked on its own; `None` at the end, and after a bad line.
+    pub fn next_event(&mut self) -> Option<Result<ArchivedEvent, ArchiveError>> {
         if self.stopped {
             return None;
         }
-        let next = self.read_task();
-        self.stopped = matches!(next, Some(Err(_)));
+        let next = self.read_event();
+        self.stopped = !matches!(next, Some(Ok(_)));
         next
     }
 
-    fn read_task(&mut self) -> Option<Result<ArchivedTask, ArchiveError>> {
+    fn read_event(&mut self) -> Option<Result<ArchivedEvent, ArchiveError>> {
         if !self.started {
             self.started = true;
             if let Err(e) = self.read_header() {
                 return Some(Err(e));
             }
         }
-        let mut task: Option<(TaskId, usize)> = None;
-        let mut stored: Vec<StoredEvent> = Vec::new();
-        while let Some((n, text)) = self.lines.peek().cloned() {
+        loop {
+            let (n, text) = self.lines.next()?;
             if text.trim().is_empty() {
-                self.lines.next();
                 continue;
             }
             if text.len() > MAX_LINE_BYTES {
                 return Some(Err(bad(n, format!("longer than {MAX_LINE_BYTES} bytes"))));
             }
-            let l: Line = match serde_json::from_str(&text) {
-                Ok(l) => l,
-                Err(e) => return Some(Err(bad(n, format!("not an event line: {e}")))),
-            };
-            let id = match TaskId::parse(l.task_id.clone()) {
-                Ok(id) => id,
-                Err(e) => return Some(Err(bad(n, format!("taskId: {e}")))),
-            };
-            match &task {
-                Some((current, _)) if *current != id => break,
-                Some(_) => {}
-                None => task = Some((id.clone(), n)),
-            }
-            self.lines.next();
-            if l.seq != stored.len() as u64 + 1 {
+            if self.signature.is_some() {
                 return Some(Err(bad(
                     n,
-                    format!(
-                        "event {} of task {id} follows event {} (a task's events are numbered from 1, in order)",
-                        l.seq,
-                        stored.len()
-                    ),
+                    "a line after the signature, which must be the last",
                 )));
             }
-            let recorded_at = match Timestamp::parse(&l.recorded_at) {
-                Ok(t) => t,
-                Err(e) => return Some(Err(bad(n, format!("recordedAt: {e}")))),
-            };
-            let payload: EventPayload = match serde_json::from_str(l.payload.get()) {
-                Ok(p) => p,
-                Err(e) => return Some(Err(bad(n, format!("payload: {e}")))),
-            };
-            let e = StoredEvent {
-                seq: l.seq,
-                event_type: l.event_type,
-                event_version: l.event_version,
-                payload,
-                recorded_at,
-                update: None,
-            };
-            match e.decode() {
-                Err(reason) => {
-                    return Some(Err(bad(
-                        n,
-                        format!("event {} does not read: {reason}", e.seq),
-                    )))
+            if text.starts_with(r#"{"signature""#) {
+                match serde_json::from_str::<Trailer>(&text) {
+                    Ok(t) => {
+                        self.signature = Some(t.signature);
+                        continue;
+                    }
+                    Err(e) => return Some(Err(bad(n, format!("not a signature line: {e}")))),
                 }
-                Ok(d) if d.event_type() != e.event_type => {
-                    return Some(Err(bad(
-                        n,
-                        format!(
-                            "event {} says type {:?} but holds a {}",
-                            e.seq,
-                            e.event_type,
-                            d.event_type()
-                        ),
-                    )))
-                }
-                Ok(_) => {}
             }
-            stored.push(e);
+            return Some(self.event_line(n, &text));
         }
-        let (task_id, first_line) = task?;
-        // The task must fold from its events: a created task, every event in order.
-        match replay_state(&stored) {
-            Ok(s) if s.head.as_ref().is_some_and(|h| h.id == task_id) => {}
-            Ok(_) => {
-                return Some(Err(bad(
-                    first_line,
-                    format!("the events of task {task_id} do not create it"),
-                )))
+    }
+
+    fn event_line(&mut self, n: usize, text: &str) -> Result<ArchivedEvent, ArchiveError> {
+        let l: Line =
+            serde_json::from_str(text).map_err(|e| bad(n, format!("not an event line: {e}")))?;
+        let id = TaskId::parse(l.task_id.clone()).map_err(|e| bad(n, format!("taskId: {e}")))?;
+        let before = match &self.current {
+            Some((current, seq)) if *current == id => *seq,
+            _ => 0,
+        };
+        if l.seq != before + 1 {
+            return Err(bad(
+                n,
+                format!(
+                    "event {} of task {id} follows event {before} (a task's events are numbered from 1, in order, together)",
+                    l.seq
+                ),
+            ));
+        }
+        let recorded_at =
+            Timestamp::parse(&l.recorded_at).map_err(|e| bad(n, format!("recordedAt: {e}")))?;
+        let payload: EventPayload =
+            serde_json::from_str(l.payload.get()).map_err(|e| bad(n, format!("payload: {e}")))?;
+        let e = StoredEvent {
+            seq: l.seq,
+            event_type: l.event_type,
+            event_version: l.event_version,
+            payload,
+            recorded_at,
+            update: None,
+        };
+        let event = e
+            .decode()
+            .map_err(|reason| bad(n, format!("event {} does not read: {reason}", e.seq)))?;
+        if event.event_type() != e.event_type {
+            return Err(bad(
+                n,
+                format!(
+                    "event {} says type {:?} but holds a {}",
+                    e.seq,
+                    e.event_type,
+                    event.event_type()
+                ),
+            ));
+        }
+        match &event {
+            TaskEvent::TaskCreated { task_id, .. } if *task_id != id => {
+                return Err(bad(
+                    n,
+                    format!("the events of task {id} create task {task_id}"),
+                ))
             }
-            Err(e) => return Some(Err(bad(first_line, format!("task {task_id}: {e}")))),
+            _ => {}
         }
-        let events = stored
-            .iter()
-            .filter_map(|e| e.decode().ok().map(|d| (d, e.recorded_at)))
-            .collect();
-        Some(Ok(ArchivedTask {
-            task_id,
-            events,
-            first_line,
-        }))
+        self.digest.event(id.as_str(), text);
+        self.current = Some((id.clone(), l.seq));
+        Ok(ArchivedEvent {
+            line: n,
+            task_id: id,
+            seq: l.seq,
+            event,
+            recorded_at,
+        })
     }
 }
 

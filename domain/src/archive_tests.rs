@@ -52,36 +52,92 @@ fn archive(tasks: &[&str]) -> Vec<String> {
     lines
 }
 
-fn read(lines: Vec<String>) -> Vec<Result<ArchivedTask, ArchiveError>> {
+/// The events read, or the error that stopped the read (last).
+fn read(lines: Vec<String>) -> Vec<Result<ArchivedEvent, ArchiveError>> {
     let mut r = Reader::new(lines.into_iter().enumerate().map(|(i, l)| (i + 1, l)));
-    std::iter::from_fn(|| r.next_task()).collect()
+    std::iter::from_fn(|| r.next_event()).collect()
+}
+
+fn error(lines: Vec<String>) -> ArchiveError {
+    read(lines)
+        .into_iter()
+        .find_map(Result::err)
+        .expect("the read stops at a bad line")
 }
 
 #[test]
-fn written_tasks_read_back_whole_with_their_commits() {
-    let tasks = read(archive(&["t-1", "t-2"]));
-    assert_eq!(tasks.len(), 2);
-    let t1 = tasks[0].as_ref().unwrap();
-    assert_eq!(t1.task_id.as_str(), "t-1");
-    assert_eq!(t1.first_line, 2);
+fn written_tasks_read_back_event_by_event_with_their_times() {
+    let events = read(archive(&["t-1", "t-2"]));
     let original = stored("t-1");
-    assert_eq!(t1.events.len(), original.len());
-    for ((e, recorded), o) in t1.events.iter().zip(&original) {
-        assert_eq!(*e, o.decode().unwrap());
-        assert_eq!(*recorded, o.recorded_at);
+    assert_eq!(events.len(), 2 * original.len());
+    for (i, (e, o)) in events.iter().zip(&original).enumerate() {
+        let e = e.as_ref().unwrap();
+        assert_eq!(e.task_id.as_str(), "t-1");
+        assert_eq!(e.line, 2 + i);
+        assert_eq!(e.seq, o.seq);
+        assert_eq!(e.event, o.decode().unwrap());
+        assert_eq!(e.recorded_at, o.recorded_at);
     }
-    // The creation's events were one commit, the completion another.
-    let commits = t1.commits_after(0);
-    assert_eq!(commits.len(), 2);
-    assert_eq!(commits[0].1, at(0));
-    assert_eq!(commits[1].0.len(), original.len() - commits[0].0.len());
-    assert_eq!(t1.commits_after(original.len() as u64).len(), 0);
-    assert_eq!(tasks[1].as_ref().unwrap().first_line, 2 + original.len());
+    let second = events[original.len()].as_ref().unwrap();
+    assert_eq!((second.task_id.as_str(), second.seq), ("t-2", 1));
     // The same lines written again are the same bytes.
+    let t1 = TaskId::parse("t-1").unwrap();
     let again: Vec<String> = std::iter::once(header())
-        .chain(original.iter().map(|e| line(&t1.task_id, e)))
+        .chain(original.iter().map(|e| line(&t1, e)))
         .collect();
     assert_eq!(again, archive(&["t-1"]));
+}
+
+#[test]
+fn a_signature_line_comes_last_and_vouches_for_the_bytes_before_it() {
+    let lines = archive(&["t-1", "t-2"]);
+    let mut digest = Digest::default();
+    digest.header(&lines[0]);
+    for l in &lines[1..] {
+        let task = if l.contains("\"taskId\":\"t-1\"") {
+            "t-1"
+        } else {
+            "t-2"
+        };
+        digest.event(task, l);
+    }
+    let statement = digest.statement();
+    assert_eq!(
+        (statement.tasks, statement.events),
+        (2, lines.len() as u64 - 1)
+    );
+    let signed = Signature {
+        protected: "p".into(),
+        statement: statement.clone(),
+        signature: "s".into(),
+    };
+    let mut with_signature = lines.clone();
+    with_signature.push(signature_line(signed.clone()));
+    let mut r = Reader::new(
+        with_signature
+            .clone()
+            .into_iter()
+            .enumerate()
+            .map(|(i, l)| (i + 1, l)),
+    );
+    while let Some(e) = r.next_event() {
+        e.unwrap();
+    }
+    assert_eq!(r.signature(), Some(&signed));
+    assert_eq!(
+        r.statement(),
+        statement,
+        "the reader hashes what the writer hashed"
+    );
+    // Anything after it is refused.
+    with_signature.push(lines[1].clone());
+    let e = error(with_signature.clone());
+    assert_eq!(e.line, with_signature.len());
+    assert!(e.reason.contains("after the signature"), "{e}");
+    // A malformed one too.
+    let mut bad_signature = lines;
+    bad_signature.push(r#"{"signature":{"protected":1}}"#.into());
+    assert!(error(bad_signature).reason.contains("not a signature line"));
 }
 
 #[test]
@@ -91,12 +147,12 @@ fn a_newer_or_foreign_header_stops_the_read_at_line_1() {
         r#"{{"format":"{FORMAT}","version":{}}}"#,
         FORMAT_VERSION + 1
     );
-    let e = read(lines.clone())[0].clone().unwrap_err();
+    let e = error(lines.clone());
     assert_eq!(e.line, 1);
     assert!(e.reason.contains("version 2"), "{e}");
     lines[0] = r#"{"format":"other","version":1}"#.into();
-    assert_eq!(read(lines)[0].clone().unwrap_err().line, 1);
-    assert_eq!(read(vec![])[0].clone().unwrap_err().line, 1);
+    assert_eq!(error(lines).line, 1);
+    assert_eq!(error(vec![]).line, 1);
 }
 
 #[test]
@@ -129,12 +185,17 @@ fn the_first_bad_line_stops_the_read_with_its_number() {
         }),
     ] {
         let out = broken(edit);
-        assert!(out[0].is_ok(), "{what}: the first task is whole");
-        let e = out[1]
-            .clone()
-            .err()
+        assert!(
+            out[..at_line - 2].iter().all(Result::is_ok),
+            "{what}: the lines before it read"
+        );
+        let e = out
+            .last()
+            .cloned()
+            .and_then(Result::err)
             .unwrap_or_else(|| panic!("{what}: read as good"));
         assert_eq!(e.line, at_line, "{what}: {e}");
+        assert_eq!(out.len(), at_line - 1, "{what}: nothing read after it");
     }
 }
 
@@ -147,9 +208,9 @@ fn a_line_at_its_limit_is_read_and_one_past_it_is_refused() {
         l
     };
     lines[1] = pad(&lines[1], MAX_LINE_BYTES);
-    assert!(read(lines.clone())[0].is_ok());
+    assert!(read(lines.clone()).iter().all(Result::is_ok));
     lines[1] = pad(&lines[1], MAX_LINE_BYTES + 1);
-    let e = read(lines)[0].clone().unwrap_err();
+    let e = error(lines);
     assert_eq!(e.line, 2);
     assert!(e.reason.contains("longer than"), "{e}");
 }
@@ -159,8 +220,13 @@ fn a_task_whose_events_do_not_create_it_is_refused_at_its_first_line() {
     let mut lines = archive(&["t-1"]);
     // drop the creation's first event: numbering breaks at once
     lines.remove(1);
-    let e = read(lines)[0].clone().unwrap_err();
+    let e = error(lines);
     assert_eq!(e.line, 2, "{e}");
+    // a creation of another task under this one's id
+    let mut lines = archive(&["t-1"]);
+    lines[1] = lines[1].replacen("\"task_id\":\"t-1\"", "\"task_id\":\"t-9\"", 1);
+    let e = error(lines);
+    assert!(e.reason.contains("create task t-9"), "{e}");
 }
 
 #[test]

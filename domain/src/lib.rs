@@ -24,6 +24,8 @@ mod props_tests;
 #[cfg(test)]
 mod push_tests;
 #[cfg(test)]
+mod stored_data_tests;
+#[cfg(test)]
 mod task_tests;
 
 pub use error::{DomainError, ErrorKind};

@@ -145,7 +145,7 @@ impl Retention {
     /// When a finished task of `tenant` whose terminal status is at `finished` expires.
     pub fn expiry(&self, tenant: &str, finished: Timestamp) -> Option<Timestamp> {
         let secs = self.period(tenant).secs()?;
-        Some(finished.plus_millis((secs * 1000) as i64))
+        Some(finished.plus_secs(i64::try_from(secs).unwrap_or(i64::MAX)))
     }
 
     /// When the task expires: `None` while it is not finished, or is kept forever.
@@ -165,7 +165,7 @@ impl Retention {
     /// The status time before which `tenant`'s finished tasks have expired at `now`.
     pub fn finished_before(&self, tenant: &str, now: Timestamp) -> Option<Timestamp> {
         let secs = self.period(tenant).secs()?;
-        Some(now.plus_millis(-((secs * 1000) as i64)))
+        Some(now.minus_secs(secs))
     }
 }
 

@@ -5,11 +5,18 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use time::format_description::well_known::Rfc3339;
 use time::{OffsetDateTime, UtcOffset};
 
-/// A point in time, UTC, nanosecond precision.
+/// A point in time, UTC, nanosecond precision, within the years RFC 3339 writes (0000–9999).
+/// No arithmetic on it panics, whatever a stored value holds: it saturates at `MIN` and `MAX`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(OffsetDateTime);
 
 impl Timestamp {
+    /// The first instant a timestamp can hold: 0000-01-01T00:00:00Z.
+    pub const MIN: Timestamp = Timestamp(time::macros::datetime!(0000-01-01 0:00 UTC));
+    /// The last instant a timestamp can hold: 9999-12-31T23:59:59.999999999Z.
+    pub const MAX: Timestamp =
+        Timestamp(time::macros::datetime!(9999-12-31 23:59:59.999_999_999 UTC));
+
     pub fn now() -> Self {
         Self(OffsetDateTime::now_utc())
     }
@@ -39,11 +46,15 @@ impl Timestamp {
         )
     }
 
-    /// Parses RFC 3339 with any offset, normalised to UTC.
+    /// Parses RFC 3339 with any offset, normalised to UTC; an instant that falls outside the
+    /// years 0000–9999 once in UTC (`9999-12-31T23:00:00-05:00`) is refused.
     pub fn parse(s: &str) -> Result<Self, String> {
-        OffsetDateTime::parse(s, &Rfc3339)
-            .map(|t| Self(t.to_offset(UtcOffset::UTC)))
-            .map_err(|e| format!("invalid RFC 3339 timestamp {s:?}: {e}"))
+        let t = OffsetDateTime::parse(s, &Rfc3339)
+            .map_err(|e| format!("invalid RFC 3339 timestamp {s:?}: {e}"))?;
+        t.checked_to_offset(UtcOffset::UTC)
+            .map(Self)
+            .filter(|t| (Self::MIN..=Self::MAX).contains(t))
+            .ok_or_else(|| format!("timestamp {s:?} is outside the years 0000 to 9999 in UTC"))
     }
 
     /// `2026-01-01T00:00:00.123Z`.
@@ -56,13 +67,34 @@ impl Timestamp {
         self.format(9)
     }
 
-    /// The next representable instant (one nanosecond later).
+    /// The next representable instant (one nanosecond later; `MAX` stays `MAX`).
     pub fn next_nano(self) -> Self {
-        Self(self.0 + time::Duration::nanoseconds(1))
+        self.plus(time::Duration::nanoseconds(1))
     }
 
+    /// `ms` milliseconds later (earlier when negative), saturating at `MIN` and `MAX`.
     pub fn plus_millis(self, ms: i64) -> Self {
-        Self(self.0 + time::Duration::milliseconds(ms))
+        self.plus(time::Duration::milliseconds(ms))
+    }
+
+    /// `secs` seconds later (earlier when negative), saturating at `MIN` and `MAX`.
+    pub fn plus_secs(self, secs: i64) -> Self {
+        self.plus(time::Duration::seconds(secs))
+    }
+
+    /// `secs` seconds earlier, saturating at `MIN` (whatever `secs` is).
+    pub fn minus_secs(self, secs: u64) -> Self {
+        self.plus_secs(-(i64::try_from(secs).unwrap_or(i64::MAX)))
+    }
+
+    fn plus(self, d: time::Duration) -> Self {
+        match self.0.checked_add(d) {
+            Some(t) if t > Self::MAX.0 => Self::MAX,
+            Some(t) if t < Self::MIN.0 => Self::MIN,
+            Some(t) => Self(t),
+            None if d.is_negative() => Self::MIN,
+            None => Self::MAX,
+        }
     }
 
     /// `YYYY-MM-DDTHH:MM:SS.` then `digits` (3 or 9) of the fraction and `Z`, written digit
@@ -189,6 +221,38 @@ mod tests {
         let b = a.next_nano();
         assert!(b > a);
         assert_eq!(Timestamp::from_unix_nanos(b.unix_nanos()), b);
+    }
+
+    #[test]
+    fn arithmetic_saturates_at_the_ends_of_the_range_instead_of_panicking() {
+        assert_eq!(Timestamp::MAX.next_nano(), Timestamp::MAX);
+        assert_eq!(Timestamp::MAX.plus_millis(i64::MAX), Timestamp::MAX);
+        assert_eq!(Timestamp::MIN.plus_millis(i64::MIN), Timestamp::MIN);
+        assert_eq!(Timestamp::MIN.minus_secs(u64::MAX), Timestamp::MIN);
+        let late = Timestamp::parse("9999-12-31T00:00:00Z").unwrap();
+        assert_eq!(late.plus_secs(86_400 * 90), Timestamp::MAX);
+        assert_eq!(
+            late.plus_secs(-86_400).to_rfc3339_millis(),
+            "9999-12-30T00:00:00.000Z"
+        );
+        assert_eq!(
+            Timestamp::MAX.to_rfc3339_nanos(),
+            "9999-12-31T23:59:59.999999999Z"
+        );
+        assert_eq!(
+            Timestamp::MIN.to_rfc3339_millis(),
+            "0000-01-01T00:00:00.000Z"
+        );
+    }
+
+    #[test]
+    fn an_offset_that_carries_the_instant_past_9999_is_refused_not_a_panic() {
+        assert!(Timestamp::parse("9999-12-31T23:59:59-05:00").is_err());
+        assert!(Timestamp::parse("0000-01-01T00:00:00+01:00").is_err());
+        assert_eq!(
+            Timestamp::parse("9999-12-31T18:59:59-05:00"),
+            Ok(Timestamp::parse("9999-12-31T23:59:59Z").unwrap())
+        );
     }
 
     #[test]

@@ -202,12 +202,7 @@ pub fn open_with(secrets: Option<&SecretBox>, stored: &str) -> Result<String, Se
 }
 
 fn write_private(path: &Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    crate::files::private_options()
-        .write(true)
-        .create_new(true)
-        .open(path)?
-        .write_all(text.as_bytes())
+    crate::files::create_new_private(path, text.as_bytes())
 }
 
 #[cfg(test)]

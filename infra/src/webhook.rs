@@ -329,6 +329,32 @@ impl taskledger_domain::ports::CardSigner for PushSigner {
     fn sign_detached(&self, payload: &[u8], jku: Option<&str>) -> (String, String) {
         PushSigner::sign_detached(self, payload, jku)
     }
+
+    fn verify_detached(&self, protected: &str, payload: &[u8], signature: &str) -> bool {
+        use p256::ecdsa::signature::Verifier;
+        let header: Option<Value> = URL_SAFE_NO_PAD
+            .decode(protected)
+            .ok()
+            .and_then(|h| serde_json::from_slice(&h).ok());
+        let names_this_key = header.is_some_and(|h| {
+            h.get("alg").and_then(Value::as_str) == Some("ES256")
+                && h.get("kid").and_then(Value::as_str) == Some(self.kid.as_str())
+        });
+        let Some(signature) = URL_SAFE_NO_PAD
+            .decode(signature)
+            .ok()
+            .and_then(|s| Signature::from_slice(&s).ok())
+        else {
+            return false;
+        };
+        let input = format!("{protected}.{}", URL_SAFE_NO_PAD.encode(payload));
+        names_this_key
+            && self
+                .key
+                .verifying_key()
+                .verify(input.as_bytes(), &signature)
+                .is_ok()
+    }
 }
 
 #[cfg(test)]
@@ -336,6 +362,21 @@ mod tests {
     use super::*;
     use p256::ecdsa::signature::Verifier;
     use p256::ecdsa::VerifyingKey;
+
+    #[test]
+    fn a_detached_signature_verifies_with_its_key_only_and_unchanged() {
+        use taskledger_domain::ports::CardSigner;
+        let signer = PushSigner::from_key(SigningKey::from_slice(&[7u8; 32]).unwrap());
+        let other = PushSigner::from_key(SigningKey::from_slice(&[8u8; 32]).unwrap());
+        let (protected, sig) = CardSigner::sign_detached(&signer, b"statement", None);
+        assert!(signer.verify_detached(&protected, b"statement", &sig));
+        assert!(!signer.verify_detached(&protected, b"statement!", &sig));
+        assert!(!other.verify_detached(&protected, b"statement", &sig));
+        let (other_protected, other_sig) = CardSigner::sign_detached(&other, b"statement", None);
+        assert!(!signer.verify_detached(&other_protected, b"statement", &other_sig));
+        assert!(!signer.verify_detached("e30", b"statement", &sig), "no kid");
+        assert!(!signer.verify_detached(&protected, b"statement", "!!"));
+    }
 
     #[test]
     fn signatures_verify_with_the_published_key() {

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use taskledger_app::archive::Selection;
 use taskledger_domain::archive::{header, FORMAT_VERSION};
 use taskledger_domain::retention::Retention;
-use taskledger_local::archive::{export, import};
+use taskledger_local::archive::{export, import, ArchiveKeys, ImportFlags};
 use taskledger_local::{Config, Storage};
 use taskledger_tests::binary::server_binary;
 use taskledger_tests::{aws_endpoint, error_code, fast_timings, Server};
@@ -75,9 +75,15 @@ async fn sqlite_to_file_to_dynamodb_to_file_gives_the_same_bytes() {
     let ids = some_tasks(&original).await;
     let (a, b) = (temp("a.ndjson"), temp("b.ndjson"));
     let sqlite = Storage::Dir(dir.clone());
-    let out = export(&sqlite, &forever(), &Selection::All, Some(&a))
-        .await
-        .unwrap();
+    let out = export(
+        &sqlite,
+        &forever(),
+        &Selection::All,
+        &ArchiveKeys::default(),
+        Some(&a),
+    )
+    .await
+    .unwrap();
     assert_eq!(out.tasks, ids.len() as u64);
     let prefix = format!("tl-arch-{}-", uuid::Uuid::new_v4().simple());
     let dynamo = |create_tables| Storage::Dynamo {
@@ -88,11 +94,25 @@ async fn sqlite_to_file_to_dynamodb_to_file_gives_the_same_bytes() {
     };
     // Tables made by a server start; the import writes into them.
     let copy = server_on(dynamo(true)).await;
-    let imported = import(&dynamo(false), &forever(), &a).await.unwrap();
+    let imported = import(
+        &dynamo(false),
+        &forever(),
+        &ArchiveKeys::default(),
+        &ImportFlags::default(),
+        &a,
+    )
+    .await
+    .unwrap();
     assert_eq!((imported.tasks, imported.events), (out.tasks, out.events));
-    export(&dynamo(false), &forever(), &Selection::All, Some(&b))
-        .await
-        .unwrap();
+    export(
+        &dynamo(false),
+        &forever(),
+        &Selection::All,
+        &ArchiveKeys::default(),
+        Some(&b),
+    )
+    .await
+    .unwrap();
     let (bytes_a, bytes_b) = (std::fs::read(&a).unwrap(), std::fs::read(&b).unwrap());
     assert!(bytes_a.len() > 1000);
     assert!(bytes_a == bytes_b, "the two exports differ");
@@ -106,19 +126,34 @@ async fn sqlite_to_file_to_dynamodb_to_file_gives_the_same_bytes() {
         assert_eq!(there, here, "{id}");
     }
     // Again: nothing written, every task already there whole.
-    let again = import(&dynamo(false), &forever(), &a).await.unwrap();
+    let again = import(
+        &dynamo(false),
+        &forever(),
+        &ArchiveKeys::default(),
+        &ImportFlags::default(),
+        &a,
+    )
+    .await
+    .unwrap();
     assert_eq!((again.events, again.unchanged), (0, ids.len() as u64));
     // One task only, then a tenant's.
     let one = temp("one.ndjson");
     let task = taskledger_domain::ids::TaskId::parse(ids[0].clone()).unwrap();
-    let r = export(&sqlite, &forever(), &Selection::Task(task), Some(&one))
-        .await
-        .unwrap();
+    let r = export(
+        &sqlite,
+        &forever(),
+        &Selection::Task(task),
+        &ArchiveKeys::default(),
+        Some(&one),
+    )
+    .await
+    .unwrap();
     assert_eq!(r.tasks, 1);
     let r = export(
         &sqlite,
         &forever(),
         &Selection::Tenant("nobody".into()),
+        &ArchiveKeys::default(),
         Some(&one),
     )
     .await
@@ -132,9 +167,15 @@ async fn exported_lines() -> (Vec<String>, Vec<String>) {
     let s = server_on(Storage::Dir(dir.clone())).await;
     let ids = some_tasks(&s).await;
     let file = temp("lines.ndjson");
-    export(&Storage::Dir(dir), &forever(), &Selection::All, Some(&file))
-        .await
-        .unwrap();
+    export(
+        &Storage::Dir(dir),
+        &forever(),
+        &Selection::All,
+        &ArchiveKeys::default(),
+        Some(&file),
+    )
+    .await
+    .unwrap();
     let text = std::fs::read_to_string(&file).unwrap();
     (text.lines().map(str::to_string).collect(), ids)
 }
@@ -160,10 +201,16 @@ async fn a_bad_line_stops_the_import_there_having_written_nothing_of_its_task() 
     let file = temp("bad.ndjson");
     std::fs::write(&file, lines.join("\n")).unwrap();
     let target = temp("target");
-    let err = import(&Storage::Dir(target.clone()), &forever(), &file)
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = import(
+        &Storage::Dir(target.clone()),
+        &forever(),
+        &ArchiveKeys::default(),
+        &ImportFlags::default(),
+        &file,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(err.starts_with(&format!("line {bad_line}:")), "{err}");
     let s = server_on(Storage::Dir(target)).await;
     assert_eq!(
@@ -185,10 +232,16 @@ async fn a_newer_format_version_is_refused_at_line_1() {
     let file = temp("newer.ndjson");
     std::fs::write(&file, lines.join("\n")).unwrap();
     let target = temp("newer-target");
-    let err = import(&Storage::Dir(target.clone()), &forever(), &file)
-        .await
-        .unwrap_err()
-        .to_string();
+    let err = import(
+        &Storage::Dir(target.clone()),
+        &forever(),
+        &ArchiveKeys::default(),
+        &ImportFlags::default(),
+        &file,
+    )
+    .await
+    .unwrap_err()
+    .to_string();
     assert!(err.starts_with("line 1: format version 2"), "{err}");
     let s = server_on(Storage::Dir(target)).await;
     assert_eq!(s.total_tasks().await, 0, "{ids:?}");

@@ -12,7 +12,7 @@ use taskledger_app::archive::Selection;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::retention::Retention;
 use taskledger_infra::s3::{self, BucketName, ARCHIVE_CONTENT_TYPE};
-use taskledger_local::archive::{export, import};
+use taskledger_local::archive::{export, import, ArchiveKeys, ImportFlags};
 use taskledger_local::{Config, Storage};
 use taskledger_tests::{aws_endpoint, fast_timings, Server};
 
@@ -85,6 +85,7 @@ async fn exported(storage: &Storage, id: &str) -> Vec<u8> {
         storage,
         &Retention::default(),
         &Selection::Task(task),
+        &ArchiveKeys::default(),
         Some(&file),
     )
     .await
@@ -150,9 +151,15 @@ async fn finished_tasks_are_archived_to_the_bucket_as_export_writes_them() {
     let file = temp("object.ndjson");
     std::fs::write(&file, body).unwrap();
     let dir = temp("sqlite");
-    let restored = import(&Storage::Dir(dir.clone()), &Retention::forever(), &file)
-        .await
-        .unwrap();
+    let restored = import(
+        &Storage::Dir(dir.clone()),
+        &Retention::forever(),
+        &ArchiveKeys::default(),
+        &ImportFlags::default(),
+        &file,
+    )
+    .await
+    .unwrap();
     assert_eq!(restored.tasks, 1);
     let mut c = Config::in_memory();
     c.storage = Storage::Dir(dir);

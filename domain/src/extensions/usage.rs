@@ -36,16 +36,20 @@ impl Usage {
             output_tokens: output,
             reasoning_tokens: reasoning,
             cached_input_tokens: cached,
-            total_tokens: total.unwrap_or(input + output + reasoning),
+            total_tokens: total
+                .unwrap_or_else(|| input.saturating_add(output).saturating_add(reasoning)),
         }
     }
 
+    /// Counts are summed saturating: a provider's or a stored count never overflows a total.
     fn add(&mut self, o: &Usage) {
-        self.input_tokens += o.input_tokens;
-        self.output_tokens += o.output_tokens;
-        self.reasoning_tokens += o.reasoning_tokens;
-        self.cached_input_tokens += o.cached_input_tokens;
-        self.total_tokens += o.total_tokens;
+        self.input_tokens = self.input_tokens.saturating_add(o.input_tokens);
+        self.output_tokens = self.output_tokens.saturating_add(o.output_tokens);
+        self.reasoning_tokens = self.reasoning_tokens.saturating_add(o.reasoning_tokens);
+        self.cached_input_tokens = self
+            .cached_input_tokens
+            .saturating_add(o.cached_input_tokens);
+        self.total_tokens = self.total_tokens.saturating_add(o.total_tokens);
     }
 }
 

@@ -73,7 +73,7 @@ pub(super) fn fail_stalled(
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     let deadline_secs = deadline_secs.min(MAX_STALL_DEADLINE_SECS);
-    let cutoff = at.plus_millis(-((deadline_secs * 1000) as i64));
+    let cutoff = at.minus_secs(deadline_secs);
     if !agent_at_work(head.status.state) || head.last_timeline >= cutoff {
         return Ok(vec![]);
     }

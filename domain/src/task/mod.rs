@@ -2,6 +2,7 @@
 //! pure and synchronous. A table of contents: each rule lives in the file named for its concept.
 
 mod access;
+pub mod admission;
 mod agent_work;
 mod approvals;
 mod artifacts;

@@ -47,6 +47,7 @@ async fn main() -> Result<(), Error> {
         BucketName::parse(&bucket).map_err(|e| format!("TASKLEDGER_ARCHIVE_BUCKET: {e}"))?;
     let store = taskledger_infra::lambda::store_from_env().await?;
     let sink = Arc::new(S3Archive::new(s3::client_from_env().await, bucket));
-    let archiver = Archiver::new(store, sink);
+    let signer = taskledger_infra::lambda::push_from_env()?.signer;
+    let archiver = Archiver::new(store, sink).signed_by(signer.map(|s| s as _));
     run(service_fn(|event| handle(&archiver, event))).await
 }

@@ -260,12 +260,20 @@ pub(crate) enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
-    /// Replay an export into the store (idempotent: tasks already there whole are left as
-    /// they are); stops at the first bad line, with its number.
+    /// Replay an export into the store, every event held to the task's rules (idempotent:
+    /// tasks already there whole are left as they are); stops at the first bad line, with its
+    /// number.
     Import {
         /// The export to read.
         #[arg(long)]
         file: PathBuf,
+        /// Place the archive in this tenant: a task of any other tenant is refused.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// Refuse an archive not signed with this server's signing key
+        /// (--push-signing-key-file), or changed since.
+        #[arg(long)]
+        require_signed: bool,
     },
     /// Replay events into the DynamoDB read model: one task, or every task page by page.
     Rebuild {

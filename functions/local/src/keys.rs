@@ -15,8 +15,45 @@ pub const SECRETS_KEY_FILE: &str = "secrets.keys";
 
 /// The keys push-config secrets are sealed with (`Config::secrets_key_file`).
 pub(crate) fn secrets(config: &Config) -> Result<Option<Arc<SecretBox>>, LocalError> {
-    let path = match (&config.secrets_key_file, &config.storage) {
-        (Some(p), _) => p.clone(),
+    secrets_for(&config.storage, config.secrets_key_file.as_deref())
+}
+
+/// What signs, verifies and seals around an archive (`export`, `import`): the same keys and
+/// webhook policy the server with these settings uses.
+pub fn archive_keys(
+    storage: &Storage,
+    secrets_key_file: Option<&std::path::Path>,
+    signing_key_pem: Option<&str>,
+    policy: taskledger_domain::push::AddressPolicy,
+) -> Result<crate::archive::ArchiveKeys, LocalError> {
+    let signer = match signing_key_pem {
+        Some(pem) => Some(
+            Arc::new(taskledger_infra::webhook::PushSigner::from_pem(pem)?)
+                as Arc<dyn taskledger_domain::ports::CardSigner>,
+        ),
+        None => None,
+    };
+    if let Storage::Dir(dir) = storage {
+        // The keys live beside the store, which may not exist yet (an import into a new one).
+        taskledger_infra::files::private_dir(dir)?;
+    }
+    let seal = secrets_for(storage, secrets_key_file)?.map(|b| {
+        Arc::new(taskledger_infra::secrets::Seal(Some(b)))
+            as Arc<dyn taskledger_domain::ports::SecretSeal>
+    });
+    Ok(crate::archive::ArchiveKeys {
+        signer,
+        seal,
+        policy: Some(policy),
+    })
+}
+
+fn secrets_for(
+    storage: &Storage,
+    secrets_key_file: Option<&std::path::Path>,
+) -> Result<Option<Arc<SecretBox>>, LocalError> {
+    let path = match (secrets_key_file.map(|p| p.to_path_buf()), storage) {
+        (Some(p), _) => p,
         (None, Storage::Dir(dir)) => dir.join(SECRETS_KEY_FILE),
         (None, Storage::Memory) => return Ok(Some(Arc::new(SecretBox::ephemeral()))),
         (None, Storage::Dynamo { .. }) => {

@@ -36,6 +36,7 @@ pub mod sessions;
 pub use config::{Config, GrpcSettings, LocalError, PushSettings, Storage};
 use http_server::serve_http;
 pub use http_server::{HEADER_READ_TIMEOUT, MAX_HEADER_BYTES};
+pub use keys::archive_keys;
 use keys::{cursor_key, secrets};
 pub use keys::{CURSOR_KEY_FILE, SECRETS_KEY_FILE};
 use taskledger_infra::SqliteStore;

@@ -124,6 +124,27 @@ fn uses_dynamo(args: &Args) -> bool {
 }
 
 /// `--retention` and `--retention-tenants`, checked.
+/// The keys and webhook policy `export` and `import` work with: the server's own.
+fn archive_keys_of(
+    args: &Args,
+) -> Result<taskledger_local::archive::ArchiveKeys, Box<dyn std::error::Error>> {
+    let pem = match &args.push_signing_key_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .map_err(|e| format!("--push-signing-key-file {}: {e}", path.display()))?,
+        ),
+        None => None,
+    };
+    let policy = taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
+        .map_err(|e| format!("--push-allowlist: {e}"))?;
+    Ok(taskledger_local::archive_keys(
+        &storage_of(args),
+        args.secrets_key_file.as_deref(),
+        pem.as_deref(),
+        policy,
+    )?)
+}
+
 fn retention_of(args: &Args) -> Result<taskledger_domain::retention::Retention, String> {
     taskledger_domain::retention::Retention::parse(&args.retention, &args.retention_tenants)
         .map_err(|e| format!("--retention / --retention-tenants: {e}"))
@@ -275,16 +296,30 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 &storage_of(&args),
                 &retention_of(&args)?,
                 &selection,
+                &archive_keys_of(&args)?,
                 out.as_deref(),
             )
             .await?;
             eprintln!("exported {} tasks ({} events)", r.tasks, r.events);
             return Ok(());
         }
-        Some(Command::Import { file }) => {
-            let r =
-                taskledger_local::archive::import(&storage_of(&args), &retention_of(&args)?, file)
-                    .await?;
+        Some(Command::Import {
+            file,
+            tenant,
+            require_signed,
+        }) => {
+            let flags = taskledger_local::archive::ImportFlags {
+                tenant: tenant.clone(),
+                require_signed: *require_signed,
+            };
+            let r = taskledger_local::archive::import(
+                &storage_of(&args),
+                &retention_of(&args)?,
+                &archive_keys_of(&args)?,
+                &flags,
+                file,
+            )
+            .await?;
             eprintln!(
                 "imported {} tasks ({} events written; {} already there whole)",
                 r.tasks, r.events, r.unchanged

@@ -173,7 +173,7 @@ fn expired_ids(
         }
     }
     if let Some(secs) = retention.default_period().secs() {
-        let cutoff = now.plus_millis(-((secs * 1000) as i64));
+        let cutoff = now.minus_secs(secs);
         let marks = vec!["?"; overridden.len()].join(", ");
         let mut args: Vec<SqlValue> = vec![cutoff.unix_nanos().into()];
         args.extend(overridden.iter().map(|t| SqlValue::from(t.to_string())));

@@ -51,12 +51,7 @@ impl ChangeStamp {
 
     /// The counters every process that opens the store under `data_dir` shares.
     pub(super) fn shared(data_dir: &Path) -> std::io::Result<Self> {
-        let file = crate::files::private_options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(data_dir.join(STAMP_FILE))?;
+        let file = crate::files::open_shared(&data_dir.join(STAMP_FILE))?;
         if file.metadata()?.len() < STAMP_BYTES {
             // Zeros: nothing begun, nothing ended. Two processes creating it at once both write
             // zeros over zeros.

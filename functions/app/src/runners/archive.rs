@@ -7,13 +7,15 @@
 use std::sync::Arc;
 
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::{ArchiveSink, CommittedEvent, EventStore};
+use taskledger_domain::ports::{ArchiveSink, CardSigner, CommittedEvent, EventStore};
 
 use crate::archive::{task_object, ArchiveRunError};
 
 pub struct Archiver {
     store: Arc<dyn EventStore>,
     sink: Arc<dyn ArchiveSink>,
+    /// Signs each object, when the deployment has a signing key (`import --require-signed`).
+    signer: Option<Arc<dyn CardSigner>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -25,7 +27,17 @@ pub struct ArchiverError {
 
 impl Archiver {
     pub fn new(store: Arc<dyn EventStore>, sink: Arc<dyn ArchiveSink>) -> Self {
-        Self { store, sink }
+        Self {
+            store,
+            sink,
+            signer: None,
+        }
+    }
+
+    /// Each object signed with `signer` (none: unsigned).
+    pub fn signed_by(mut self, signer: Option<Arc<dyn CardSigner>>) -> Self {
+        self.signer = signer;
+        self
     }
 
     /// Writes each expiring task of `events` once (a batch often holds several events of one
@@ -44,7 +56,9 @@ impl Archiver {
                 task_id: id.clone(),
                 source,
             };
-            let Some((key, body)) = task_object(self.store.as_ref(), id).await.map_err(failed)?
+            let Some((key, body)) = task_object(self.store.as_ref(), id, self.signer.as_deref())
+                .await
+                .map_err(failed)?
             else {
                 tracing::debug!(task_id = %id, "nothing to archive: the task is gone");
                 continue;

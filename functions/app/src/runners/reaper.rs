@@ -54,7 +54,7 @@ pub async fn reap_stalled(
     now: Timestamp,
 ) -> Result<ReapReport, AppError> {
     let deadline_secs = deadline_secs.min(MAX_STALL_DEADLINE_SECS);
-    let before = now.plus_millis(-((deadline_secs * 1000) as i64));
+    let before = now.minus_secs(deadline_secs);
     let mut report = ReapReport::default();
     let mut after: Option<AtWork> = None;
     loop {

@@ -37,7 +37,10 @@ use crate::error::AppError;
 
 pub use answers::{ANSWER_CACHE_BYTES, ANSWER_MAX_BYTES};
 pub use execute::Change;
-pub use ledger::{Committed, Ledger, MAX_COMMAND_ATTEMPTS, STATE_CACHE_TASKS};
+pub use ledger::{
+    Committed, Ledger, RestoreError, MAX_COMMAND_ATTEMPTS, MAX_RESTORED_COMMIT_EVENTS,
+    STATE_CACHE_TASKS,
+};
 
 /// Capacity of the in-process change feed that wakes blocking requests.
 const CHANGE_FEED_CAPACITY: usize = 4096;
@@ -207,6 +210,7 @@ impl Service {
             store.clone(),
             settings.state_cache,
             settings.retention.clone(),
+            settings.push_policy.clone(),
         );
         let answers =
             (settings.answer_cache > 0).then(|| answers::AnswerCache::new(settings.answer_cache));

@@ -7,7 +7,7 @@ use std::time::Duration;
 use tracing::Instrument;
 
 use taskledger_domain::agent::turns::{turns_from, AgentTurn};
-use taskledger_domain::error::DomainError;
+use taskledger_domain::error::{DomainError, ErrorKind};
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{CommitBuilder, IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
@@ -109,12 +109,27 @@ impl Ledger {
             // The kept state stays as it is for others holding it: the builder works on a copy.
             let mut b = CommitBuilder::new(task_id.clone(), Arc::unwrap_or_clone(before));
             let mut refused = None;
-            for command in commands {
+            let now = Timestamp::now();
+            let gate = self.admission(now);
+            'decide: for command in commands {
                 match b.state().decide(command) {
-                    Ok(decided) => decided.into_iter().for_each(|e| b.add(e)),
+                    Ok(decided) => {
+                        for e in decided {
+                            // The one gate every stored event passes (ADR 032): a decision
+                            // keeps it by construction, so a refusal here is a defect.
+                            if let Err(why) = b.state().admit(&e, now, &gate) {
+                                tracing::error!(task_id = %task_id, event = e.name(), %why, "a decided event does not pass the gate");
+                                return Err(AppError::protocol(
+                                    ErrorKind::Internal,
+                                    format!("the task's rules refuse the change: {why}"),
+                                ));
+                            }
+                            b.add(e);
+                        }
+                    }
                     Err(e) => {
                         refused = Some(with_task_id(e, task_id));
-                        break;
+                        break 'decide;
                     }
                 }
             }
@@ -133,7 +148,7 @@ impl Ledger {
             if b.events().is_empty() {
                 return Ok(Committed::nothing(b.into_state()));
             }
-            let (mut commit, events) = b.finish(Timestamp::now());
+            let (mut commit, events) = b.finish(now);
             commit.message_key = keys.message.clone();
             commit.idempotency = keys.idempotency.clone();
             // The work after it joins the trace through this commit's span (ADR 033).

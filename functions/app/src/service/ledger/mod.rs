@@ -10,12 +10,15 @@
 
 mod cache;
 mod commit;
+mod restore;
 
 use std::sync::Arc;
 
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{load_state, replay_state, EventStore};
+use taskledger_domain::push::AddressPolicy;
 use taskledger_domain::retention::Retention;
+use taskledger_domain::task::admission::Admission;
 use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::task::{TaskAggregate, TaskHead};
 use taskledger_domain::time::Timestamp;
@@ -27,12 +30,15 @@ pub(crate) use cache::CommitEvents;
 pub use cache::STATE_CACHE_TASKS;
 pub use commit::{Committed, MAX_COMMAND_ATTEMPTS};
 pub(crate) use commit::{Keys, Target};
+pub use restore::{RestoreError, MAX_RESTORED_COMMIT_EVENTS};
 
 /// The task states of one store: read, kept and changed here only.
 pub struct Ledger {
     store: Arc<dyn EventStore>,
     states: Option<cache::StateCache>,
     retention: Retention,
+    /// The webhook addresses a stored push config may name (the gate checks every one).
+    addresses: AddressPolicy,
 }
 
 /// What a turn starts from: the task's state and, when this process's commit of the work
@@ -49,6 +55,7 @@ impl Ledger {
         store: Arc<dyn EventStore>,
         state_cache: usize,
         retention: Retention,
+        addresses: AddressPolicy,
     ) -> Self {
         let states =
             (state_cache > 0 && store.keeps_states()).then(|| cache::StateCache::new(state_cache));
@@ -56,7 +63,18 @@ impl Ledger {
             store,
             states,
             retention,
+            addresses,
         }
+    }
+
+    /// A ledger that keeps no states, for one pass over the store (an import).
+    pub fn uncached(store: Arc<dyn EventStore>, addresses: AddressPolicy) -> Self {
+        Self::new(store, 0, Retention::forever(), addresses)
+    }
+
+    /// The gate every event passes before it is appended, with `now` as its clock.
+    pub fn admission(&self, now: Timestamp) -> Admission {
+        Admission::new(now, self.addresses.clone())
     }
 
     /// The current state of a task: as kept if the store's head is still at its version (one
