@@ -282,11 +282,11 @@ impl<I: Iterator<Item = (usize, String)>> Reader<I> {
         }
         loop {
             let (n, text) = self.lines.next()?;
-            if text.trim().is_empty() {
-                continue;
-            }
             if text.len() > MAX_LINE_BYTES {
                 return Some(Err(bad(n, format!("longer than {MAX_LINE_BYTES} bytes"))));
+            }
+            if text.trim().is_empty() {
+                continue;
             }
             if self.signature.is_some() {
                 return Some(Err(bad(

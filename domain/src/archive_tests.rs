@@ -210,6 +210,11 @@ fn a_line_at_its_limit_is_read_and_one_past_it_is_refused() {
     lines[1] = pad(&lines[1], MAX_LINE_BYTES);
     assert!(read(lines.clone()).iter().all(Result::is_ok));
     lines[1] = pad(&lines[1], MAX_LINE_BYTES + 1);
+    let e = error(lines.clone());
+    assert_eq!(e.line, 2);
+    assert!(e.reason.contains("longer than"), "{e}");
+    // A line of nothing but blanks is no exception.
+    lines[1] = " ".repeat(MAX_LINE_BYTES + 1);
     let e = error(lines);
     assert_eq!(e.line, 2);
     assert!(e.reason.contains("longer than"), "{e}");

@@ -182,7 +182,7 @@ impl<R: Read> Iterator for BoundedLines<R> {
                 if too_long {
                     // The reader refuses it by its number; nothing after it is read.
                     self.done = true;
-                    return Some((self.number, " ".repeat(MAX_LINE_BYTES + 1)));
+                    return Some((self.number, "x".repeat(MAX_LINE_BYTES + 1)));
                 }
                 while matches!(self.buf.last(), Some(b'\n' | b'\r')) {
                     self.buf.pop();
