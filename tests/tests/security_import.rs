@@ -70,7 +70,10 @@ fn status(state: TaskState, s: i64) -> TaskEvent {
 
 /// An archive of tasks, each a list of commits (events recorded together, at the commit's
 /// time): the header and a line per event.
-fn archive(tasks: &[(&str, Vec<(Vec<TaskEvent>, Timestamp)>)]) -> String {
+/// A task's commits: the events of each, and when it was recorded.
+type Commits = Vec<(Vec<TaskEvent>, Timestamp)>;
+
+fn archive(tasks: &[(&str, Commits)]) -> String {
     let mut out = vec![header()];
     for (id, commits) in tasks {
         let task_id = TaskId::parse(*id).unwrap();
@@ -287,7 +290,7 @@ async fn events_the_domain_would_never_decide_are_refused_at_their_line_and_chan
     );
 }
 
-fn shared_task() -> Vec<(Vec<TaskEvent>, Timestamp)> {
+fn shared_task() -> Commits {
     let person = |id: &str, role| Participant {
         id: id.into(),
         kind: ParticipantKind::Human,
