@@ -212,14 +212,14 @@ fn configs_are_allowed_on_terminal_tasks_and_registered_at_their_event() {
 #[test]
 fn the_same_id_replaces_and_the_count_is_limited() {
     let mut s = task();
-    for i in 0..MAX_PUSH_CONFIGS_PER_TASK {
+    for i in 0..MAX_PUSH_CONFIGS_PER_PRINCIPAL {
         run(&mut s, set(&format!("cfg-{i}")));
     }
     // Replacing an existing id is not a new config.
     run(&mut s, set("cfg-0"));
     assert_eq!(
         s.head.as_ref().unwrap().push.len(),
-        MAX_PUSH_CONFIGS_PER_TASK
+        MAX_PUSH_CONFIGS_PER_PRINCIPAL
     );
     let err = s.decide(set("one-more")).unwrap_err();
     assert!(err.to_string().contains("limit"), "{err}");
@@ -463,4 +463,86 @@ fn ipv6_forms_that_carry_an_ipv4_address_are_judged_by_it() {
     // The allowlist sees the IPv4 address too.
     let dev = AddressPolicy::allow_loopback();
     assert!(dev.permits("2002:7f00:1::".parse().unwrap()).is_ok());
+}
+
+#[test]
+fn a_failure_reason_never_carries_a_url_and_is_bounded() {
+    use crate::push::{failure_reason, MAX_FAILURE_REASON_BYTES};
+    let r = failure_reason(
+        "error sending request for url (https://hooks.example.com/x?secret=s3cr3t): \
+         connection refused",
+    );
+    assert_eq!(
+        r,
+        "error sending request for url (<url>): connection refused"
+    );
+    assert!(!failure_reason("see http://10.0.0.1:8080/a?token=abc.").contains("token"));
+    assert_eq!(failure_reason("HTTP 500"), "HTTP 500");
+    assert_eq!(
+        failure_reason("x".repeat(MAX_FAILURE_REASON_BYTES + 1).as_str()).len(),
+        MAX_FAILURE_REASON_BYTES
+    );
+    assert_eq!(
+        failure_reason(&"é".repeat(MAX_FAILURE_REASON_BYTES)).len(),
+        MAX_FAILURE_REASON_BYTES
+    );
+}
+
+#[test]
+fn each_principal_has_its_own_config_ids_and_room() {
+    let mut s = task();
+    let bob = crate::ids::Principal::new("acme", "bob").unwrap();
+    let as_bob = |id: &str| TaskCommand::SetPushConfig {
+        config: spec(id),
+        at: Timestamp::now(),
+        by: Some(bob.clone()),
+    };
+    // bob fills his room and takes the id the owner's 0.3 default would use...
+    for i in 0..MAX_PUSH_CONFIGS_PER_PRINCIPAL - 1 {
+        run(&mut s, as_bob(&format!("b-{i}")));
+    }
+    run(&mut s, as_bob("t-1"));
+    assert!(s.decide(as_bob("one-more")).is_err(), "bob is at his limit");
+    // ...and the owner still registers, sees and deletes its own, the same id included.
+    run(&mut s, set("t-1"));
+    run(&mut s, set("cfg-owner"));
+    let head = s.head.as_ref().unwrap();
+    let owners: Vec<_> = head
+        .push
+        .iter()
+        .filter(|p| p.belongs_to(&head.owner, &head.owner))
+        .map(|p| p.id.as_str())
+        .collect();
+    assert_eq!(owners, ["t-1", "cfg-owner"]);
+    let events = run(
+        &mut s,
+        TaskCommand::DeletePushConfig {
+            id: "t-1".into(),
+            at: Timestamp::now(),
+            by: None,
+        },
+    );
+    assert!(
+        matches!(&events[..], [TaskEvent::PushConfigDeleted { key: Some(k), .. }] if k == "t-1")
+    );
+    let head = s.head.as_ref().unwrap();
+    assert_eq!(
+        head.push.len(),
+        MAX_PUSH_CONFIGS_PER_PRINCIPAL + 1,
+        "bob's t-1 stays"
+    );
+    assert!(head.push.iter().any(|p| p.id == "t-1" && p.owner.is_some()));
+    // Their deliveries are two groups and two de-duplication ids.
+    let bobs = head.push.iter().find(|p| p.id == "t-1").unwrap().clone();
+    let mut owners_t1 = bobs.clone();
+    owners_t1.owner = None;
+    let d = |c: crate::push::Subscription| crate::push::PushDelivery {
+        task_id: "t".into(),
+        seq: 9,
+        config: c,
+        body: String::new(),
+        trace: None,
+    };
+    assert_ne!(d(bobs.clone()).group(), d(owners_t1.clone()).group());
+    assert_ne!(d(bobs).dedup_id(), d(owners_t1).dedup_id());
 }

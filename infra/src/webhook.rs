@@ -283,6 +283,8 @@ impl WebhookSender {
                 classify_status(resp.status().as_u16(), retry_after)
             }
             Err(e) => {
+                // reqwest names the URL in its errors: a webhook URL is a capability.
+                let e = e.without_url();
                 let chain = error_chain(&e);
                 if chain.contains("refused: ") {
                     AttemptResult::Permanent {

@@ -4,6 +4,7 @@
 
 pub mod binary;
 pub mod binding;
+pub mod board;
 pub mod chat;
 pub mod grpc;
 pub mod otlp;

@@ -81,8 +81,8 @@ pub fn extended_card(
         Some(json!(crate::extensions::harness::MAX_PARTICIPANTS)),
     );
     put(
-        "pushConfigsPerTask",
-        Some(json!(crate::push::MAX_PUSH_CONFIGS_PER_TASK)),
+        "pushConfigsPerPrincipal",
+        Some(json!(crate::push::MAX_PUSH_CONFIGS_PER_PRINCIPAL)),
     );
     put("pageSizeMax", Some(json!(crate::ids::PAGE_SIZE_MAX)));
     public.capabilities.extensions.push(AgentExtension {

@@ -43,9 +43,9 @@ impl PushDelivery {
     }
 
     /// Deliveries in one group go out one at a time, in sequence order (FIFO message group:
-    /// at most 128 characters, so a digest).
+    /// at most 128 characters, so a digest): one group per subscription (`Subscription::key`).
     pub fn group(&self) -> String {
-        digest(&format!("{}\n{}", self.task_id, self.config.id))
+        digest(&format!("{}\n{}", self.task_id, self.config.key()))
     }
 
     /// The delivery's media type: 1.0's, or plain JSON for a 0.3 config.
@@ -56,9 +56,15 @@ impl PushDelivery {
         }
     }
 
-    /// Queue de-duplication id (a digest: at most 128 characters).
+    /// Queue de-duplication id (a digest: at most 128 characters): the delivery of one update
+    /// to one subscription.
     pub fn dedup_id(&self) -> String {
-        digest(&self.delivery_id())
+        digest(&format!(
+            "{}:{}:{}",
+            self.task_id,
+            self.seq,
+            self.config.key()
+        ))
     }
 }
 

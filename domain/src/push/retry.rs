@@ -19,6 +19,61 @@ pub enum AttemptResult {
     },
 }
 
+/// The longest failure reason kept with a delivery, in bytes.
+pub const MAX_FAILURE_REASON_BYTES: usize = 300;
+
+impl AttemptResult {
+    /// The result with its reason as it may be kept and shown (`failure_reason`).
+    pub fn cleaned(self) -> Self {
+        match self {
+            Self::Transient {
+                reason,
+                retry_after,
+            } => Self::Transient {
+                reason: failure_reason(&reason),
+                retry_after,
+            },
+            Self::Permanent { reason } => Self::Permanent {
+                reason: failure_reason(&reason),
+            },
+            Self::Delivered => Self::Delivered,
+        }
+    }
+}
+
+/// A failure reason as it is kept with a delivery and shown (the board, logs, the dead-letter
+/// queue): every URL in it replaced by `<url>` — a webhook URL is a bearer capability (its
+/// query string often a secret), and a reason may be read by others than the config's owner —
+/// and at most `MAX_FAILURE_REASON_BYTES`.
+pub fn failure_reason(reason: &str) -> String {
+    let words: Vec<String> = reason
+        .split(char::is_whitespace)
+        .map(|w| match w.find("://") {
+            None => w.to_string(),
+            Some(at) => {
+                let start = w[..at]
+                    .rfind(|c: char| !(c.is_ascii_alphanumeric() || "+-.".contains(c)))
+                    .map_or(0, |p| p + 1);
+                // What closes the URL (a bracket, a quote, a full stop) stays.
+                let end = w
+                    .trim_end_matches([')', ']', '"', '\'', '>', ',', '.', ';', ':'])
+                    .len()
+                    .max(at + 3);
+                format!("{}<url>{}", &w[..start], &w[end..])
+            }
+        })
+        .collect();
+    let mut out = words.join(" ");
+    if out.len() > MAX_FAILURE_REASON_BYTES {
+        let mut end = MAX_FAILURE_REASON_BYTES;
+        while !out.is_char_boundary(end) {
+            end -= 1;
+        }
+        out.truncate(end);
+    }
+    out
+}
+
 /// What to do with a delivery after an attempt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NextStep {

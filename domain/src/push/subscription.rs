@@ -9,8 +9,9 @@ use super::address::AddressPolicy;
 use crate::error::DomainError;
 use crate::wire::{AuthenticationInfo, PushProtocol, TaskPushNotificationConfig};
 
-/// Webhook subscriptions one task may hold.
-pub const MAX_PUSH_CONFIGS_PER_TASK: usize = 50;
+/// Webhook subscriptions one principal may hold on one task (each principal's configs are its
+/// own: another's cannot take its ids or its room).
+pub const MAX_PUSH_CONFIGS_PER_PRINCIPAL: usize = 50;
 /// Longest webhook URL, in bytes.
 pub const MAX_PUSH_URL_BYTES: usize = 2048;
 /// Longest client-given config id, in bytes.
@@ -48,6 +49,16 @@ pub struct Subscription {
 }
 
 impl Subscription {
+    /// What tells it from every other subscription of its task: its id for the task owner's,
+    /// its id and its principal for anyone else's (ids are each principal's own; an id holds no
+    /// control character, so no id of one principal reads as another's key).
+    pub fn key(&self) -> String {
+        match &self.owner {
+            None => self.id.clone(),
+            Some(p) => format!("{}\n{p}", self.id),
+        }
+    }
+
     /// Whether the subscription is `who`'s: each principal sees and manages its own.
     pub fn belongs_to(
         &self,

@@ -45,16 +45,20 @@ pub(super) fn revoke_lost_access(
     if lost.is_empty() {
         return events;
     }
-    let configs: Vec<String> = now
+    let configs: Vec<(String, String)> = now
         .push
         .iter()
         .filter(|s| s.owner.as_ref().is_some_and(|o| lost.contains(o)))
-        .map(|s| s.id.clone())
+        .map(|s| (s.id.clone(), s.key()))
         .collect();
     events.extend(
         configs
             .into_iter()
-            .map(|id| TaskEvent::PushConfigDeleted { id, at }),
+            .map(|(id, key)| TaskEvent::PushConfigDeleted {
+                id,
+                key: Some(key),
+                at,
+            }),
     );
     events.push(TaskEvent::AccessRevoked {
         principals: lost,

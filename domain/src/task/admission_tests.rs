@@ -141,6 +141,7 @@ fn nothing_but_subscriptions_and_usage_follows_a_finished_task() {
     assert!(done.admit(&usage, at(3), &gate()).is_ok());
     let unsubscribe = TaskEvent::PushConfigDeleted {
         id: "p".into(),
+        key: None,
         at: at(3),
     };
     assert!(done.admit(&unsubscribe, at(3), &gate()).is_ok());

@@ -256,6 +256,10 @@ pub enum TaskEvent {
     },
     PushConfigDeleted {
         id: String,
+        /// The deleted subscription's key (`Subscription::key`: ids are each principal's own);
+        /// absent in events from before, when an id named one config of the task.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        key: Option<String>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },

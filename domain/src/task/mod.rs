@@ -289,7 +289,9 @@ impl TaskAggregate {
             TaskEvent::PushConfigSet { config, at } => {
                 subscriptions::apply_set(head, version, config, *at)
             }
-            TaskEvent::PushConfigDeleted { id, at } => subscriptions::apply_deleted(head, id, *at),
+            TaskEvent::PushConfigDeleted { id, key, at } => {
+                subscriptions::apply_deleted(head, id, key.as_deref(), *at)
+            }
             TaskEvent::AccessRevoked { at, .. } => {
                 head.last_timeline = head.last_timeline.max(*at);
             }

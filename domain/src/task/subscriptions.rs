@@ -3,15 +3,16 @@
 
 use crate::error::DomainError;
 use crate::ids::Principal;
-use crate::push::{PushConfigSpec, MAX_PUSH_CONFIGS_PER_TASK};
+use crate::push::{PushConfigSpec, MAX_PUSH_CONFIGS_PER_PRINCIPAL};
 use crate::time::Timestamp;
 
 use super::events::TaskEvent;
 use super::head::TaskHead;
 
 /// `SetPushConfig`: registers a config of `by`'s (none: the owner's), or replaces that
-/// principal's config with its id; at most `MAX_PUSH_CONFIGS_PER_TASK`. Each principal on a
-/// task has its own configs (ADR 021).
+/// principal's config with its id; at most `MAX_PUSH_CONFIGS_PER_PRINCIPAL` each. Each
+/// principal on a task has its own configs, ids and room (ADR 021): what one does with its
+/// own never takes another's.
 pub(super) fn set(
     head: &TaskHead,
     mut config: PushConfigSpec,
@@ -19,29 +20,20 @@ pub(super) fn set(
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     let by = by.unwrap_or_else(|| head.owner.clone());
-    let existing = head.push.iter().find(|p| p.id == config.id);
-    if existing.is_some_and(|p| !p.belongs_to(&by, &head.owner)) {
+    let mine = || head.push.iter().filter(|p| p.belongs_to(&by, &head.owner));
+    let replaces = mine().any(|p| p.id == config.id);
+    let held = mine().count();
+    if !replaces && held >= MAX_PUSH_CONFIGS_PER_PRINCIPAL {
         return Err(DomainError::invalid(
             "id",
             format!(
-                "push notification config id {:?} is taken on task {}; choose another (or leave \
-                 it out to have one generated)",
-                config.id, head.id
+                "you already have {held} push notification configs on task {}, the limit; \
+                 delete one first",
+                head.id
             ),
         ));
     }
     config.owner = (by != head.owner).then_some(by);
-    let replaces = existing.is_some();
-    if !replaces && head.push.len() >= MAX_PUSH_CONFIGS_PER_TASK {
-        return Err(DomainError::invalid(
-            "id",
-            format!(
-                "task {} already has {} push notification configs, the limit; delete one first",
-                head.id,
-                head.push.len()
-            ),
-        ));
-    }
     Ok(vec![TaskEvent::PushConfigSet {
         config,
         at: head.next_stamp(at),
@@ -56,14 +48,15 @@ pub(super) fn delete(
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     let by = by.unwrap_or(&head.owner);
-    if !head
+    let Some(sub) = head
         .push
         .iter()
-        .any(|p| p.id == id && p.belongs_to(by, &head.owner))
-    {
+        .find(|p| p.id == id && p.belongs_to(by, &head.owner))
+    else {
         return Ok(vec![]);
-    }
+    };
     Ok(vec![TaskEvent::PushConfigDeleted {
+        key: Some(sub.key()),
         id,
         at: head.next_stamp(at),
     }])
@@ -72,14 +65,18 @@ pub(super) fn delete(
 /// The subscription receives the updates of events after this one (`version`).
 pub(super) fn apply_set(head: &mut TaskHead, version: u64, config: &PushConfigSpec, at: Timestamp) {
     let sub = config.clone().subscribe(version);
-    match head.push.iter_mut().find(|p| p.id == sub.id) {
+    match head.push.iter_mut().find(|p| p.key() == sub.key()) {
         Some(p) => *p = sub,
         None => head.push.push(sub),
     }
     head.last_timeline = head.last_timeline.max(at);
 }
 
-pub(super) fn apply_deleted(head: &mut TaskHead, id: &str, at: Timestamp) {
-    head.push.retain(|p| p.id != id);
+pub(super) fn apply_deleted(head: &mut TaskHead, id: &str, key: Option<&str>, at: Timestamp) {
+    match key {
+        Some(key) => head.push.retain(|p| p.key() != key),
+        // Recorded when an id named one config of the task.
+        None => head.push.retain(|p| p.id != id),
+    }
     head.last_timeline = head.last_timeline.max(at);
 }

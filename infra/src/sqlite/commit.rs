@@ -102,9 +102,11 @@ impl CommitRows {
             .iter()
             .filter(|e| e.event_type == "PushConfigDeleted")
             .filter_map(|e| {
+                // The subscription's key (the id alone in events from before keys).
                 let payload = e.payload.to_value();
                 payload
-                    .pointer("/PushConfigDeleted/id")?
+                    .pointer("/PushConfigDeleted/key")
+                    .or_else(|| payload.pointer("/PushConfigDeleted/id"))?
                     .as_str()
                     .map(str::to_string)
             })

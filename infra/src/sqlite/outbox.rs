@@ -27,7 +27,8 @@ impl PushQueue for SqliteStore {
                 Ok((
                     d.group(),
                     d.task_id.clone(),
-                    d.config.id.clone(),
+                    // Each principal's config ids are its own: the subscription's key.
+                    d.config.key(),
                     d.seq,
                     json(d)?,
                 ))

@@ -1,6 +1,6 @@
 //! A task's page: what the caller may do now (only what its role allows is offered), the status
 //! timeline from the event log, history with parts by kind, artifacts, the plan as a drawn DAG,
-//! sub-tasks, participants and roles, token usage per model, and (to the owner) its webhooks.
+//! sub-tasks, participants and roles, token usage per model, and the viewer's own webhooks.
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -34,7 +34,7 @@ struct Page {
     version: u64,
     events: Vec<taskledger_domain::task::stored::StoredEvent>,
     pushes: Option<Vec<taskledger_domain::wire::TaskPushNotificationConfig>>,
-    /// The deliveries still in the outbox (the owner, on the embedded store).
+    /// The deliveries of the viewer's own configs still in the outbox (on the embedded store).
     deliveries: Option<Vec<taskledger_domain::ports::OutboxRecord>>,
     related: Markup,
     history: usize,
@@ -89,26 +89,28 @@ pub(super) async fn render(
     };
     let from = version.saturating_sub(MAX_TIMELINE_EVENTS as u64);
     let events = app.service.events(&id, from).await.unwrap_or_default();
-    let pushes = if head.owner == *who {
-        app.service
-            .list_push_configs(
-                who,
-                ListTaskPushNotificationConfigsRequest {
-                    tenant: None,
-                    task_id: task.id.clone(),
-                    page_size: None,
-                    page_token: None,
-                },
-            )
-            .await
-            .map(|r| r.configs)
-            .ok()
-    } else {
-        None
-    };
+    // Each viewer's own webhooks, as the API lists them to that viewer (ADR 021).
+    let pushes = app
+        .service
+        .list_push_configs(
+            who,
+            ListTaskPushNotificationConfigsRequest {
+                tenant: None,
+                task_id: task.id.clone(),
+                page_size: None,
+                page_token: None,
+            },
+        )
+        .await
+        .map(|r| r.configs)
+        .ok();
     let outbox = app.settings.board.as_ref().and_then(|b| b.outbox.clone());
     let deliveries = match (&pushes, outbox) {
-        (Some(_), Some(o)) => o.0.task_deliveries(id.as_str()).await.ok(),
+        (Some(_), Some(o)) => app
+            .service
+            .own_deliveries(who, id.as_str(), o.0.as_ref())
+            .await
+            .ok(),
         _ => None,
     };
     let related = super::subtask_tree::render(&app.service, who, &head).await;

@@ -68,6 +68,8 @@ pub async fn attempt(
     } else {
         sender.send(&a.delivery).await
     };
+    // What is kept and shown of a failure carries no URL (`push::failure_reason`).
+    let result = result.cleaned();
     let took = sent.elapsed();
     let elapsed = Duration::from_millis((now_ms() - first).max(0) as u64);
     let next = retry.next(&result, attempts, elapsed, jitter());

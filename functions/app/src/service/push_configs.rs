@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::Principal;
-use taskledger_domain::ports::Cursor;
+use taskledger_domain::ports::{Cursor, OutboxRecord, PushOutbox};
 use taskledger_domain::push::{self, PushConfigSpec, Subscription};
 use taskledger_domain::task::{TaskAggregate, TaskCommand};
 use taskledger_domain::time::Timestamp;
@@ -99,7 +99,11 @@ impl Service {
             .state;
         state
             .head()
-            .and_then(|h| h.push.iter().find(|p| p.id == spec.id))
+            .and_then(|h| {
+                h.push
+                    .iter()
+                    .find(|p| p.id == spec.id && p.belongs_to(who, &h.owner))
+            })
             .map(|p| self.shown(p, task_id.as_str()))
             .ok_or_else(|| AppError::protocol(ErrorKind::Internal, "the config was not stored"))
     }
@@ -185,6 +189,27 @@ impl Service {
             configs: page,
             next_page_token,
         })
+    }
+
+    /// The webhook deliveries `outbox` still holds of `who`'s own configs on a task it sees: the
+    /// one read of deliveries (each principal's configs, and what happens to them, are its own —
+    /// the task's owner included). Their failure reasons name no URL (`push::failure_reason`).
+    pub async fn own_deliveries(
+        &self,
+        who: &Principal,
+        task_id: &str,
+        outbox: &dyn PushOutbox,
+    ) -> Result<Vec<OutboxRecord>, AppError> {
+        let state = self.own_task(who, task_id).await?;
+        let Some(owner) = state.head().map(|h| h.owner.clone()) else {
+            return Ok(Vec::new());
+        };
+        let mut mine = outbox.task_deliveries(task_id).await?;
+        mine.retain(|d| d.delivery.config.belongs_to(who, &owner));
+        for d in &mut mine {
+            d.reason = push::failure_reason(&d.reason);
+        }
+        Ok(mine)
     }
 
     /// Deleting a config that does not exist succeeds (idempotent); the task must exist.

@@ -3,7 +3,7 @@
 //! `stream_event`). `tasks/list` does not exist in 0.3 (MethodNotFound, as any unknown name).
 
 use serde_json::{json, Value};
-use taskledger_domain::push::MAX_PUSH_CONFIGS_PER_TASK;
+use taskledger_domain::push::MAX_PUSH_CONFIGS_PER_PRINCIPAL;
 
 use super::objects::{self, event_out, push_config_in, push_config_out, send_result_out, task_out};
 use crate::error::AppError;
@@ -152,7 +152,7 @@ pub fn request(method: Method03, params: &Value) -> Result<Value, AppError> {
         }
         Method03::ListPushConfigs => json!({
             "taskId": string_field(params, "id")?,
-            "pageSize": MAX_PUSH_CONFIGS_PER_TASK,
+            "pageSize": MAX_PUSH_CONFIGS_PER_PRINCIPAL,
         }),
         Method03::DeletePushConfig => json!({
             "taskId": string_field(params, "id")?,
