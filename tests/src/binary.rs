@@ -53,3 +53,67 @@ pub async fn rpc(
         .ok()?;
     r.json().await.ok()
 }
+
+/// The server binary as its own process, until dropped (killed then).
+pub struct ServerProcess {
+    child: std::process::Child,
+    pub port: u16,
+    pub client: reqwest::Client,
+}
+
+impl ServerProcess {
+    /// The binary on a SQLite store in `dir`, with `extra` flags.
+    pub async fn sqlite_with(dir: &std::path::Path, extra: &[&str]) -> Self {
+        let port = free_port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut args = vec!["--store", "sqlite", "--data-dir"];
+        let dir = dir.to_str().expect("a UTF-8 path");
+        args.extend_from_slice(&[dir, "--listen", &listen]);
+        args.extend_from_slice(extra);
+        let child = std::process::Command::new(server_binary())
+            .args(&args)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("the taskledger binary starts");
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .expect("a client");
+        wait_up(&client, port).await;
+        Self {
+            child,
+            port,
+            client,
+        }
+    }
+
+    /// The binary on a SQLite store in `dir`.
+    pub async fn sqlite(dir: &std::path::Path) -> Self {
+        Self::sqlite_with(dir, &[]).await
+    }
+
+    pub fn base(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// A JSON-RPC call; panics when the server does not answer.
+    pub async fn call(&self, method: &str, params: serde_json::Value) -> serde_json::Value {
+        rpc(&self.client, self.port, method, params)
+            .await
+            .unwrap_or_else(|| panic!("{method}: the server does not answer"))
+    }
+
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

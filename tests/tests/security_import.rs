@@ -20,7 +20,7 @@ use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::task::TaskEvent;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, PushProtocol, TaskState};
-use taskledger_tests::binary::{free_port, rpc, server_binary, wait_up};
+use taskledger_tests::binary::{server_binary, ServerProcess};
 
 fn temp(name: &str) -> PathBuf {
     std::env::temp_dir().join(format!("tl-sec-import-{name}-{}", uuid::Uuid::new_v4()))
@@ -120,57 +120,6 @@ fn write(name: &str, text: &str) -> PathBuf {
     f
 }
 
-/// A server binary on `dir`, until dropped.
-struct Running {
-    child: std::process::Child,
-    port: u16,
-    client: reqwest::Client,
-}
-
-impl Running {
-    async fn on(dir: &Path) -> Self {
-        let port = free_port();
-        let child = Command::new(server_binary())
-            .args([
-                "--store",
-                "sqlite",
-                "--data-dir",
-                dir.to_str().unwrap(),
-                "--listen",
-                &format!("127.0.0.1:{port}"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let client = reqwest::Client::new();
-        wait_up(&client, port).await;
-        Self {
-            child,
-            port,
-            client,
-        }
-    }
-
-    async fn call(&self, method: &str, params: Value) -> Value {
-        rpc(&self.client, self.port, method, params)
-            .await
-            .unwrap_or_else(|| panic!("{method}: the server does not answer"))
-    }
-
-    fn alive(&mut self) -> bool {
-        self.child.try_wait().unwrap().is_none()
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn state_of(task: &Value) -> &str {
     task["result"]["status"]["state"].as_str().unwrap_or("")
 }
@@ -261,7 +210,7 @@ async fn events_the_domain_would_never_decide_are_refused_at_their_line_and_chan
     );
     // Nothing of any of them was written: the task is as the base archive left it, the
     // canceled one stands as far as its good commits went.
-    let server = Running::on(&dir).await;
+    let server = ServerProcess::sqlite(&dir).await;
     let t = server
         .call("GetTask", json!({"id": "t-done", "historyLength": 10}))
         .await;
@@ -351,7 +300,7 @@ async fn a_participant_cannot_make_themself_admin_of_a_live_task_with_its_export
         said.contains("line 6:") && said.contains("only an admin"),
         "{said}"
     );
-    let server = Running::on(&dir).await;
+    let server = ServerProcess::sqlite(&dir).await;
     let t = server.call("GetTask", json!({"id": "t-shared"})).await;
     let participants = &t["result"]["metadata"]
         [taskledger_domain::extensions::harness::METADATA_KEY]["participants"];
@@ -387,7 +336,7 @@ async fn a_store_holding_times_no_gate_lets_in_does_not_stop_the_server() {
             state = commit.snapshot;
         }
     }
-    let mut server = Running::on(&dir).await;
+    let mut server = ServerProcess::sqlite(&dir).await;
     for _ in 0..2 {
         let t = server.call("GetTask", json!({"id": "t-9999"})).await;
         assert_eq!(state_of(&t), "TASK_STATE_COMPLETED", "{t}");
@@ -531,7 +480,7 @@ async fn an_archive_is_placed_in_one_tenant_and_a_signed_one_is_vouched_for() {
         !ok && said.contains("not the ones its signature vouches for"),
         "{said}"
     );
-    let server = Running::on(&target).await;
+    let server = ServerProcess::sqlite(&target).await;
     let l = server.call("ListTasks", json!({})).await;
     assert_eq!(l["result"]["totalSize"], 0, "{l}");
 }
@@ -572,7 +521,7 @@ async fn push_secrets_in_an_archive_are_stored_sealed() {
         let text = String::from_utf8_lossy(&bytes);
         assert!(!text.contains("plain-token-7731") && !text.contains("plain-credentials-7731"));
     }
-    let server = Running::on(&dir).await;
+    let server = ServerProcess::sqlite(&dir).await;
     let c = server
         .call(
             "GetTaskPushNotificationConfig",

@@ -364,7 +364,7 @@ fn board_settings(config: &Config) -> Result<taskledger_app::http::BoardSettings
             source,
         })?,
         session_ttl: config.board_session_ttl,
-        revoked: sessions::Revocations::open(dir),
+        sessions: sessions::Sessions::open(dir),
         outbox: None,
     })
 }

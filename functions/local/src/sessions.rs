@@ -1,23 +1,27 @@
 //! What the board's sessions need of the data directory: the key they are signed with (made at
-//! first start) and the sessions signed out before they expired, kept in a file so a restart
-//! forgets none. Without a data directory (in memory, DynamoDB) both live in the process: a
-//! restart then ends every session.
+//! first start) and the live sessions (an allowlist, `BoardSessions`), kept in a file so a
+//! restart ends none — each is checked against its credential again on its next use, so one
+//! whose token left the configuration opens nothing. Without a data directory (in memory,
+//! DynamoDB) both live in the process: a restart then ends every session.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use taskledger_app::http::SessionRevocations;
+use taskledger_app::http::{BoardSessions, LiveSession};
 
 use taskledger_infra::files;
 
 /// File in the data directory holding the key board sessions are signed with.
 pub const SESSION_KEY_FILE: &str = "board-session.key";
-/// File in the data directory listing signed-out sessions (`<id> <expiry>` a line).
-pub const REVOKED_FILE: &str = "board-sessions.revoked";
-/// Signed-out sessions remembered at most; past it, the one that expires first is forgotten
-/// (each is remembered only until it would have expired anyway).
-pub const MAX_REVOKED_SESSIONS: usize = 10_000;
+/// File in the data directory holding the live sessions (a JSON line each).
+pub const SESSIONS_FILE: &str = "board-sessions";
+/// The file signed-out sessions were listed in before sessions were an allowlist: removed.
+const OLD_REVOKED_FILE: &str = "board-sessions.revoked";
+/// Live sessions one principal may hold; past it, signing in is refused until one ends.
+pub const MAX_SESSIONS_PER_PRINCIPAL: usize = 16;
+/// Live sessions the server holds at most; past it, signing in is refused until one ends.
+pub const MAX_SESSIONS: usize = 10_000;
 /// Bytes of a session key.
 const KEY_BYTES: usize = 32;
 
@@ -54,49 +58,55 @@ pub fn session_key(dir: Option<&Path>) -> std::io::Result<Arc<[u8]>> {
     }
 }
 
-/// Signed-out sessions, in memory and (with a data directory) in `REVOKED_FILE`.
+/// The live board sessions, in memory and (with a data directory) in `SESSIONS_FILE`.
 #[derive(Debug)]
-pub struct Revocations {
+pub struct Sessions {
     path: Option<PathBuf>,
-    ids: Mutex<HashMap<String, u64>>,
+    live: Mutex<HashMap<String, LiveSession>>,
 }
 
-impl Revocations {
-    /// The revocations kept in `dir` (read now, expired ones dropped); none kept without one.
+impl Sessions {
+    /// The sessions kept in `dir` (read now, ended ones dropped); none kept without one.
     pub fn open(dir: Option<&Path>) -> Arc<Self> {
-        let path = dir.map(|d| d.join(REVOKED_FILE));
+        let path = dir.map(|d| d.join(SESSIONS_FILE));
+        if let Some(d) = dir {
+            let _ = std::fs::remove_file(d.join(OLD_REVOKED_FILE));
+        }
         let now = now();
-        let ids = path
+        let live = path
             .as_ref()
             .and_then(|p| std::fs::read_to_string(p).ok())
             .map(|text| {
                 text.lines()
-                    .filter_map(|l| l.split_once(' '))
-                    .filter_map(|(id, exp)| Some((id.to_string(), exp.trim().parse::<u64>().ok()?)))
-                    .filter(|(_, exp)| *exp > now)
-                    .take(MAX_REVOKED_SESSIONS)
+                    .filter_map(|l| serde_json::from_str::<LiveSession>(l).ok())
+                    .filter(|s| s.exp > now)
+                    .take(MAX_SESSIONS)
+                    // Checked again on first use: the configuration may have changed since.
+                    .map(|s| LiveSession { checked: 0, ..s })
+                    .map(|s| (s.sid.clone(), s))
                     .collect()
             })
             .unwrap_or_default();
         Arc::new(Self {
             path,
-            ids: Mutex::new(ids),
+            live: Mutex::new(live),
         })
     }
 
-    fn save(&self, ids: &HashMap<String, u64>) {
+    fn save(&self, live: &HashMap<String, LiveSession>) {
         let Some(path) = &self.path else { return };
-        let text: String = ids
-            .iter()
-            .map(|(id, exp)| format!("{id} {exp}\n"))
+        let text: String = live
+            .values()
+            .filter_map(|s| serde_json::to_string(s).ok())
+            .map(|l| l + "\n")
             .collect();
         if let Err(e) = files::write_private(path, text.as_bytes()) {
-            tracing::warn!(path = %path.display(), error = %e, "cannot save the signed-out board sessions");
+            tracing::warn!(path = %path.display(), error = %e, "cannot save the board sessions");
         }
     }
 
     pub fn len(&self) -> usize {
-        self.ids.lock().map(|m| m.len()).unwrap_or(0)
+        self.live.lock().map(|m| m.len()).unwrap_or(0)
     }
 
     pub fn is_empty(&self) -> bool {
@@ -104,27 +114,52 @@ impl Revocations {
     }
 }
 
-impl SessionRevocations for Revocations {
-    fn revoke(&self, id: &str, expires: u64) {
-        let Ok(mut ids) = self.ids.lock() else { return };
+impl BoardSessions for Sessions {
+    fn start(&self, session: LiveSession) -> Result<(), String> {
+        let Ok(mut live) = self.live.lock() else {
+            return Err("the server cannot keep sessions now".into());
+        };
         let now = now();
-        ids.retain(|_, exp| *exp > now);
-        ids.insert(id.to_string(), expires);
-        while ids.len() > MAX_REVOKED_SESSIONS {
-            let first = ids
-                .iter()
-                .min_by_key(|(_, exp)| **exp)
-                .map(|(id, _)| id.clone());
-            match first {
-                Some(f) => ids.remove(&f),
-                None => break,
-            };
+        live.retain(|_, s| s.exp > now);
+        let theirs = live
+            .values()
+            .filter(|s| s.tenant == session.tenant && s.subject == session.subject)
+            .count();
+        if theirs >= MAX_SESSIONS_PER_PRINCIPAL {
+            return Err(format!(
+                "You have {theirs} board sessions open, the most one may: sign out of one (or \
+                 wait until one ends) first."
+            ));
         }
-        self.save(&ids);
+        if live.len() >= MAX_SESSIONS {
+            return Err(format!(
+                "The server holds {MAX_SESSIONS} board sessions, the most it may: try again \
+                 once some have ended."
+            ));
+        }
+        live.insert(session.sid.clone(), session);
+        self.save(&live);
+        Ok(())
     }
 
-    fn is_revoked(&self, id: &str) -> bool {
-        self.ids.lock().map(|m| m.contains_key(id)).unwrap_or(true)
+    fn get(&self, sid: &str) -> Option<LiveSession> {
+        self.live.lock().ok()?.get(sid).cloned()
+    }
+
+    fn checked(&self, sid: &str, at: u64) {
+        if let Ok(mut live) = self.live.lock() {
+            if let Some(s) = live.get_mut(sid) {
+                s.checked = at;
+            }
+        }
+    }
+
+    fn end(&self, sid: &str) {
+        if let Ok(mut live) = self.live.lock() {
+            if live.remove(sid).is_some() {
+                self.save(&live);
+            }
+        }
     }
 }
 
@@ -132,37 +167,85 @@ impl SessionRevocations for Revocations {
 mod tests {
     use super::*;
 
+    fn live(sid: &str, subject: &str, exp: u64) -> LiveSession {
+        LiveSession {
+            sid: sid.into(),
+            tenant: "acme".into(),
+            subject: subject.into(),
+            exp,
+            print: taskledger_app::identity::CredentialPrint::of_token(subject),
+            checked: 0,
+        }
+    }
+
     #[test]
-    fn revocations_survive_a_restart_and_expired_ones_are_dropped() {
-        let dir = std::env::temp_dir().join(format!("tl-rev-{}", uuid::Uuid::new_v4().simple()));
+    fn sessions_survive_a_restart_and_ended_ones_do_not() {
+        let dir = std::env::temp_dir().join(format!("tl-ses-{}", uuid::Uuid::new_v4().simple()));
         std::fs::create_dir_all(&dir).unwrap();
-        let r = Revocations::open(Some(&dir));
-        r.revoke("s1", now() + 600);
-        r.revoke("s2", now() + 600);
-        assert!(r.is_revoked("s1"));
-        let again = Revocations::open(Some(&dir));
-        assert!(again.is_revoked("s1") && again.is_revoked("s2") && !again.is_revoked("s3"));
+        std::fs::write(dir.join(OLD_REVOKED_FILE), "old 1\n").unwrap();
+        let s = Sessions::open(Some(&dir));
+        assert!(!dir.join(OLD_REVOKED_FILE).exists(), "the old list is gone");
+        s.start(live("s1", "alice", now() + 600)).unwrap();
+        s.start(live("s2", "bob", now() + 600)).unwrap();
+        s.end("s2");
+        let again = Sessions::open(Some(&dir));
+        assert!(again.get("s1").is_some() && again.get("s2").is_none());
         std::fs::write(
-            dir.join(REVOKED_FILE),
-            format!("old {}\nnew {}\n", now() - 1, now() + 60),
+            dir.join(SESSIONS_FILE),
+            format!(
+                "{}\n{}\nnot json\n",
+                serde_json::to_string(&live("old", "alice", now() - 1)).unwrap(),
+                serde_json::to_string(&live("new", "alice", now() + 60)).unwrap()
+            ),
         )
         .unwrap();
-        let reread = Revocations::open(Some(&dir));
-        assert!(!reread.is_revoked("old") && reread.is_revoked("new"));
+        let reread = Sessions::open(Some(&dir));
+        assert!(reread.get("old").is_none() && reread.get("new").is_some());
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            reread.start(live("s3", "carol", now() + 60)).unwrap();
+            let mode = std::fs::metadata(dir.join(SESSIONS_FILE))
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
-    fn at_most_the_bound_is_remembered_and_the_first_to_expire_goes_first() {
-        let r = Revocations::open(None);
-        for i in 0..MAX_REVOKED_SESSIONS {
-            r.revoke(&format!("s{i}"), now() + 1000 + i as u64);
+    fn a_full_principal_or_server_refuses_new_sessions_and_forgets_none() {
+        let s = Sessions::open(None);
+        for i in 0..MAX_SESSIONS_PER_PRINCIPAL {
+            s.start(live(&format!("a{i}"), "alice", now() + 600))
+                .unwrap();
         }
-        assert_eq!(r.len(), MAX_REVOKED_SESSIONS);
-        r.revoke("one-more", now() + 100_000);
-        assert_eq!(r.len(), MAX_REVOKED_SESSIONS);
-        assert!(!r.is_revoked("s0"), "the first to expire was forgotten");
-        assert!(r.is_revoked("s1") && r.is_revoked("one-more"));
+        let refused = s.start(live("one-more", "alice", now() + 600)).unwrap_err();
+        assert!(refused.contains("16 board sessions open"), "{refused}");
+        assert!(
+            s.get("a0").is_some(),
+            "no session was forgotten to make room"
+        );
+        s.start(live("b0", "bob", now() + 600)).unwrap();
+        // One ends: there is room again.
+        s.end("a3");
+        s.start(live("one-more", "alice", now() + 600)).unwrap();
+        // The server's own bound.
+        let full = Sessions::open(None);
+        for i in 0..MAX_SESSIONS {
+            full.start(live(
+                &format!("s{i}"),
+                &format!("p{}", i / MAX_SESSIONS_PER_PRINCIPAL),
+                now() + 600,
+            ))
+            .unwrap();
+        }
+        assert!(full
+            .start(live("x", "newcomer", now() + 600))
+            .unwrap_err()
+            .contains("10000 board sessions"));
+        assert!(full.get("s0").is_some());
     }
 
     #[test]

@@ -1,38 +1,58 @@
 //! Signing in to the board: the token (a static token or a JWT) is entered once and checked by
 //! the server's authenticator like any API request. The pages are then read with a signed,
-//! expiring session in an HttpOnly cookie (`session.rs`) — never the token itself — and the
+//! expiring session in an HttpOnly cookie (`session.rs`) — never the token itself — that the
+//! server holds while it lives and checks against the credential again on use, and the
 //! script's API calls carry the token from the tab's `sessionStorage` (the API never reads the
 //! cookie, so no other site can act with it). Signing in and out are refused from other sites
 //! (`Origin`, `Sec-Fetch-Site`): no page elsewhere can sign a visitor in as someone else, or out.
+//! Behind TLS the cookie is `__Host-` prefixed; a request carrying two session cookies (one
+//! planted beside the real one) opens nothing.
 
 use std::sync::Arc;
 
 use axum::extract::{Request, State};
 use axum::http::header::{AUTHORIZATION, COOKIE, LOCATION, SET_COOKIE};
-use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use maud::html;
 use taskledger_domain::card::CardAuth;
 use taskledger_domain::ids::Principal;
 
 use super::layout;
-use super::session::{self, Session, COOKIE_NAME};
+use super::session::{Session, COOKIE_NAME, SECURE_COOKIE_NAME};
 use crate::http::{guard, AppState, BoardSettings};
 
 /// Longest token the sign-in form takes (a JWT of the authenticator's own bound fits).
 pub const MAX_TOKEN_BYTES: usize = 8 * 1024;
 
-/// The session cookie a board request carries, if any.
-fn cookie(headers: &HeaderMap) -> Option<String> {
-    headers
+/// The session cookie a board request carries: the one of `name`, if there is exactly one.
+fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
+    let mut found = headers
         .get_all(COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|c| c.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE_NAME)
-        .map(|(_, v)| v.to_string())
-        .filter(|v| !v.is_empty())
+        .filter(|(k, _)| *k == name)
+        .map(|(_, v)| v.to_string());
+    let first = found.next()?;
+    (found.next().is_none() && !first.is_empty()).then_some(first)
+}
+
+/// Whether the board is reached over TLS (its cookie is then `__Host-` and `Secure`).
+fn secure(state: &AppState, headers: &HeaderMap, extensions: &Extensions) -> bool {
+    guard::base(&state.settings, headers, extensions)
+        .url
+        .starts_with("https:")
+}
+
+/// The session cookie's name for a request.
+fn cookie_name(secure: bool) -> &'static str {
+    if secure {
+        SECURE_COOKIE_NAME
+    } else {
+        COOKIE_NAME
+    }
 }
 
 fn board(state: &AppState) -> Option<&BoardSettings> {
@@ -56,15 +76,20 @@ async fn check(state: &AppState, token: Option<&str>) -> Result<Principal, Strin
 pub(super) async fn principal(
     state: &AppState,
     headers: &HeaderMap,
+    extensions: &Extensions,
 ) -> Result<Principal, Response> {
     let to_login = || (StatusCode::SEE_OTHER, [(LOCATION, "/board/login")]).into_response();
     if !needs_token(state) {
         return check(state, None).await.map_err(|_| to_login());
     }
     let settings = board(state).ok_or_else(to_login)?;
-    cookie(headers)
-        .and_then(|c| Session::open(settings, &c))
-        .and_then(|s| s.principal())
+    let name = cookie_name(secure(state, headers, extensions));
+    let Some(session) = cookie(headers, name).and_then(|c| Session::open(settings, &c)) else {
+        return Err(to_login());
+    };
+    session
+        .still_live(settings, state.auth.as_ref())
+        .await
         .ok_or_else(to_login)
 }
 
@@ -139,16 +164,18 @@ pub(super) async fn login(State(state): State<Arc<AppState>>, request: Request) 
         Err(why) => return page(&state, Some(&format!("The token was not accepted: {why}"))),
         Ok(who) => who,
     };
-    let Some(settings) = board(&state) else {
+    let (Some(settings), Some(print)) = (board(&state), state.auth.print(t)) else {
         return page(&state, Some("This server keeps no board sessions."));
     };
-    let session = Session::start(settings, &who, session::jwt_expiry(t));
-    let secure = guard::base(&state.settings, &parts.headers, &parts.extensions)
-        .url
-        .starts_with("https:");
+    let session = Session::start(settings, &who, &print);
+    if let Err(why) = settings.sessions.start(session.live(print)) {
+        return page(&state, Some(&why));
+    }
+    let secure = secure(&state, &parts.headers, &parts.extensions);
     let mut r = (StatusCode::SEE_OTHER, [(LOCATION, "/")]).into_response();
     let cookie = format!(
-        "{COOKIE_NAME}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        "{}={}; Path=/; HttpOnly; SameSite=Strict; Max-Age={}{}",
+        cookie_name(secure),
         session.seal(&settings.session_key),
         session.remaining(),
         if secure { "; Secure" } else { "" }
@@ -166,16 +193,21 @@ pub(super) async fn logout(State(state): State<Arc<AppState>>, request: Request)
     if let Some(refused) = cross_site(&state, &parts) {
         return refused;
     }
-    if let (Some(settings), Some(c)) = (board(&state), cookie(&parts.headers)) {
+    let secure = secure(&state, &parts.headers, &parts.extensions);
+    let name = cookie_name(secure);
+    if let (Some(settings), Some(c)) = (board(&state), cookie(&parts.headers, name)) {
         if let Some(s) = Session::open(settings, &c) {
-            settings.revoked.revoke(&s.sid, s.exp);
+            settings.sessions.end(&s.sid);
         }
     }
     let mut r = (StatusCode::SEE_OTHER, [(LOCATION, "/board/login")]).into_response();
-    r.headers_mut().insert(
-        SET_COOKIE,
-        HeaderValue::from_static("tl_session=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0"),
+    let cleared = format!(
+        "{name}=; Path=/; HttpOnly; SameSite=Strict; Max-Age=0{}",
+        if secure { "; Secure" } else { "" }
     );
+    if let Ok(v) = HeaderValue::from_str(&cleared) {
+        r.headers_mut().insert(SET_COOKIE, v);
+    }
     r
 }
 
@@ -184,16 +216,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_session_is_read_from_its_cookie_only() {
+    fn the_session_is_read_from_its_one_cookie_only() {
         let mut h = HeaderMap::new();
         h.insert(COOKIE, HeaderValue::from_static("a=1; tl_session=abc; b=2"));
-        assert_eq!(cookie(&h).as_deref(), Some("abc"));
+        assert_eq!(cookie(&h, COOKIE_NAME).as_deref(), Some("abc"));
+        assert_eq!(cookie(&h, SECURE_COOKIE_NAME), None, "not the secure one");
         let mut h = HeaderMap::new();
         h.insert(
             COOKIE,
             HeaderValue::from_static("tl_session_x=abc; tl_session=; tl_token=abc"),
         );
-        assert_eq!(cookie(&h), None);
-        assert_eq!(cookie(&HeaderMap::new()), None);
+        assert_eq!(cookie(&h, COOKIE_NAME), None);
+        assert_eq!(cookie(&HeaderMap::new(), COOKIE_NAME), None);
+        // Two of them (one planted by a page on another port): neither is read.
+        let mut h = HeaderMap::new();
+        h.insert(COOKIE, HeaderValue::from_static("tl_session=planted"));
+        h.append(COOKIE, HeaderValue::from_static("tl_session=real"));
+        assert_eq!(cookie(&h, COOKIE_NAME), None);
+        let mut h = HeaderMap::new();
+        h.insert(
+            COOKIE,
+            HeaderValue::from_static("__Host-tl_session=a; __Host-tl_session=b"),
+        );
+        assert_eq!(cookie(&h, SECURE_COOKIE_NAME), None);
     }
 }

@@ -15,14 +15,14 @@ mod task_page;
 pub mod urls;
 mod work;
 
-pub use session::{DEFAULT_SESSION_TTL, MAX_SESSION_TTL};
+pub use session::{DEFAULT_SESSION_TTL, MAX_SESSION_TTL, REVALIDATE_EVERY};
 pub use urls::ImageOrigins;
 
 use std::sync::Arc;
 
 use axum::extract::{Path, Query, State};
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE};
-use axum::http::{HeaderMap, HeaderValue};
+use axum::http::{Extensions, HeaderMap, HeaderValue};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
@@ -76,9 +76,10 @@ async fn asset(content_type: &'static str, body: &'static str) -> Response {
 async fn board(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
+    extensions: Extensions,
     Query(filters): Query<board_page::Filters>,
 ) -> Response {
-    match auth::principal(&state, &headers).await {
+    match auth::principal(&state, &headers, &extensions).await {
         Ok(who) => board_page::render(&state, &who, filters).await,
         Err(r) => r,
     }
@@ -94,10 +95,11 @@ struct TaskQuery {
 async fn task(
     State(state): State<Arc<AppState>>,
     headers: HeaderMap,
+    extensions: Extensions,
     Path(id): Path<String>,
     Query(q): Query<TaskQuery>,
 ) -> Response {
-    match auth::principal(&state, &headers).await {
+    match auth::principal(&state, &headers, &extensions).await {
         Ok(who) => {
             let history = q.history.unwrap_or(task_page::HISTORY_PAGE);
             task_page::render(&state, &who, &id, history).await

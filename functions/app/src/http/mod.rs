@@ -103,8 +103,8 @@ pub struct BoardSettings {
     pub session_key: Arc<[u8]>,
     /// How long a board session lasts at most (a JWT's own expiry ends it sooner).
     pub session_ttl: std::time::Duration,
-    /// Sessions signed out before they expired.
-    pub revoked: Arc<dyn SessionRevocations>,
+    /// The live sessions (an allowlist: a page opens only for a session held here).
+    pub sessions: Arc<dyn BoardSessions>,
     /// The embedded store's push outbox: a task page shows its owner the deliveries still in
     /// it (none on DynamoDB, whose deliveries wait in the SQS push queue).
     pub outbox: Option<TaskOutbox>,
@@ -120,13 +120,33 @@ impl std::fmt::Debug for TaskOutbox {
     }
 }
 
-/// Where signed-out board sessions are remembered until they would have expired (the local
-/// server keeps them in a file of its data directory, so a restart forgets none).
-pub trait SessionRevocations: Send + Sync + std::fmt::Debug {
-    /// Remembers session `id`, valid until `expires` (Unix seconds).
-    fn revoke(&self, id: &str, expires: u64);
-    /// Whether session `id` was signed out.
-    fn is_revoked(&self, id: &str) -> bool;
+/// The board's live sessions, kept by the server: a session opens a page only while it is held
+/// here (the local server keeps them in a file of its data directory, so a restart ends none;
+/// its credential is checked again on use). A server that holds as many as it may refuses a
+/// new one — it never forgets an old one to make room.
+pub trait BoardSessions: Send + Sync + std::fmt::Debug {
+    /// Holds `session`, or says why not (its principal, or the server, holds the most it may).
+    fn start(&self, session: LiveSession) -> Result<(), String>;
+    fn get(&self, sid: &str) -> Option<LiveSession>;
+    /// Its credential was accepted again at `at` (Unix seconds).
+    fn checked(&self, sid: &str, at: u64);
+    /// Signed out, or its credential gone: it opens nothing more.
+    fn end(&self, sid: &str);
+}
+
+/// A live board session as the server holds it: whose it is, when it ends, and the print of
+/// the credential it started with (never the credential).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct LiveSession {
+    pub sid: String,
+    pub tenant: String,
+    pub subject: String,
+    /// Unix seconds after which it is over.
+    pub exp: u64,
+    pub print: crate::identity::CredentialPrint,
+    /// When its credential was last accepted (Unix seconds).
+    #[serde(default)]
+    pub checked: u64,
 }
 
 /// The `host:port` the card gives for the gRPC binding (A2A: no scheme).

@@ -5,6 +5,7 @@
 //! and only the asymmetric algorithms configured (never `none`, never HMAC, so a public key can
 //! never serve as a shared secret). `sub` and the tenant claim make the principal.
 
+use base64::Engine;
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -109,6 +110,8 @@ struct Keys {
 pub struct JwtAuthenticator {
     settings: JwtSettings,
     static_tokens: HashMap<String, Principal>,
+    /// The static tokens' prints (board sessions check theirs again).
+    static_prints: HashMap<super::CredentialPrint, Principal>,
     keys: RwLock<Keys>,
     /// One fetch at a time; the others wait for its result.
     fetching: Mutex<()>,
@@ -158,6 +161,7 @@ impl JwtAuthenticator {
         let keys = Self::load(&settings.jwks, fetcher.as_ref()).await?;
         Ok(Self {
             settings,
+            static_prints: super::prints_of(&static_tokens),
             static_tokens,
             keys: RwLock::new(Keys {
                 by_kid: keys,
@@ -283,6 +287,33 @@ impl JwtAuthenticator {
         Principal::new(tenant, subject).map_err(AuthError::BadClaims)
     }
 
+    /// What a board session keeps of an accepted token: a static token's print, or the JWT's
+    /// key and expiry.
+    pub fn print(&self, token: &str) -> Option<super::CredentialPrint> {
+        if self.static_tokens.contains_key(token) {
+            return Some(super::CredentialPrint::of_token(token));
+        }
+        let kid = jsonwebtoken::decode_header(token).ok()?.kid?;
+        let exp = jwt_expiry(token)?;
+        Some(super::CredentialPrint::Jwt { kid, exp })
+    }
+
+    /// Whether a credential of `print` would still be accepted as `who`: a static token still
+    /// configured for `who`, or a JWT unexpired whose key the JWKS still publishes (fetched
+    /// again as `verify` would).
+    pub async fn accepts_print(&self, print: &super::CredentialPrint, who: &Principal) -> bool {
+        match print {
+            super::CredentialPrint::Token { .. } => self.static_prints.get(print) == Some(who),
+            super::CredentialPrint::Jwt { kid, exp } => {
+                let now = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map(|d| d.as_secs())
+                    .unwrap_or(u64::MAX);
+                *exp > now && self.key(kid).await.is_ok()
+            }
+        }
+    }
+
     /// A static (development) token's principal, or the verified JWT's.
     pub async fn authenticate_bearer(&self, token: &str) -> Result<Principal, AuthError> {
         if let Some(p) = self.static_tokens.get(token) {
@@ -290,6 +321,20 @@ impl JwtAuthenticator {
         }
         self.verify(token).await
     }
+}
+
+/// The `exp` of a JWT, read without checking anything: called only on a token the
+/// authenticator has just verified.
+pub fn jwt_expiry(token: &str) -> Option<u64> {
+    let mut parts = token.split('.');
+    let (_, payload, _) = (parts.next()?, parts.next()?, parts.next()?);
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(payload.trim_end_matches('='))
+            .ok()?,
+    )
+    .ok()?;
+    claims.get("exp")?.as_u64()
 }
 
 /// A verified token's lifetime against `max`: it must say when it was issued, and end no more

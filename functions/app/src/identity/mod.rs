@@ -39,17 +39,63 @@ pub trait Authenticator: Send + Sync + 'static {
     async fn authenticate(&self, request: &Parts) -> Result<Principal, AuthError>;
     /// How clients authenticate (stated in the agent card).
     fn card_auth(&self) -> CardAuth;
+    /// What a board session keeps of `token`, a bearer credential this authenticator has just
+    /// accepted, to check it again later without keeping it (`None`: its credentials cannot
+    /// be checked again, so it starts no sessions).
+    fn print(&self, _token: &str) -> Option<CredentialPrint> {
+        None
+    }
+    /// Whether a credential of this print would be accepted as `who` now: the token still
+    /// configured, the JWT unexpired and its key still published.
+    async fn accepts_print(&self, _print: &CredentialPrint, _who: &Principal) -> bool {
+        false
+    }
+}
+
+/// What a board session keeps of the credential it was started with: enough to tell whether
+/// that credential would still be accepted, never the credential itself.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum CredentialPrint {
+    /// A configured token: its SHA-256, hex.
+    Token { sha256: String },
+    /// A JWT: the key that signed it, and when it expires (Unix seconds).
+    Jwt { kid: String, exp: u64 },
+}
+
+impl CredentialPrint {
+    /// A configured token's print.
+    pub fn of_token(token: &str) -> Self {
+        use sha2::{Digest, Sha256};
+        Self::Token {
+            sha256: Sha256::digest(token.as_bytes())
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect(),
+        }
+    }
+}
+
+/// Configured tokens by their prints: what a print of one still maps to.
+fn prints_of(tokens: &HashMap<String, Principal>) -> HashMap<CredentialPrint, Principal> {
+    tokens
+        .iter()
+        .map(|(t, p)| (CredentialPrint::of_token(t), p.clone()))
+        .collect()
 }
 
 /// Bearer tokens mapped to principals; with none configured, everyone is the anonymous principal.
 pub struct TokenAuthenticator {
     tokens: HashMap<String, Principal>,
+    /// The tokens' prints (board sessions check theirs again).
+    prints: HashMap<CredentialPrint, Principal>,
     anonymous: Principal,
 }
 
 impl TokenAuthenticator {
     pub fn new(tokens: HashMap<String, Principal>) -> Self {
         Self {
+            prints: prints_of(&tokens),
             tokens,
             anonymous: Principal::anonymous(),
         }
@@ -113,6 +159,16 @@ impl Authenticator for TokenAuthenticator {
         }
         let token = bearer(request)?;
         self.tokens.get(token).cloned().ok_or(AuthError::Unknown)
+    }
+
+    fn print(&self, token: &str) -> Option<CredentialPrint> {
+        self.tokens
+            .contains_key(token)
+            .then(|| CredentialPrint::of_token(token))
+    }
+
+    async fn accepts_print(&self, print: &CredentialPrint, who: &Principal) -> bool {
+        self.prints.get(print) == Some(who)
     }
 
     fn card_auth(&self) -> CardAuth {
@@ -247,6 +303,14 @@ impl Authenticator for jwt::JwtAuthenticator {
 
     fn card_auth(&self) -> CardAuth {
         CardAuth::Jwt
+    }
+
+    fn print(&self, token: &str) -> Option<CredentialPrint> {
+        jwt::JwtAuthenticator::print(self, token)
+    }
+
+    async fn accepts_print(&self, print: &CredentialPrint, who: &Principal) -> bool {
+        jwt::JwtAuthenticator::accepts_print(self, print, who).await
     }
 }
 
