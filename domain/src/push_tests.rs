@@ -312,7 +312,13 @@ fn a_config_registered_mid_task_receives_only_later_events() {
     run(&mut s, set("late"));
     let subs = s.head.as_ref().unwrap().push.clone();
     let body = "{}";
-    let before = deliveries("t-1", &subs, working_seq, body);
+    let before = deliveries(
+        "t-1",
+        &s.head.as_ref().unwrap().owner.clone(),
+        &subs,
+        working_seq,
+        body,
+    );
     assert_eq!(
         before
             .iter()
@@ -320,7 +326,13 @@ fn a_config_registered_mid_task_receives_only_later_events() {
             .collect::<Vec<_>>(),
         ["early"]
     );
-    let after = deliveries("t-1", &subs, s.version + 1, body);
+    let after = deliveries(
+        "t-1",
+        &s.head.as_ref().unwrap().owner.clone(),
+        &subs,
+        s.version + 1,
+        body,
+    );
     assert_eq!(after.len(), 2);
     // One group per (task, config); ids stable and within queue limits.
     assert_ne!(after[0].group(), after[1].group());
@@ -542,6 +554,7 @@ fn each_principal_has_its_own_config_ids_and_room() {
         config: c,
         body: String::new(),
         trace: None,
+        to: None,
     };
     assert_ne!(d(bobs.clone()).group(), d(owners_t1.clone()).group());
     assert_ne!(d(bobs).dedup_id(), d(owners_t1).dedup_id());

@@ -22,6 +22,9 @@ pub struct TraceContext {
     span_id: [u8; 8],
     sampled: bool,
     state: Option<String>,
+    /// Whose request the trace came with (kept with the work, never sent): only what goes back
+    /// to that principal carries the trace on (`to_receiver`).
+    origin: Option<crate::ids::Principal>,
 }
 
 fn hex_bytes<const N: usize>(s: &str) -> Option<[u8; N]> {
@@ -103,6 +106,7 @@ impl TraceContext {
             span_id,
             sampled: flags & 1 == 1,
             state,
+            origin: None,
         })
     }
 
@@ -117,6 +121,7 @@ impl TraceContext {
             span_id: nonzero(span_id),
             sampled: true,
             state: None,
+            origin: None,
         }
     }
 
@@ -135,7 +140,26 @@ impl TraceContext {
             span_id,
             sampled,
             state: None,
+            origin: None,
         })
+    }
+
+    /// The same trace, as `who`'s request brought it.
+    pub fn with_origin(mut self, who: Option<crate::ids::Principal>) -> Self {
+        self.origin = who;
+        self
+    }
+
+    pub fn origin(&self) -> Option<&crate::ids::Principal> {
+        self.origin.as_ref()
+    }
+
+    /// What of this trace may go with work to `receiver` (a webhook's principal): all of it
+    /// when the receiver is whose request brought it, else nothing — another principal (or a
+    /// provider, `None`) starts a trace of its own, and sees neither the trace id nor the
+    /// caller's `tracestate` (vendor members carry account ids).
+    pub fn to_receiver(&self, receiver: Option<&crate::ids::Principal>) -> Option<&Self> {
+        (receiver.is_some() && self.origin.as_ref() == receiver).then_some(self)
     }
 
     pub fn with_state(mut self, state: Option<String>) -> Self {
@@ -175,20 +199,34 @@ impl TraceContext {
 
     /// One string to store beside events and in queue messages: the `traceparent`, then the
     /// `tracestate` after a space (neither contains one but `tracestate`'s optional spaces
-    /// around commas, which `parse` trims).
+    /// around commas, which `parse` trims), then the origin on a line of its own.
     pub fn to_stored(&self) -> String {
-        match &self.state {
+        let mut out = match &self.state {
             Some(s) => format!("{} {s}", self.traceparent()),
             None => self.traceparent(),
+        };
+        if let Some(o) = &self.origin {
+            out.push('\n');
+            out.push_str(&o.to_string());
         }
+        out
     }
 
     /// What `to_stored` wrote; anything else is no context.
     pub fn from_stored(s: &str) -> Option<Self> {
-        match s.split_once(' ') {
+        let (context, origin) = match s.split_once('\n') {
+            Some((c, o)) => (
+                c,
+                o.split_once('/')
+                    .and_then(|(t, sub)| crate::ids::Principal::new(t, sub).ok()),
+            ),
+            None => (s, None),
+        };
+        let parsed = match context.split_once(' ') {
             Some((parent, state)) => Self::parse(parent, Some(state)),
-            None => Self::parse(s, None),
-        }
+            None => Self::parse(context, None),
+        };
+        parsed.map(|c| c.with_origin(origin))
     }
 }
 

@@ -123,3 +123,28 @@ fn children_keep_the_trace_and_roots_never_have_zero_ids() {
     let root = TraceContext::root([0; 16], [0; 8]);
     assert!(TraceContext::parse(&root.traceparent(), None).is_some());
 }
+
+#[test]
+fn the_origin_is_kept_with_the_work_and_only_its_own_receiver_gets_the_trace() {
+    let alice = crate::ids::Principal::new("acme", "alice").unwrap();
+    let bob = crate::ids::Principal::new("acme", "bob").unwrap();
+    let t = TraceContext::parse(
+        "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+        Some("vendor=account-42"),
+    )
+    .unwrap()
+    .with_origin(Some(alice.clone()));
+    let stored = t.to_stored();
+    assert!(stored.ends_with("\nacme/alice"), "{stored}");
+    let back = TraceContext::from_stored(&stored).unwrap();
+    assert_eq!(back, t);
+    assert_eq!(back.origin(), Some(&alice));
+    assert_eq!(back.to_receiver(Some(&alice)), Some(&t));
+    assert_eq!(back.to_receiver(Some(&bob)), None, "another principal");
+    assert_eq!(back.to_receiver(None), None, "a provider");
+    // A context stored before origins were kept reaches nobody but is still read.
+    let old = TraceContext::from_stored("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01")
+        .unwrap();
+    assert_eq!(old.origin(), None);
+    assert_eq!(old.to_receiver(Some(&alice)), None);
+}

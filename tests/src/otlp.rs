@@ -16,6 +16,8 @@ pub struct Span {
     pub parent: String,
     pub name: String,
     pub attributes: HashMap<String, String>,
+    /// The spans it links to (not parents): `(trace id, span id)`.
+    pub links: Vec<(String, String)>,
 }
 
 #[derive(Clone, Default)]
@@ -70,6 +72,17 @@ impl Collector {
                                     parent: s["parentSpanId"].as_str().unwrap_or("").to_lowercase(),
                                     name: s["name"].as_str().unwrap_or("").to_string(),
                                     attributes,
+                                    links: s["links"]
+                                        .as_array()
+                                        .into_iter()
+                                        .flatten()
+                                        .map(|l| {
+                                            (
+                                                l["traceId"].as_str().unwrap_or("").to_lowercase(),
+                                                l["spanId"].as_str().unwrap_or("").to_lowercase(),
+                                            )
+                                        })
+                                        .collect(),
                                 });
                             }
                         }

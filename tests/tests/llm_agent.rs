@@ -77,7 +77,13 @@ async fn chat(State(m): State<Arc<Mock>>, Json(req): Json<Value>) -> axum::respo
         .map(|x| x["tool_calls"].as_array().map_or(0, Vec::len))
         .sum();
     let body = match m.script {
-        Script::Broken => return (StatusCode::SERVICE_UNAVAILABLE, "down").into_response(),
+        Script::Broken => {
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                r#"{"error": {"message": "down for org-Hq42 project proj_7731", "type": "server_error"}}"#,
+            )
+                .into_response()
+        }
         Script::Steps => match made {
             0 => answer(
                 None,
@@ -544,10 +550,14 @@ async fn a_provider_that_keeps_failing_fails_the_task_clearly() {
     let (s, mock) = start(Script::Broken, 50).await;
     let id = s.start_task(envelope_message("m-1", "go")).await;
     let t = s.wait_state(&id, "TASK_STATE_FAILED").await;
-    assert!(t["status"]["message"]["parts"][0]["text"]
-        .as_str()
-        .unwrap()
-        .contains("model provider kept failing"));
+    let said = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
+    assert!(said.contains("model provider kept failing"), "{said}");
+    // What every participant reads names the failure and a correlation id: never the
+    // provider's error body (its organisation and project) or its URL (issue 51, D).
+    assert!(said.contains("correlation id"), "{said}");
+    for secret in ["org-Hq42", "proj_7731", "127.0.0.1", "http"] {
+        assert!(!said.contains(secret), "{said}");
+    }
     assert_eq!(
         mock.calls.load(Ordering::SeqCst),
         4,

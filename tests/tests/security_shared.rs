@@ -160,3 +160,63 @@ async fn a_watcher_takes_neither_the_owners_config_ids_nor_its_room() {
         .await;
     assert_eq!(his["id"], task.as_str());
 }
+
+/// Issue 51, class D: a caller's `traceparent` and `tracestate` go back to the caller's own
+/// webhook only; another participant's webhook starts from nothing of theirs.
+#[tokio::test]
+async fn a_callers_trace_reaches_its_own_webhook_and_nobody_elses() {
+    use taskledger_tests::receiver::{Receiver, Script};
+    let s = server().await;
+    let alice = s.as_user("a");
+    let bob = s.as_user("b");
+    let task = shared_task(&alice, &[("alice", "admin"), ("bob", "watcher")]).await;
+    let (hers, his) = (
+        Receiver::start(Script::Always(200)).await,
+        Receiver::start(Script::Always(200)).await,
+    );
+    alice
+        .ok(
+            "CreateTaskPushNotificationConfig",
+            config(&task, "hers", &hers.url),
+        )
+        .await;
+    bob.ok(
+        "CreateTaskPushNotificationConfig",
+        config(&task, "his", &his.url),
+    )
+    .await;
+    let trace_id = "4bf92f3577b34da6a3ce929d0e0e4736";
+    let v = alice
+        .call_with(
+            "SendMessage",
+            json!({"message": {"messageId": "tck-input-required-2", "role": "ROLE_USER",
+                "taskId": task, "parts": [{"text": "more"}]}}),
+            &[
+                ("traceparent", &format!("00-{trace_id}-00f067aa0ba902b7-01")),
+                ("tracestate", "vendor=acct-5521"),
+            ],
+        )
+        .await;
+    assert!(v.get("error").is_none(), "{v}");
+    let limit = std::time::Duration::from_secs(20);
+    hers.wait_for(limit, |r| !r.is_empty()).await;
+    his.wait_for(limit, |r| !r.is_empty()).await;
+    for r in hers.unique() {
+        let tp = r
+            .header("traceparent")
+            .expect("her webhook joins her trace");
+        assert!(tp.contains(trace_id), "{tp}");
+        assert_eq!(r.header("tracestate"), Some("vendor=acct-5521"));
+    }
+    for r in his.unique() {
+        assert!(
+            !r.header("traceparent").unwrap_or("").contains(trace_id),
+            "bob's webhook joined alice's trace"
+        );
+        assert_eq!(
+            r.header("tracestate"),
+            None,
+            "bob's webhook saw alice's tracestate"
+        );
+    }
+}

@@ -176,22 +176,52 @@ async fn one_trace(collector: &Collector, storage: Storage, label: &str) {
             .any(|c| ancestors(c).contains(&"agent.turn".to_string())),
         "{label}: the turn's commits are in the trace"
     );
-    // The provider and the webhook were told whose child they are.
+    // The provider is told of a trace of its own — a root linked to the call, no tracestate —
+    // never the caller's (issue 51, D); the webhook, the caller's own, joins the caller's.
     let calls: Vec<String> = named(&spans, "llm.call")
         .iter()
         .map(|s| s.span_id.clone())
         .collect();
-    let model_parent = model_headers.lock().unwrap()[0]
-        .get("traceparent")
-        .map(|v| v.to_str().unwrap().to_string())
-        .expect("the model call carries traceparent");
+    let (model_parent, model_state) = {
+        let seen = model_headers.lock().unwrap();
+        let h = &seen[0];
+        (
+            h.get("traceparent")
+                .map(|v| v.to_str().unwrap().to_string())
+                .expect("the model call carries traceparent"),
+            h.get("tracestate").map(|v| v.to_str().unwrap().to_string()),
+        )
+    };
     assert!(
-        model_parent.starts_with(&format!("00-{trace_id}-")),
+        !model_parent.contains(&trace_id),
+        "{label}: the provider saw the caller's trace: {model_parent}"
+    );
+    assert_eq!(
+        model_state, None,
+        "{label}: the provider saw the caller's tracestate"
+    );
+    let own_trace = model_parent.split('-').nth(1).unwrap().to_string();
+    let own = collector
+        .trace(&own_trace, Duration::from_secs(20), |s| {
+            s.iter().any(|x| x.name == "llm.request")
+        })
+        .await;
+    let request_span = named(&own, "llm.request")
+        .into_iter()
+        .next()
+        .unwrap_or_else(|| panic!("{label}: no llm.request span in the provider's trace"));
+    assert!(request_span.parent.is_empty(), "{label}: a root");
+    assert!(
+        model_parent.contains(&request_span.span_id),
         "{label}: {model_parent}"
     );
     assert!(
-        calls.iter().any(|c| model_parent.contains(c.as_str())),
-        "{label}: {model_parent}"
+        request_span
+            .links
+            .iter()
+            .any(|(t, s)| *t == trace_id && calls.contains(s)),
+        "{label}: linked to the call: {:?}",
+        request_span.links
     );
     let pushes: Vec<String> = named(&spans, "push.delivery")
         .iter()

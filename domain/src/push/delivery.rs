@@ -31,9 +31,13 @@ pub struct PushDelivery {
     /// The `StreamResponse` JSON, exactly as sent.
     pub body: String,
     /// The trace of the commit that pushed it (`TraceContext::to_stored`): the webhook request
-    /// carries it on as `traceparent`.
+    /// carries it on as `traceparent` only to whose request brought it (`to_receiver`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trace: Option<String>,
+    /// Whose webhook it is (the config's principal; the task's owner's when the config names
+    /// none). Absent in deliveries queued before it was kept: treated as anyone else's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub to: Option<crate::ids::Principal>,
 }
 
 impl PushDelivery {
@@ -75,9 +79,11 @@ fn digest(s: &str) -> String {
         .collect()
 }
 
-/// The deliveries an update of event `seq` makes: one per subscription registered before it.
+/// The deliveries an update of event `seq` makes: one per subscription registered before it,
+/// each addressed to its principal (the task's `owner` for the owner's own configs).
 pub fn deliveries(
     task_id: &str,
+    owner: &crate::ids::Principal,
     subscriptions: &[Subscription],
     seq: u64,
     body: &str,
@@ -91,6 +97,7 @@ pub fn deliveries(
             config: s.clone(),
             body: body.to_string(),
             trace: None,
+            to: Some(s.owner.clone().unwrap_or_else(|| owner.clone())),
         })
         .collect()
 }

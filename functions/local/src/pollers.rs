@@ -102,12 +102,18 @@ pub async fn run_turn_poller(svc: Arc<Service>, queue: Arc<SqsTurnQueue>, lease_
                             debug!(?outcome, "turn handled");
                             true
                         }
-                        Err(e) if m.receives >= sqs::MAX_RECEIVES => {
-                            give_up_turn(&svc, &turn, m.receives, &e.to_string())
-                                .await
-                                .inspect_err(|e| warn!(error = %e, "cannot give a turn up"))
-                                .is_ok()
-                        }
+                        Err(e) if m.receives >= sqs::MAX_RECEIVES => give_up_turn(
+                            &svc,
+                            &turn,
+                            m.receives,
+                            &taskledger_app::telemetry::incident(
+                                taskledger_app::runners::TURN_FAILED,
+                                &e,
+                            ),
+                        )
+                        .await
+                        .inspect_err(|e| warn!(error = %e, "cannot give a turn up"))
+                        .is_ok(),
                         Err(e) => {
                             warn!(error = %e, receives = m.receives, "turn failed; it comes back");
                             false

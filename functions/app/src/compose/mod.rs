@@ -498,7 +498,13 @@ pub async fn run_turn_batch(
             match crate::runners::handle_turn_within(svc, &turn, budget).await {
                 Ok(_) => Ok(()),
                 Err(e) if m.receives >= MAX_RECEIVES => {
-                    give_up_turn(svc, &turn, m.receives, &e.to_string()).await
+                    give_up_turn(
+                        svc,
+                        &turn,
+                        m.receives,
+                        &crate::telemetry::incident(crate::runners::TURN_FAILED, &e),
+                    )
+                    .await
                 }
                 Err(e) => Err(e),
             }

@@ -293,8 +293,9 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
         )
     };
     trace::set_parent(&span, ctx.trace.as_ref());
-    let caller = ctx.trace.clone();
-    let reply = trace::within(caller, run(svc, ctx, op).instrument(span.clone())).await;
+    let (caller, who) = (ctx.trace.clone(), ctx.principal.clone());
+    let reply =
+        trace::within_request(caller, who, run(svc, ctx, op).instrument(span.clone())).await;
     let reason = reply.as_ref().err().map(|e| e.kind().wire().reason);
     if let Some(r) = reason {
         span.record("otel.status_code", "ERROR");

@@ -13,7 +13,7 @@ pub mod relay;
 pub use crate::per_task::{jitter, PerTask};
 pub use crate::service::turns::{
     give_up_turn, handle_turn, handle_turn_within, TurnOutcome, DEAD_LETTERED,
-    IN_PROCESS_TURN_ATTEMPTS,
+    IN_PROCESS_TURN_ATTEMPTS, TURN_FAILED,
 };
 pub use archive::{Archiver, ArchiverError};
 pub use feed::{run_feed, run_feed_relay};

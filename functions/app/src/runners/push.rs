@@ -42,31 +42,40 @@ pub async fn attempt(
         started
     };
     let attempts = a.attempts + 1;
-    // The webhook request joins the update's trace through this attempt's span (ADR 033).
+    // The webhook request joins the update's trace through this attempt's span (ADR 033) —
+    // when the webhook is whose request brought the trace; another principal's starts a trace
+    // of its own, linked to the update's, and gets no `tracestate`.
     let sent = std::time::Instant::now();
+    let update = crate::telemetry::trace::stored(a.delivery.trace.as_deref());
+    let theirs = update
+        .as_ref()
+        .and_then(|t| t.to_receiver(a.delivery.to.as_ref()))
+        .cloned();
     let result = if crate::telemetry::trace::is_exporting() {
-        // The webhook request names this attempt's span as its parent, keeping the update's
-        // `tracestate`; unexported, the update's own context goes as it is.
-        let parent = crate::telemetry::trace::stored(a.delivery.trace.as_deref());
         let span = tracing::info_span!(
             "push.delivery",
+            otel.kind = "client",
             task_id = %a.delivery.task_id,
             seq = a.delivery.seq,
             attempt = attempts
         );
-        crate::telemetry::trace::set_parent(&span, parent.as_ref());
-        let state = parent
+        match &theirs {
+            Some(t) => crate::telemetry::trace::set_parent(&span, Some(t)),
+            None => crate::telemetry::trace::own_trace(&span, update.as_ref()),
+        }
+        let state = theirs
             .as_ref()
             .and_then(|p| p.tracestate().map(str::to_string));
-        let here = span
-            .in_scope(crate::telemetry::trace::current)
-            .map(|c| c.with_state(state))
-            .or(parent);
+        let here = crate::telemetry::trace::of_span(&span).map(|c| c.with_state(state));
         let mut d = a.delivery.clone();
-        d.trace = here.map(|t| t.to_stored());
+        d.trace = here.or(theirs).map(|t| t.to_stored());
         sender.send(&d).instrument(span).await
-    } else {
+    } else if theirs.is_some() || a.delivery.trace.is_none() {
         sender.send(&a.delivery).await
+    } else {
+        let mut d = a.delivery.clone();
+        d.trace = None;
+        sender.send(&d).await
     };
     // What is kept and shown of a failure carries no URL (`push::failure_reason`).
     let result = result.cleaned();

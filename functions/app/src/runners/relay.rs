@@ -217,7 +217,7 @@ impl PushSide {
             .filter(|s| head.delivers_to(s))
             .cloned()
             .collect();
-        let mut deliveries = push::deliveries(id.as_str(), &audience, event.seq, body);
+        let mut deliveries = push::deliveries(id.as_str(), &head.owner, &audience, event.seq, body);
         for d in &mut deliveries {
             d.trace = trace.clone();
         }

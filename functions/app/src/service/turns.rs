@@ -55,6 +55,10 @@ async fn finish(
 }
 
 /// The reason a dead-lettered turn is given up with.
+/// What a task's status says when its turn kept failing (the error itself is logged under the
+/// correlation id the status names: `telemetry::incident`).
+pub const TURN_FAILED: &str = "the agent's turn kept failing";
+
 pub const DEAD_LETTERED: &str =
     "its queue message was dead-lettered (every receive ended without an answer: the worker \
      crashed or timed out)";
@@ -107,7 +111,7 @@ pub(crate) async fn run_turn_retrying(
                 attempt += 1;
             }
             Err(e) => {
-                give_up_turn(svc, turn, attempt, &e.to_string()).await?;
+                give_up_turn(svc, turn, attempt, &telemetry::incident(TURN_FAILED, &e)).await?;
                 return Ok(TurnOutcome::GivenUp);
             }
         }

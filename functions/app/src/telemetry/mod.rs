@@ -6,12 +6,14 @@
 
 pub mod emf;
 pub mod histogram;
+mod incident;
 mod metrics;
 pub mod prometheus;
 pub mod trace;
 
 use std::sync::{LazyLock, Mutex};
 
+pub use incident::incident;
 pub use metrics::{
     metrics, Binding, LatencySeries, Metrics, OpenStream, PushOutcome, Snapshot, TokenKind,
     TurnOutcome,

@@ -3,18 +3,24 @@
 //! record with the events it appends — and each hop after the commit (relay, agent turn, model
 //! call, webhook delivery) opens its span as a child of the context its work carries. With an
 //! OpenTelemetry layer installed the context is the current span's, so what a commit records
-//! names the commit's span; without one the request's own context is passed on unchanged (a
-//! webhook receiver still sees the caller's trace) and no new trace is started.
+//! names the commit's span; without one the request's own context is passed on unchanged and no
+//! new trace is started. A trace crosses to nobody but whose request brought it: a webhook of
+//! another principal, or a model provider, gets a trace of its own (a root span linked to the
+//! work's) and no `tracestate` — or, unexported, no context at all.
 
 use std::future::Future;
 
 use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt, TraceFlags, TraceId, TraceState};
+use taskledger_domain::ids::Principal;
 use taskledger_domain::trace::TraceContext;
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 tokio::task_local! {
     static CURRENT: Option<TraceContext>;
+    /// Whose request the work is (kept with what it records: only that principal's webhooks
+    /// get the trace back, `TraceContext::to_receiver`).
+    static ORIGIN: Option<Principal>;
 }
 
 /// Whether spans are exported (an OpenTelemetry layer is installed); set once at start.
@@ -32,21 +38,49 @@ pub fn is_exporting() -> bool {
     EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
 }
 
-/// Runs `f` with `ctx` as the work's trace.
+/// Runs `f` with `ctx` as the work's trace (its origin the one the context carries).
 pub async fn within<F: Future>(ctx: Option<TraceContext>, f: F) -> F::Output {
     CURRENT.scope(ctx, f).await
 }
 
+/// Runs a request of `who`'s with `ctx` (the caller's context, if it sent one) as its trace.
+pub async fn within_request<F: Future>(
+    ctx: Option<TraceContext>,
+    who: Principal,
+    f: F,
+) -> F::Output {
+    ORIGIN.scope(Some(who), CURRENT.scope(ctx, f)).await
+}
+
 /// The trace to record with what happens now: the current span's (when exporting), else the
-/// work's own.
+/// work's own; with whose request it is.
 pub fn current() -> Option<TraceContext> {
     let own = CURRENT.try_with(Clone::clone).ok().flatten();
+    let origin = ORIGIN
+        .try_with(Clone::clone)
+        .ok()
+        .flatten()
+        .or_else(|| own.as_ref().and_then(|o| o.origin().cloned()));
     if is_exporting() {
         if let Some(c) = of_span(&Span::current()) {
-            return Some(c.with_state(own.and_then(|o| o.tracestate().map(str::to_string))));
+            let state = own.and_then(|o| o.tracestate().map(str::to_string));
+            return Some(c.with_state(state).with_origin(origin));
         }
     }
-    own
+    own.map(|o| o.with_origin(origin))
+}
+
+/// Makes `span` the root of a trace of its own, linked to `from` (the work it follows without
+/// being its child): what leaves for another principal or a provider names this trace, not
+/// the caller's (exporting only).
+pub fn own_trace(span: &Span, from: Option<&TraceContext>) {
+    if !is_exporting() {
+        return;
+    }
+    let _ = span.set_parent(opentelemetry::Context::new());
+    if let Some(f) = from {
+        span.add_link(span_context(f));
+    }
 }
 
 /// The context of `span` (exporting only: otherwise spans have none).
@@ -68,11 +102,16 @@ pub fn set_parent(span: &Span, parent: Option<&TraceContext>) {
     let Some(p) = parent.filter(|_| is_exporting()) else {
         return;
     };
+    let _ =
+        span.set_parent(opentelemetry::Context::new().with_remote_span_context(span_context(p)));
+}
+
+fn span_context(p: &TraceContext) -> SpanContext {
     let state = p
         .tracestate()
         .and_then(|s| s.parse::<TraceState>().ok())
         .unwrap_or_default();
-    let remote = SpanContext::new(
+    SpanContext::new(
         TraceId::from_bytes(p.trace_id()),
         SpanId::from_bytes(p.span_id()),
         if p.sampled() {
@@ -82,8 +121,7 @@ pub fn set_parent(span: &Span, parent: Option<&TraceContext>) {
         },
         true,
         state,
-    );
-    let _ = span.set_parent(opentelemetry::Context::new().with_remote_span_context(remote));
+    )
 }
 
 /// A stored context (an event's, a message's), if it reads.

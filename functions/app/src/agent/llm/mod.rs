@@ -118,18 +118,24 @@ impl LlmAgent {
             return Ok(Some(Outcome::Waiting));
         }
         let ext = head.ext.clone();
-        // The provider's request joins the turn's trace through this call's span.
-        let span = if crate::telemetry::trace::is_exporting() {
-            tracing::info_span!(
+        // The call is a span of the turn's trace; the provider is told of a trace of its own
+        // (a root linked to the call, no `tracestate`): the caller's trace id and vendor state
+        // are not the provider's to see. Unexported, it is told of none.
+        let (span, outgoing) = if crate::telemetry::trace::is_exporting() {
+            let span = tracing::info_span!(
                 "llm.call",
                 task_id = %task_id,
                 gen_ai.request.model = ext.as_ref().and_then(|d| d.model.clone()).unwrap_or_default()
-            )
+            );
+            let outgoing = tracing::info_span!(parent: &span, "llm.request", otel.kind = "client");
+            let call = crate::telemetry::trace::of_span(&span);
+            crate::telemetry::trace::own_trace(&outgoing, call.as_ref());
+            (span, outgoing)
         } else {
-            tracing::Span::none()
+            (tracing::Span::none(), tracing::Span::none())
         };
         let request = ModelRequest {
-            trace: span.in_scope(crate::telemetry::trace::current),
+            trace: crate::telemetry::trace::of_span(&outgoing),
             model: ext.as_ref().and_then(|d| d.model.clone()),
             reasoning_effort: ext
                 .as_ref()
@@ -143,7 +149,10 @@ impl LlmAgent {
             },
         };
         // A model that answers at once (polled once) has nothing to wait for.
-        let mut call = tracing::Instrument::instrument(self.model.complete(request), span);
+        let mut call = tracing::Instrument::instrument(
+            tracing::Instrument::instrument(self.model.complete(request), outgoing),
+            span,
+        );
         let response = match futures_util::FutureExt::now_or_never(&mut call) {
             Some(r) => r,
             None => {
@@ -155,10 +164,8 @@ impl LlmAgent {
             Ok(r) => r,
             Err(e) => {
                 start.say(tasks, task_id).await?;
-                warn!(error = %e, "model call failed");
-                tasks
-                    .fail_task(task_id, &format!("the model provider kept failing: {e}"))
-                    .await;
+                let said = crate::telemetry::incident("the model provider kept failing", &e);
+                tasks.fail_task(task_id, &said).await;
                 return Ok(Some(Outcome::Stopped));
             }
         };
