@@ -38,6 +38,10 @@
 # minutes. CI runs the full command.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The built-in agent's conformance and fault scenarios (off in production) steer every server
+# the tests start: the binaries read this, the in-process servers' test configurations turn
+# them on themselves.
+export TASKLEDGER_CONFORMANCE_SCENARIOS=true
 
 if [ "${1:-}" = quick ]; then
   unset AWS_ENDPOINT_URL TASKLEDGER_REQUIRE_DYNAMODB TASKLEDGER_TEST_BINDING TASKLEDGER_TEST_STORE

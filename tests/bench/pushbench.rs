@@ -136,7 +136,7 @@ async fn throughput() {
 async fn latency(tasks: usize) {
     let r = Receiver::start(Script::Always(200)).await;
     let dir = temp_dir("pushbench-lat");
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dir(dir.clone());
     c.timings = fast_timings();
     c.push = PushSettings::default();

@@ -62,7 +62,8 @@ pub struct ServerProcess {
 }
 
 impl ServerProcess {
-    /// The binary on a SQLite store in `dir`, with `extra` flags.
+    /// The binary on a SQLite store in `dir`, with `extra` flags — as deployed: the
+    /// conformance scenarios off unless `extra` says `--conformance-scenarios`.
     pub async fn sqlite_with(dir: &std::path::Path, extra: &[&str]) -> Self {
         let port = free_port();
         let listen = format!("127.0.0.1:{port}");
@@ -72,6 +73,7 @@ impl ServerProcess {
         args.extend_from_slice(extra);
         let child = std::process::Command::new(server_binary())
             .args(&args)
+            .env_remove("TASKLEDGER_CONFORMANCE_SCENARIOS")
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::null())
             .stderr(std::process::Stdio::null())

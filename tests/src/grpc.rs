@@ -25,7 +25,7 @@ pub struct GrpcServer {
 impl GrpcServer {
     /// The in-memory store with quick scenario timings, gRPC on a free loopback port.
     pub async fn start() -> Self {
-        let mut config = Config::in_memory();
+        let mut config = Config::in_memory().with_conformance_scenarios();
         config.timings = crate::fast_timings();
         Self::start_with(config).await
     }

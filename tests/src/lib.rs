@@ -94,7 +94,7 @@ pub fn stream_timings(config: &mut Config, keep_alive: Duration, poll: Duration)
 
 /// A test configuration on `test_storage()` with quick scenario timings.
 pub fn test_config() -> Config {
-    let mut config = Config::in_memory();
+    let mut config = Config::in_memory().with_conformance_scenarios();
     config.storage = test_storage();
     config.timings = fast_timings();
     config

@@ -24,7 +24,7 @@ fn temp(name: &str) -> PathBuf {
 
 /// A server on `storage`, quick scenarios.
 async fn server_on(storage: Storage) -> Server {
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = storage;
     c.timings = fast_timings();
     Server::start_with(c).await

@@ -33,7 +33,7 @@ fn dynamo(prefix: &str, create_tables: bool, pollers: bool) -> Storage {
 }
 
 fn archiving(storage: Storage, bucket: &str) -> Config {
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = storage;
     c.timings = fast_timings();
     c.retention = Retention::default();
@@ -161,7 +161,7 @@ async fn finished_tasks_are_archived_to_the_bucket_as_export_writes_them() {
     .await
     .unwrap();
     assert_eq!(restored.tasks, 1);
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dir(dir);
     let copy = Server::start_with(c).await;
     let params = json!({"id": waiting, "historyLength": 1000});

@@ -52,7 +52,7 @@ async fn the_card_lists_a_grpc_interface_only_when_grpc_is_served() {
         "{card}"
     );
 
-    let mut config = Config::in_memory();
+    let mut config = Config::in_memory().with_conformance_scenarios();
     config.grpc = Some(GrpcSettings {
         public_addr: Some("grpc.example.com:443".into()),
         ..GrpcSettings::loopback()
@@ -687,7 +687,7 @@ async fn unknown_extensions_are_ignored() {
 
 #[tokio::test]
 async fn bearer_tokens_are_required_when_configured_and_tenants_stay_apart() {
-    let mut config = Config::in_memory();
+    let mut config = Config::in_memory().with_conformance_scenarios();
     config.timings = fast_timings();
     config.tokens = HashMap::from([
         (
@@ -889,7 +889,7 @@ async fn tls_serves_with_the_configured_certificate() {
         cert: cert.cert.pem(),
         key: cert.signing_key.serialize_pem(),
     };
-    let mut config = Config::in_memory();
+    let mut config = Config::in_memory().with_conformance_scenarios();
     config.grpc = Some(GrpcSettings {
         tls: Some(pem.clone()),
         ..GrpcSettings::loopback()
@@ -936,7 +936,7 @@ async fn tls_serves_with_the_configured_certificate() {
 
 #[tokio::test]
 async fn a_bad_certificate_stops_the_start() {
-    let mut config = Config::in_memory();
+    let mut config = Config::in_memory().with_conformance_scenarios();
     config.grpc = Some(GrpcSettings {
         tls: Some(TlsPem {
             cert: "not a certificate".into(),

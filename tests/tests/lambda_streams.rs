@@ -143,7 +143,7 @@ impl Rig {
         let prefix = format!("tl-lambda-{}-", uuid::Uuid::new_v4().simple());
 
         // The relay and the worker, on the table the Lambda uses (created here).
-        let mut c = Config::in_memory();
+        let mut c = Config::in_memory().with_conformance_scenarios();
         c.storage = Storage::Dynamo {
             prefix: prefix.clone(),
             create_tables: true,

@@ -150,7 +150,7 @@ async fn serverless(lease_secs: u32, stall: Duration) -> Server {
 
 /// The same on the tables and queues of `prefix` (a second server shares them).
 async fn serverless_on(prefix: &str, lease_secs: u32, stall: Duration) -> Server {
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dynamo {
         prefix: prefix.to_string(),
         create_tables: true,

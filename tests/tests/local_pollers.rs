@@ -11,7 +11,7 @@ use taskledger_tests::receiver::{state_of, Receiver, Script};
 use taskledger_tests::{aws_endpoint, fast_timings, Server};
 
 async fn serverless_server() -> Server {
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dynamo {
         prefix: format!("tl-poll-{}-", uuid::Uuid::new_v4().simple()),
         create_tables: true,

@@ -1,5 +1,6 @@
-//! `/metrics` on the local server (embedded store): protected like the API when tokens are
-//! configured; scraped before and after a scripted workload — sends that complete, a refused
+//! `/metrics` on the local server (embedded store): the operator's (issue 51) — with tokens
+//! configured it answers to the metrics token only, never to a tenant's; scraped before and
+//! after a scripted workload — sends that complete, a refused
 //! read, a webhook that fails once then takes its deliveries, an open stream — it shows the
 //! expected counter deltas, the tasks by state, and the open stream. One test in this binary:
 //! the metrics are the process's.
@@ -51,21 +52,27 @@ fn get(m: &HashMap<String, f64>, key: &str) -> f64 {
 
 #[tokio::test]
 async fn metrics_count_a_scripted_workload() {
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Memory;
     c.timings = fast_timings();
     c.tokens = taskledger_app::identity::TokenAuthenticator::parse_table("ta=acme/alice").unwrap();
     c.push = taskledger_tests::loopback_push();
+    let without = Server::start_with(c.clone()).await;
+    c.metrics_token = Some("metrics-secret".into());
     let server = Server::start_with(c).await;
     // Counted under the binding the calls go over.
     let alice = server.over(Binding::JsonRpc).as_user("ta");
 
-    // Protected like the API.
+    // The operator's: no tenant's principal reads process-wide counts, and a server with
+    // credentials but no metrics token refuses every scrape.
     let (status, _, _) = scrape(&server, None).await;
     assert_eq!(status, 401);
     let (status, _, _) = scrape(&server, Some("wrong")).await;
     assert_eq!(status, 401);
-    let (status, kind, before) = scrape(&server, Some("ta")).await;
+    let (status, _, _) = scrape(&server, Some("ta")).await;
+    assert_eq!(status, 401, "alice's API token is no metrics token");
+    assert_eq!(scrape(&without, Some("ta")).await.0, 403);
+    let (status, kind, before) = scrape(&server, Some("metrics-secret")).await;
     assert_eq!(status, 200);
     assert!(kind.starts_with("text/plain; version=0.0.4"), "{kind}");
 
@@ -125,7 +132,7 @@ async fn metrics_count_a_scripted_workload() {
         .expect("the stream's first event");
     assert!(String::from_utf8_lossy(&first).contains("data:"));
 
-    let (_, _, after) = scrape(&server, Some("ta")).await;
+    let (_, _, after) = scrape(&server, Some("metrics-secret")).await;
     let delta = |k: &str| get(&after, k) - get(&before, k);
     let binding = "jsonrpc";
     let ok = |m: &str| {

@@ -25,7 +25,7 @@ fn quick_retry() -> RetryPolicy {
 }
 
 fn config(storage: Storage, policy: AddressPolicy) -> Config {
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = storage;
     c.timings = fast_timings();
     c.push = PushSettings {

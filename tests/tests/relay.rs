@@ -121,7 +121,7 @@ async fn work_committed_before_a_restart_is_done_after_it() {
             SendMessageResponse::Message(_) => panic!("a task"),
         }
     };
-    let mut config = Config::in_memory();
+    let mut config = Config::in_memory().with_conformance_scenarios();
     config.storage = Storage::Dir(dir.clone());
     config.timings = fast_timings();
     let s = Server::start_with(config).await;
@@ -184,7 +184,7 @@ async fn a_commit_by_another_process_on_the_same_file_is_seen_through_the_state_
 async fn a_kept_get_task_answer_gives_way_to_a_commit_by_another_server_on_the_same_file() {
     let dir = std::env::temp_dir().join(format!("taskledger-answers-{}", uuid::Uuid::new_v4()));
     let start = |dir: &std::path::Path| {
-        let mut config = Config::in_memory();
+        let mut config = Config::in_memory().with_conformance_scenarios();
         config.storage = Storage::Dir(dir.to_path_buf());
         config.timings = fast_timings();
         Server::start_with(config)

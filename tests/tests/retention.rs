@@ -128,7 +128,7 @@ async fn on_dynamodb_every_item_of_a_finished_task_carries_its_expiry() {
         return;
     }
     let prefix = format!("tl-ret-{}-", uuid::Uuid::new_v4().simple());
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dynamo {
         prefix: prefix.clone(),
         create_tables: true,

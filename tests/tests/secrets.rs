@@ -17,7 +17,7 @@ const CREDENTIALS: &str = "s3cr3t-credentials-4f2a";
 const TOKEN: &str = "notification-token-9c1e";
 
 fn config(dir: &Path, keys: Option<&Path>) -> Config {
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dir(dir.to_path_buf());
     c.timings = fast_timings();
     c.secrets_key_file = keys.map(Path::to_path_buf);

@@ -24,7 +24,7 @@ async fn two_hundred_blocking_sends_over_two_minutes_all_complete() {
     if !aws_endpoint() {
         return;
     }
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dynamo {
         prefix: format!("tl-soak-{}-", uuid::Uuid::new_v4().simple()),
         create_tables: true,

@@ -307,7 +307,9 @@ async fn the_three_bindings_stream_the_same_events() {
 #[tokio::test]
 async fn a_waiting_stream_gets_keep_alive_comments() {
     assert_eq!(
-        Config::in_memory().stream_keep_alive,
+        Config::in_memory()
+            .with_conformance_scenarios()
+            .stream_keep_alive,
         Duration::from_secs(15),
         "the default"
     );

@@ -39,7 +39,7 @@ async fn model() -> (String, Arc<Mutex<Vec<HeaderMap>>>) {
 }
 
 fn config(storage: Storage, model_url: &str) -> Config {
-    let mut c = Config::in_memory();
+    let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = storage;
     c.timings = fast_timings();
     c.push = taskledger_tests::loopback_push();

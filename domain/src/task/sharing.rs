@@ -65,6 +65,31 @@ impl TaskHead {
     }
 }
 
+impl TaskHead {
+    /// Whether whoever sent `message` (a message of this task's history: the participant it
+    /// names, or, naming none, the owner) may end the task as a cancel would: the owner or an
+    /// admin participant. What an agent does on a message that ends the task otherwise than by
+    /// doing its work is held to it.
+    pub fn may_end_for(&self, message: &crate::wire::Message) -> bool {
+        let named = message
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get(crate::extensions::harness::PARTICIPANT_ID_KEY))
+            .and_then(serde_json::Value::as_str);
+        match named {
+            None => true,
+            Some(id) => {
+                principal_of(&self.owner, id).as_ref() == Some(&self.owner)
+                    || self
+                        .ext
+                        .as_ref()
+                        .and_then(|d| d.participant(id))
+                        .is_some_and(|p| p.role == Role::Admin)
+            }
+        }
+    }
+}
+
 /// Who speaks in a client's command, once the caller is known.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Speaker {

@@ -13,8 +13,10 @@ use taskledger_app::compose::{self, ResponseMode};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     taskledger_app::compose::init_lambda();
-    // The scenario agent answers direct replies; its turns run in the worker.
-    let agent = ScenarioAgent::new(ScenarioTimings::default());
+    // The scenario agent answers direct replies (with its conformance rules on, if the
+    // deployment turned them on); its turns run in the worker.
+    let agent =
+        ScenarioAgent::configured(ScenarioTimings::default(), compose::conformance_from_env()?);
     let api = compose::lambda_api(agent).await?;
     tracing::info!(mode = ?api.mode, "serving");
     match api.mode {

@@ -32,6 +32,19 @@ pub(crate) struct Args {
     /// table's stream and the SQS queues (no push notifications then).
     #[arg(long, env = "TASKLEDGER_IN_PROCESS_AGENT", default_value_t = false)]
     pub(crate) in_process_agent: bool,
+    /// The built-in agent's conformance and fault scenarios (`tck-…`, `fault-…` message ids
+    /// steer it: REJECTED tasks, failing and stalling turns, timed pauses): for the A2A
+    /// conformance kits and tests only, never in production.
+    #[arg(
+        long,
+        env = "TASKLEDGER_CONFORMANCE_SCENARIOS",
+        default_value_t = false
+    )]
+    pub(crate) conformance_scenarios: bool,
+    /// The operator's bearer token for /metrics (process-wide counts, every tenant's): on a
+    /// server with --tokens or JWTs, /metrics answers only to it.
+    #[arg(long, env = "TASKLEDGER_METRICS_TOKEN", hide_env_values = true)]
+    pub(crate) metrics_token: Option<String>,
     /// Address to listen on.
     #[arg(long, env = "TASKLEDGER_LISTEN", default_value = "127.0.0.1:8080")]
     pub(crate) listen: SocketAddr,

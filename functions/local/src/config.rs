@@ -78,6 +78,8 @@ pub struct Config {
     /// Host names answered besides loopback names and the public URL's host (a server without
     /// credentials refuses others; the card is signed only for these and the public URL).
     pub allowed_hosts: Vec<String>,
+    /// The operator's bearer token for `/metrics` (none: refused on a server with credentials).
+    pub metrics_token: Option<String>,
     /// Proxies whose `X-Forwarded-Proto`/`X-Forwarded-Host` are believed.
     pub proxies: taskledger_app::http::Proxies,
     /// Origins board pages may show images from besides their own and `data:`.
@@ -142,6 +144,15 @@ impl Default for PushSettings {
 }
 
 impl Config {
+    /// This configuration with the scenario agent's conformance and fault rules on (the kits'
+    /// runs, tests).
+    pub fn with_conformance_scenarios(mut self) -> Self {
+        if let AgentChoice::Scenario { conformance } = &mut self.agent {
+            *conformance = true;
+        }
+        self
+    }
+
     pub fn in_memory() -> Self {
         Self {
             storage: Storage::Memory,
@@ -159,13 +170,14 @@ impl Config {
             ),
             timings: ScenarioTimings::default(),
             cursor_key: None,
-            agent: AgentChoice::Scenario,
+            agent: AgentChoice::Scenario { conformance: false },
             push: PushSettings::default(),
             error_table: Default::default(),
             grpc: None,
             stream_keep_alive: taskledger_app::http::DEFAULT_KEEP_ALIVE,
             stream_poll: taskledger_app::service::DEFAULT_STREAM_POLL,
             allowed_hosts: Vec::new(),
+            metrics_token: None,
             proxies: taskledger_app::http::Proxies::None,
             board_image_origins: Vec::new(),
             board_session_ttl: taskledger_app::board::DEFAULT_SESSION_TTL,

@@ -320,6 +320,7 @@ async fn build_bindings(
         body_read_timeout: config.body_read_timeout,
         metrics: Some(taskledger_app::http::MetricsSettings {
             tasks: Some(task_counts),
+            token: config.metrics_token.clone(),
         }),
     };
     // gRPC has no Host header: its card's URLs are the public URL's, or the HTTP listener's.

@@ -367,6 +367,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         error_table: args.error_table,
         stream_keep_alive: Duration::from_millis(args.stream_keep_alive_ms.max(1)),
         stream_poll: Duration::from_millis(args.stream_poll_ms.max(1)),
+        metrics_token: args.metrics_token.clone().filter(|t| !t.is_empty()),
         allowed_hosts: taskledger_app::http::guard::parse_allowed_hosts(&args.allowed_hosts)
             .map_err(|e| format!("--allowed-hosts: {e}"))?,
         proxies: taskledger_app::http::Proxies::parse(&args.trusted_proxies)
@@ -399,7 +400,9 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 skills_dir: args.skills_dir.clone(),
                 approve_tools: compose::tool_list(&args.approve_tools),
             },
-            (None, None) => AgentChoice::Scenario,
+            (None, None) => AgentChoice::Scenario {
+                conformance: args.conformance_scenarios,
+            },
             (Some(url), _) => {
                 let mut s =
                     taskledger_infra::llm::OpenAiSettings::new(url.clone(), args.llm_model.clone());

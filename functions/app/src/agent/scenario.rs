@@ -1,7 +1,11 @@
 //! The conformance kit's scenarios that no model can play through the intrinsic tools (a
 //! direct Message reply, REJECTED / AUTH_REQUIRED / INPUT_REQUIRED on a plain task, timed
-//! pauses, chunked artifacts, file and data parts), keyed by `messageId` prefix. Every other
-//! message goes to the model loop on the scripted model, which reads the prefixes it can play.
+//! pauses, chunked artifacts, file and data parts) and the liveness faults, keyed by
+//! `messageId` prefix — only when a deployment turns them on (`conformance`: off by default;
+//! the conformance runs and the tests turn it on), and a rule that ends a task otherwise than
+//! by doing its work (rejected, failed, stalled) only for a message whose sender may end it
+//! (the owner or an admin). Every other message goes to the model loop on the scripted model,
+//! which reads the prefixes it can play (replies only).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,6 +71,12 @@ const PREFIXES: [(&str, Scenario); 13] = [
 ];
 
 impl Scenario {
+    /// Whether the rule ends the task otherwise than by doing its work: only a sender who may
+    /// end the task (`TaskHead::may_end_for`) steers it there.
+    pub fn ends_task(self) -> bool {
+        matches!(self, Self::RejectTask | Self::TurnFails | Self::TurnStalls)
+    }
+
     pub fn of(message_id: &str) -> Option<Self> {
         PREFIXES
             .iter()
@@ -98,16 +108,34 @@ impl Default for ScenarioTimings {
 
 pub struct ScenarioAgent {
     timings: ScenarioTimings,
+    /// Whether the conformance and fault rules apply (else every message goes to the model
+    /// loop).
+    conformance: bool,
     /// Everything the rules do not cover: the model loop on the scripted model.
     model_loop: Arc<LlmAgent>,
 }
 
 impl ScenarioAgent {
+    /// The agent with its conformance and fault rules: what the kits and the tests steer.
     pub fn new(timings: ScenarioTimings) -> Arc<Self> {
+        Self::configured(timings, true)
+    }
+
+    /// The agent, its conformance and fault rules on or off (a deployment's
+    /// `--conformance-scenarios`).
+    pub fn configured(timings: ScenarioTimings, conformance: bool) -> Arc<Self> {
         Arc::new(Self {
             timings,
+            conformance,
             model_loop: LlmAgent::new(Arc::new(ScriptedModel), DEFAULT_MAX_TURNS),
         })
+    }
+
+    /// The scenario `message` steers to, if the rules are on.
+    fn scenario_of(&self, message: &Message) -> Option<Scenario> {
+        self.conformance
+            .then(|| Scenario::of(&message.message_id))
+            .flatten()
     }
 
     /// The rule for a scenario no model can play through tools, or `None`: the model loop.
@@ -218,7 +246,7 @@ fn agent_message(text: &str) -> Message {
 #[async_trait]
 impl Agent for ScenarioAgent {
     fn direct_reply(&self, message: &Message) -> Option<Message> {
-        if Scenario::of(&message.message_id) != Some(Scenario::MessageResponse) {
+        if self.scenario_of(message) != Some(Scenario::MessageResponse) {
             return None;
         }
         let mut reply = agent_message("Direct message response");
@@ -238,10 +266,20 @@ impl Agent for ScenarioAgent {
         input: Option<Message>,
         budget: TurnBudget,
     ) -> Result<TurnEnd, AppError> {
-        let rule = input
-            .as_ref()
-            .and_then(|m| Scenario::of(&m.message_id))
-            .and_then(|scenario| self.rule(scenario).map(|steps| (scenario, steps)));
+        let mut scenario = input.as_ref().and_then(|m| self.scenario_of(m));
+        if let (Some(s), Some(m)) = (scenario, input.as_ref()) {
+            if s.ends_task() {
+                let (state, _) = tasks.view(&task_id).await?;
+                if !state.head().is_some_and(|h| h.may_end_for(m)) {
+                    debug!(
+                        ?s,
+                        "the sender may not end the task: the model loop answers"
+                    );
+                    scenario = None;
+                }
+            }
+        }
+        let rule = scenario.and_then(|s| self.rule(s).map(|steps| (s, steps)));
         match rule {
             Some((scenario, steps)) => {
                 let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);

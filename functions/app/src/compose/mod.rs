@@ -50,8 +50,9 @@ type BoxError = Box<dyn std::error::Error + Send + Sync>;
 /// The agent that works on tasks.
 #[derive(Debug, Clone)]
 pub enum AgentChoice {
-    /// The built-in one: the scripted model behind the conformance rules.
-    Scenario,
+    /// The built-in one: the scripted model, behind the conformance and fault rules when
+    /// `conformance` (off by default: `--conformance-scenarios`, `TASKLEDGER_CONFORMANCE_SCENARIOS`).
+    Scenario { conformance: bool },
     /// A model behind an OpenAI-compatible Chat Completions endpoint.
     OpenAi {
         settings: OpenAiSettings,
@@ -83,6 +84,21 @@ pub fn secs_from_env(name: &str, default: Duration) -> Result<Duration, String> 
             .parse()
             .map(Duration::from_secs)
             .map_err(|_| format!("{name} must be a whole number of seconds (got {v:?})")),
+    }
+}
+
+/// `TASKLEDGER_CONFORMANCE_SCENARIOS`: whether the scenario agent's conformance and fault
+/// rules apply (`true`/`false`, default false).
+pub fn conformance_from_env() -> Result<bool, String> {
+    match var("TASKLEDGER_CONFORMANCE_SCENARIOS")
+        .as_deref()
+        .map(str::trim)
+    {
+        None | Some("false") | Some("0") => Ok(false),
+        Some("true") | Some("1") => Ok(true),
+        Some(other) => Err(format!(
+            "TASKLEDGER_CONFORMANCE_SCENARIOS must be true or false (got {other:?})"
+        )),
     }
 }
 
@@ -120,14 +136,16 @@ impl AgentChoice {
                     approve_tools,
                 }
             }
-            None => Self::Scenario,
+            None => Self::Scenario {
+                conformance: conformance_from_env()?,
+            },
         })
     }
 
     /// The agent itself.
     pub async fn build(&self, timings: ScenarioTimings) -> Result<Arc<dyn Agent>, String> {
         Ok(match self {
-            Self::Scenario => ScenarioAgent::new(timings),
+            Self::Scenario { conformance } => ScenarioAgent::configured(timings, *conformance),
             Self::OpenAi {
                 settings,
                 max_turns,

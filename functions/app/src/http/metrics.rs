@@ -1,6 +1,8 @@
 //! `GET /metrics`: the process's metrics as Prometheus text (the local server), with the tasks
-//! by state when the store counts them. With credentials configured it is as protected as the
-//! API: an unauthenticated scrape gets 401 (the router's `WWW-Authenticate` says how).
+//! by state when the store counts them — process-wide counts, every tenant's, so an operator's
+//! endpoint: on a server with credentials it answers only to the metrics token
+//! (`--metrics-token`), never to a tenant's principal (401 without it, 403 when the server has
+//! none configured); on a server without credentials (loopback development), to anyone.
 
 use std::sync::Arc;
 
@@ -13,10 +15,46 @@ use crate::telemetry::{metrics as process_metrics, prometheus};
 
 pub const METRICS_PATH: &str = "/metrics";
 
+/// Whether the scrape is the operator's: the metrics token, when the server has credentials.
+fn operator(state: &AppState, parts: &axum::http::request::Parts) -> Result<(), Response> {
+    if state.auth.card_auth() == taskledger_domain::card::CardAuth::None {
+        return Ok(());
+    }
+    let Some(expected) = state
+        .settings
+        .metrics
+        .as_ref()
+        .and_then(|m| m.token.as_deref())
+    else {
+        return Err((
+            StatusCode::FORBIDDEN,
+            "/metrics is the operator's: this server has no metrics token (--metrics-token)",
+        )
+            .into_response());
+    };
+    let given = crate::identity::bearer(parts).unwrap_or_default();
+    let same = given.len() == expected.len()
+        && given
+            .bytes()
+            .zip(expected.bytes())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0;
+    if same {
+        Ok(())
+    } else {
+        Err((
+            StatusCode::UNAUTHORIZED,
+            [(header::WWW_AUTHENTICATE, "Bearer realm=\"metrics\"")],
+            "/metrics answers to the metrics token only",
+        )
+            .into_response())
+    }
+}
+
 pub(super) async fn metrics(State(state): State<Arc<AppState>>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
-    if let Err(e) = crate::identity::caller(state.auth.as_ref(), &state.service, &parts).await {
-        return (StatusCode::UNAUTHORIZED, e.to_string()).into_response();
+    if let Err(refused) = operator(&state, &parts) {
+        return refused;
     }
     let counter = state
         .settings

@@ -82,12 +82,17 @@ pub struct HttpSettings {
 pub struct MetricsSettings {
     /// Counts tasks by state for the `taskledger_tasks` gauge (a store that can).
     pub tasks: Option<Arc<dyn taskledger_domain::ports::Housekeeping>>,
+    /// The operator's credential for `/metrics` (a bearer token of its own): process-wide
+    /// counts are no tenant's to read. On a server with credentials, `/metrics` answers only
+    /// to it (none configured: it is refused); on one without, everyone may scrape.
+    pub token: Option<String>,
 }
 
 impl std::fmt::Debug for MetricsSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MetricsSettings")
             .field("tasks", &self.tasks.is_some())
+            .field("token", &self.token.as_ref().map(|_| "(set)"))
             .finish()
     }
 }
