@@ -40,9 +40,9 @@ fn operator(state: &AppState, parts: &axum::http::request::Parts) -> Result<(), 
             .fold(0u8, |acc, (a, b)| acc | (a ^ b))
             == 0;
     if same {
-        Ok(())
+        None
     } else {
-        Err((
+        Some((
             StatusCode::UNAUTHORIZED,
             [(header::WWW_AUTHENTICATE, "Bearer realm=\"metrics\"")],
             "/metrics answers to the metrics token only",
@@ -53,7 +53,7 @@ fn operator(state: &AppState, parts: &axum::http::request::Parts) -> Result<(), 
 
 pub(super) async fn metrics(State(state): State<Arc<AppState>>, req: Request) -> Response {
     let (parts, _) = req.into_parts();
-    if let Err(refused) = operator(&state, &parts) {
+    if let Some(refused) = refused(&state, &parts) {
         return refused;
     }
     let counter = state
