@@ -15,10 +15,11 @@ use crate::telemetry::{metrics as process_metrics, prometheus};
 
 pub const METRICS_PATH: &str = "/metrics";
 
-/// Whether the scrape is the operator's: the metrics token, when the server has credentials.
-fn operator(state: &AppState, parts: &axum::http::request::Parts) -> Result<(), Response> {
+/// The refusal of a scrape that is not the operator's (the metrics token, when the server has
+/// credentials); `None`: it is.
+fn refused(state: &AppState, parts: &axum::http::request::Parts) -> Option<Response> {
     if state.auth.card_auth() == taskledger_domain::card::CardAuth::None {
-        return Ok(());
+        return None;
     }
     let Some(expected) = state
         .settings
@@ -26,7 +27,7 @@ fn operator(state: &AppState, parts: &axum::http::request::Parts) -> Result<(), 
         .as_ref()
         .and_then(|m| m.token.as_deref())
     else {
-        return Err((
+        return Some((
             StatusCode::FORBIDDEN,
             "/metrics is the operator's: this server has no metrics token (--metrics-token)",
         )
