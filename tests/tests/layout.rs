@@ -128,3 +128,30 @@ fn only_the_composition_names_adapters() {
         "adapters named outside compose/: {named:?}"
     );
 }
+
+#[test]
+fn every_file_is_created_through_the_one_private_writer() {
+    // Issue 51, class F: a file made by path elsewhere could follow a link or keep a looser
+    // mode; `infra/src/files.rs` creates them all (build scripts aside).
+    let opens = [
+        "OpenOptions::new",
+        "File::create",
+        "fs::write(",
+        "File::options",
+    ];
+    let writer = root().join("infra/src/files.rs");
+    let found: Vec<String> = product_files()
+        .iter()
+        .filter(|f| **f != writer && f.file_name().is_some_and(|n| n != "build.rs"))
+        .filter_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let product = product.replace("PrivateFile::create", "");
+            opens
+                .iter()
+                .find(|o| product.contains(*o))
+                .map(|o| format!("{}: {o}", f.display()))
+        })
+        .collect();
+    assert!(found.is_empty(), "files created outside infra::files: {found:?}");
+}
