@@ -4,7 +4,10 @@
 //   - the page's Content-Security-Policy refuses inline script, so an injected <script> does
 //     not run;
 //   - a form on another site can neither sign a visitor in as someone else nor sign them out;
-//   - a page on another site cannot drive a server that takes no credentials (no-cors POST).
+//   - a page on another site cannot drive a server that takes no credentials (no-cors POST);
+//   - issue 51: the owner's task page shows no participant's webhook (id, URL, failure), each
+//     viewer sees its own; a session cookie planted beside the real one (a narrower path, as a
+//     page on another port of the host could) opens nothing.
 // The "other site" is a page this script serves from a port of its own (another origin).
 //
 // Usage: node security.mjs <board-url> <credential-less-url>
@@ -152,6 +155,38 @@ try {
   await other.waitForTimeout(500);
   const afterLogout = await signedInAs(page);
   check("another site's form does not sign the visitor out", afterLogout.includes('acme/alice'), afterLogout);
+
+  // Issue 51, B: bob's webhook (a secret in its query string, nothing listening) fails; alice's
+  // page shows nothing of it, bob's shows his own.
+  const bobsHook = `http://127.0.0.1:9/hook?secret=bob-${randomUUID()}`;
+  await rpc(base, 'tok-bob', 'CreateTaskPushNotificationConfig', { taskId: id, id: 'bobs-hook', url: bobsHook });
+  await rpc(base, 'tok-bob', 'SendMessage', {
+    message: { messageId: `m-${randomUUID()}`, role: 'ROLE_USER', taskId: id, parts: [{ text: 'an update' }] },
+    configuration: { returnImmediately: true },
+  });
+  await page.waitForTimeout(1000);
+  await page.goto(`${base}/board/tasks/${id}`);
+  const alicesView = await page.content();
+  check("the owner's page shows no participant's webhook", !alicesView.includes('bobs-hook') && !alicesView.includes(bobsHook) && !alicesView.includes('secret=bob-'));
+  const bobs = await signIn('tok-bob');
+  await bobs.page.goto(`${base}/board/tasks/${id}`);
+  check("bob's page shows his own webhook", (await bobs.page.content()).includes('bobs-hook'));
+  await bobs.context.close();
+
+  // Issue 51, C: mallory's session planted beside alice's (a narrower path) opens nothing.
+  const mallory = await signIn('tok-mallory');
+  const hers = (await mallory.context.cookies(base)).find((c) => c.name === 'tl_session');
+  await mallory.context.close();
+  await context.addCookies([{ name: 'tl_session', value: hers.value, domain: new URL(base).hostname, path: '/board/tasks' }]);
+  const planted = await context.newPage();
+  await planted.goto(`${base}/board/tasks/${id}`);
+  check('two session cookies open nothing', planted.url().startsWith(`${base}/board/login`), planted.url());
+  await planted.close();
+  await context.clearCookies({ path: '/board/tasks' }).catch(async () => {
+    const kept = (await context.cookies(base)).filter((c) => c.path !== '/board/tasks');
+    await context.clearCookies();
+    await context.addCookies(kept);
+  });
 
   // Her own sign-out works, and the cookie it had opens nothing afterwards.
   const cookies = await context.cookies(base);
