@@ -159,17 +159,26 @@ try {
   // Issue 51, B: bob's webhook (a secret in its query string, nothing listening) fails; alice's
   // page shows nothing of it, bob's shows his own.
   const bobsHook = `http://127.0.0.1:9/hook?secret=bob-${randomUUID()}`;
-  await rpc(base, 'tok-bob', 'CreateTaskPushNotificationConfig', { taskId: id, id: 'bobs-hook', url: bobsHook });
-  await rpc(base, 'tok-bob', 'SendMessage', {
-    message: { messageId: `m-${randomUUID()}`, role: 'ROLE_USER', taskId: id, parts: [{ text: 'an update' }] },
+  const waiting = await rpc(base, 'tok-alice', 'SendMessage', {
+    message: {
+      messageId: `tck-input-required-${randomUUID()}`, role: 'ROLE_USER',
+      parts: [{ text: 'hooks' }, { mediaType: 'application/vnd.tiny-harness.task+json', data: { name: 'Hooks', goal: 'g',
+        participants: [{ id: 'alice', kind: 'human', role: 'admin' }, { id: 'bob', kind: 'human', role: 'assignee' }] } }],
+    },
+    configuration: { returnImmediately: false },
+  });
+  const hooked = waiting.task.id;
+  await rpc(base, 'tok-bob', 'CreateTaskPushNotificationConfig', { taskId: hooked, id: 'bobs-hook', url: bobsHook });
+  await rpc(base, 'tok-alice', 'SendMessage', {
+    message: { messageId: `tck-input-required-${randomUUID()}`, role: 'ROLE_USER', taskId: hooked, parts: [{ text: 'an update' }] },
     configuration: { returnImmediately: true },
   });
   await page.waitForTimeout(1000);
-  await page.goto(`${base}/board/tasks/${id}`);
+  await page.goto(`${base}/board/tasks/${hooked}`);
   const alicesView = await page.content();
   check("the owner's page shows no participant's webhook", !alicesView.includes('bobs-hook') && !alicesView.includes(bobsHook) && !alicesView.includes('secret=bob-'));
   const bobs = await signIn('tok-bob');
-  await bobs.page.goto(`${base}/board/tasks/${id}`);
+  await bobs.page.goto(`${base}/board/tasks/${hooked}`);
   check("bob's page shows his own webhook", (await bobs.page.content()).includes('bobs-hook'));
   await bobs.context.close();
 
