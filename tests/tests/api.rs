@@ -311,6 +311,64 @@ async fn messages_to_unknown_terminal_or_mismatched_tasks_are_refused() {
     assert_eq!(error_code(&v), -32602);
 }
 
+/// A part whose media type the card does not accept (its `defaultInputModes`) is
+/// ContentTypeNotSupported, on a new task and on a follow-up, and nothing is taken in.
+#[tokio::test]
+async fn a_part_outside_the_input_modes_is_refused_and_changes_nothing() {
+    let s = Server::start().await;
+    let card = s.card().await;
+    let modes = card["defaultInputModes"].as_array().unwrap();
+    assert!(modes.contains(&json!("text/plain")), "{card}");
+    let odd = json!({"raw": "dGNr", "mediaType": "application/x-unsupported-type-12345"});
+    let message = |id: &str, extra: Value| {
+        let mut m = json!({"messageId": id, "role": "ROLE_USER",
+            "parts": [{"text": "look"}, odd.clone()]});
+        m.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        m
+    };
+    let v = s
+        .call(
+            "SendMessage",
+            json!({"message": message("m-odd", json!({}))}),
+        )
+        .await;
+    assert_eq!(error_code(&v), -32005, "{v}");
+    let info = &v["error"]["data"][0];
+    assert_eq!(info["reason"], "CONTENT_TYPE_NOT_SUPPORTED", "{v}");
+    assert_eq!(info["metadata"]["field"], "message.parts[1]", "{v}");
+    assert_eq!(s.total_tasks().await, 0, "no task was made");
+
+    let open = s.send_task("tck-input-required-odd", "x").await;
+    let id = open["id"].as_str().unwrap();
+    let before = s.ok("GetTask", json!({"id": id})).await;
+    for (kind, part) in [
+        (
+            "text",
+            json!({"text": "t", "mediaType": "application/x-unsupported-type-12345"}),
+        ),
+        (
+            "url",
+            json!({"url": "https://files.example.com/f", "mediaType": "video/x-odd"}),
+        ),
+        (
+            "data",
+            json!({"data": {"a": 1}, "mediaType": "application/x-odd+json"}),
+        ),
+    ] {
+        let mut m = message(&format!("m-odd-{kind}"), json!({"taskId": id}));
+        m["parts"] = json!([part]);
+        let v = s.call("SendMessage", json!({"message": m})).await;
+        assert_eq!(error_code(&v), -32005, "{kind}: {v}");
+    }
+    assert_eq!(
+        s.ok("GetTask", json!({"id": id})).await,
+        before,
+        "the task is as it was"
+    );
+}
+
 #[tokio::test]
 async fn a_client_context_id_is_kept() {
     let s = Server::start().await;

@@ -7,7 +7,7 @@ use sha2::{Digest, Sha256};
 use crate::error::DomainError;
 use crate::ids::MessageId;
 use crate::time::Timestamp;
-use crate::wire::{Message, Metadata, PartContent, Role};
+use crate::wire::{Message, Metadata, Part, PartContent, Role};
 
 /// Most parts one message may carry.
 pub const MAX_PARTS_PER_MESSAGE: usize = 100;
@@ -40,7 +40,63 @@ pub fn validate_user_message(m: &Message, path: &str) -> Result<MessageId, Domai
     }
     validate_metadata(m, path)?;
     validate_parts(m, path)?;
+    check_input_modes(m, path, &crate::card::INPUT_MODES)?;
     Ok(id)
+}
+
+/// The media type a part is taken as: the one it declares (its essence: parameters dropped,
+/// lower case), else its kind's own (`text/plain` for text, `application/json` for data,
+/// `application/octet-stream` for bytes). A URL without one declares nothing to check.
+pub fn part_media_type(p: &Part) -> Option<String> {
+    let declared = p
+        .media_type
+        .as_deref()
+        .map(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .filter(|t| !t.is_empty());
+    declared.or_else(|| {
+        match &p.content {
+            PartContent::Text(_) => Some("text/plain"),
+            PartContent::Data(_) => Some("application/json"),
+            PartContent::Raw(_) => Some("application/octet-stream"),
+            PartContent::Url(_) => None,
+        }
+        .map(str::to_string)
+    })
+}
+
+/// Whether `media_type` (an essence) is one of `accepted`: equal, or under a `type/*` or `*/*`
+/// the list holds.
+pub fn accepts(accepted: &[&str], media_type: &str) -> bool {
+    let (kind, _) = media_type.split_once('/').unwrap_or((media_type, ""));
+    accepted.iter().any(|a| {
+        let a = a.to_ascii_lowercase();
+        a == media_type || a == "*/*" || a.strip_suffix("/*").is_some_and(|k| k == kind)
+    })
+}
+
+/// Every part of a client's message against the agent's input modes (the card's, for every
+/// binding and protocol version): the first that is none of them is ContentTypeNotSupported,
+/// named by its path, and nothing is taken in.
+pub fn check_input_modes(m: &Message, path: &str, accepted: &[&str]) -> Result<(), DomainError> {
+    for (i, p) in m.parts.iter().enumerate() {
+        let Some(media_type) = part_media_type(p) else {
+            continue;
+        };
+        if !accepts(accepted, &media_type) {
+            return Err(DomainError::ContentTypeNotSupported {
+                field: format!("{path}.parts[{i}]"),
+                media_type,
+                accepted: accepted.join(", "),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn validate_metadata(m: &Message, path: &str) -> Result<(), DomainError> {
@@ -183,6 +239,84 @@ mod tests {
             e,
             DomainError::invalid("message.parts", "a message needs at least one part")
         );
+    }
+
+    #[test]
+    fn a_part_outside_the_input_modes_is_refused_with_its_path_and_type() {
+        let mut m = user("x");
+        m.parts.push(Part {
+            content: PartContent::Raw(b"tck".to_vec()),
+            metadata: None,
+            filename: None,
+            media_type: Some("application/x-unsupported-type-12345".into()),
+        });
+        let e = validate_user_message(&m, "message").unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::ContentTypeNotSupported);
+        assert_eq!(e.metadata()["field"], "message.parts[1]");
+        assert_eq!(
+            e.metadata()["mediaType"],
+            "application/x-unsupported-type-12345"
+        );
+        assert!(e.to_string().contains("Incompatible content type"), "{e}");
+    }
+
+    #[test]
+    fn every_kind_of_part_is_checked_by_the_type_it_declares_or_its_own() {
+        let part = |content, media_type: Option<&str>| Part {
+            content,
+            metadata: None,
+            filename: None,
+            media_type: media_type.map(str::to_string),
+        };
+        let odd = Some("image/x-odd");
+        let refused = [
+            part(PartContent::Text("t".into()), odd),
+            part(PartContent::Raw(vec![1]), odd),
+            part(PartContent::Url("https://x.example/f".into()), odd),
+            part(PartContent::Data(json!({"a": 1})), odd),
+        ];
+        for p in refused {
+            let mut m = user("x");
+            m.parts = vec![p];
+            assert!(
+                validate_user_message(&m, "message").is_err(),
+                "{:?}",
+                m.parts
+            );
+        }
+        let accepted = [
+            part(PartContent::Text("t".into()), None),
+            part(
+                PartContent::Text("t".into()),
+                Some("Text/Plain; charset=utf-8"),
+            ),
+            part(PartContent::Raw(vec![1]), None),
+            part(PartContent::Url("https://x.example/f".into()), None),
+            part(PartContent::Data(json!({"a": 1})), None),
+            part(
+                PartContent::Data(json!({})),
+                Some(crate::extensions::a2ui::MEDIA_TYPE),
+            ),
+            part(PartContent::Text("t".into()), Some("")),
+        ];
+        for p in accepted {
+            let mut m = user("x");
+            m.parts = vec![p];
+            assert!(
+                validate_user_message(&m, "message").is_ok(),
+                "{:?}",
+                m.parts
+            );
+        }
+    }
+
+    #[test]
+    fn wildcards_in_the_accepted_modes_cover_their_types() {
+        assert!(accepts(&["image/*"], "image/png"));
+        assert!(!accepts(&["image/*"], "imagex/png"));
+        assert!(accepts(&["*/*"], "application/x-anything"));
+        assert!(!accepts(&["text/plain"], "text/markdown"));
+        assert!(accepts(&["Text/Plain"], "text/plain"));
     }
 
     #[test]
