@@ -455,7 +455,11 @@ async fn a_card_for_a_host_a_request_made_up_is_never_signed() {
         "https://a2a.example.org/a2a"
     );
     assert_eq!(card["signatures"].as_array().map(Vec::len), Some(1));
-    assert!(headers.get("vary").is_none());
+    assert_eq!(
+        headers.get("vary").and_then(|v| v.to_str().ok()),
+        Some("A2A-Version"),
+        "not the request's host: varies with the version asked for only"
+    );
     // A trusted proxy's forwarded scheme and host are believed.
     let mut config = people();
     config.push.signing_key_pem = Some(signing_key_pem());

@@ -102,7 +102,7 @@ impl BodyType {
 }
 
 /// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`).
-fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+pub(super) fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
     let from_query = query.and_then(|q| {
         q.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
