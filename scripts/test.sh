@@ -23,7 +23,9 @@
 #      binding explicitly once the card also lists HTTP+JSON), then its streaming
 #      (sendMessageStream, resubscribeTask: streaming.mjs) on each binding;
 #   6. a signed agent card and bearer tokens: both official clients' signature verifiers and
-#      authenticated calls (card_signature.py, card_signature.mjs);
+#      authenticated calls (card_signature.py, card_signature.mjs), the card's RFC 8785
+#      signatures checked by independent canonicalizers, and a2a-sdk 0.3's verifier
+#      (card_signature03.py);
 #   6b. the official A2A 0.3 clients (a2a-sdk 0.3.26 into tests/python03/.venv, @a2a-js/sdk
 #      0.3.14 into tests/js03/node_modules) over JSON-RPC, HTTP+JSON and gRPC against one server:
 #      send, get, cancel, streams, resubscribe, push configs with a webhook receiving 0.3 Tasks;
@@ -118,7 +120,7 @@ if command -v sam >/dev/null 2>&1; then SAM_CLI_TELEMETRY=0 sam validate --lint;
 
 echo "==> Python a2a-sdk interop"
 venv=tests/python/.venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a, grpc, jwt' 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a, grpc, jwt, rfc8785' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 fi
@@ -198,7 +200,7 @@ done
 
 echo "==> A2A 0.3: the official 0.3 clients (a2a-sdk 0.3.x, @a2a-js/sdk 0.3.x) on JSON-RPC, HTTP+JSON and gRPC"
 venv03=tests/python03/.venv
-if [ ! -x "$venv03/bin/python" ] || ! "$venv03/bin/python" -c 'import a2a, grpc' 2>/dev/null; then
+if [ ! -x "$venv03/bin/python" ] || ! "$venv03/bin/python" -c 'import a2a, grpc, jwt' 2>/dev/null; then
   python3 -m venv "$venv03"
   "$venv03/bin/pip" install --quiet --disable-pip-version-check -r tests/python03/requirements.txt
 fi
@@ -244,6 +246,10 @@ if ! "$venv/bin/python" tests/python/card_signature.py "http://127.0.0.1:$port" 
   exit 1
 fi
 if ! node "$js/card_signature.mjs" "http://127.0.0.1:$port" tok-bob; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi
+if ! "$venv03/bin/python" tests/python03/card_signature03.py "http://127.0.0.1:$port"; then
   echo "--- server log"; cat "$log"
   exit 1
 fi
