@@ -8,6 +8,7 @@
 mod decode_props;
 mod extensions;
 mod generations;
+mod spans;
 
 use std::sync::Arc;
 use tracing::Instrument;
@@ -278,27 +279,17 @@ pub struct Reply {
 pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
     use crate::telemetry::{metrics, trace};
     let (method, binding, started) = (op.method(), ctx.binding, std::time::Instant::now());
-    let span = if !trace::is_exporting() {
-        tracing::Span::none()
+    let span = if trace::is_exporting() {
+        spans::open(method, &ctx, &op)
     } else {
-        tracing::info_span!(
-            "a2a.request",
-            otel.name = method.name(),
-            rpc.method = method.name(),
-            a2a.binding = binding.label(),
-            a2a.protocol_version = format!("1.{}", ctx.version.minor),
-            tenant = %ctx.principal.tenant,
-            otel.status_code = tracing::field::Empty,
-            error.reason = tracing::field::Empty,
-        )
+        tracing::Span::none()
     };
     trace::set_parent(&span, ctx.trace.as_ref());
     let caller = ctx.trace.clone();
     let reply = trace::within(caller, run(svc, ctx, op).instrument(span.clone())).await;
     let reason = reply.as_ref().err().map(|e| e.kind().wire().reason);
-    if let Some(r) = reason {
-        span.record("otel.status_code", "ERROR");
-        span.record("error.reason", r);
+    if !span.is_disabled() {
+        spans::close(&span, &reply);
     }
     metrics().request(method, binding, reason, started.elapsed());
     reply

@@ -48,8 +48,11 @@ pub async fn attempt(
         // The webhook request names this attempt's span as its parent, keeping the update's
         // `tracestate`; unexported, the update's own context goes as it is.
         let parent = crate::telemetry::trace::stored(a.delivery.trace.as_deref());
+        // A client span: the one A2A call the server makes, a push notification (ADR 033).
         let span = tracing::info_span!(
             "push.delivery",
+            otel.kind = "client",
+            a2a.task.id = %a.delivery.task_id,
             task_id = %a.delivery.task_id,
             seq = a.delivery.seq,
             attempt = attempts
