@@ -28,19 +28,6 @@ pub const JSONRPC_PATH: &str = "/a2a";
 /// Base path of the HTTP+JSON binding (`/a2a/rest/message:send`, `/a2a/rest/tasks/{id}`, …).
 pub const REST_PATH: &str = "/a2a/rest";
 
-/// The media types a client's message parts may have: the card's `defaultInputModes` (no skill
-/// narrows or widens them), and what `task::intake` checks every incoming part against. A2UI
-/// actions and tiny-harness channel replies are read as input (ADR 010); anything else is
-/// refused as ContentTypeNotSupported before it is taken in.
-pub const INPUT_MODES: [&str; 6] = [
-    "text/plain",
-    "application/json",
-    "application/octet-stream",
-    crate::extensions::harness::MEDIA_TYPE,
-    crate::extensions::harness::CHANNEL_MEDIA_TYPE,
-    crate::extensions::a2ui::MEDIA_TYPE,
-];
-
 /// What varies between deployments.
 #[derive(Debug, Clone)]
 pub struct CardSettings {
@@ -208,7 +195,10 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
         },
         security_schemes,
         security_requirements,
-        default_input_modes: INPUT_MODES.iter().map(|m| m.to_string()).collect(),
+        default_input_modes: crate::task::intake::INPUT_MODES
+            .iter()
+            .map(|m| m.to_string())
+            .collect(),
         default_output_modes: vec![
             "text/plain".into(),
             "application/json".into(),

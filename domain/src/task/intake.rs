@@ -14,6 +14,19 @@ pub const MAX_PARTS_PER_MESSAGE: usize = 100;
 /// Largest `message.metadata` (all of it, as compact JSON), in bytes.
 pub const MAX_MESSAGE_METADATA_BYTES: usize = 64 * 1024;
 
+/// The media types a client's message parts may have: the card's `defaultInputModes` (no skill
+/// narrows or widens them), and what this intake checks every incoming part against. A2UI
+/// actions and tiny-harness channel replies are read as input (ADR 010); anything else is
+/// refused as ContentTypeNotSupported before it is taken in.
+pub const INPUT_MODES: [&str; 6] = [
+    "text/plain",
+    "application/json",
+    "application/octet-stream",
+    crate::extensions::harness::MEDIA_TYPE,
+    crate::extensions::harness::CHANNEL_MEDIA_TYPE,
+    crate::extensions::a2ui::MEDIA_TYPE,
+];
+
 /// kagent metadata key: ordering stamp of a message or artifact (RFC 3339, UTC, nanoseconds).
 pub const TIMELINE_POSITION_KEY: &str = "kagent.dev/a2a/timeline-position";
 /// kagent metadata key: when the task was created (RFC 3339, UTC, nanoseconds).
@@ -40,7 +53,7 @@ pub fn validate_user_message(m: &Message, path: &str) -> Result<MessageId, Domai
     }
     validate_metadata(m, path)?;
     validate_parts(m, path)?;
-    check_input_modes(m, path, &crate::card::INPUT_MODES)?;
+    check_input_modes(m, path, &INPUT_MODES)?;
     Ok(id)
 }
 
