@@ -13,6 +13,10 @@ use crate::wire::{Message, Metadata, Part, PartContent, Role};
 pub const MAX_PARTS_PER_MESSAGE: usize = 100;
 /// Largest `message.metadata` (all of it, as compact JSON), in bytes.
 pub const MAX_MESSAGE_METADATA_BYTES: usize = 64 * 1024;
+/// Most elicitation ids one message may name (draft A2A 1.1 `Message.elicitationIds`).
+pub const MAX_ELICITATION_IDS_PER_MESSAGE: usize = 32;
+/// Longest elicitation id a message may name, in bytes.
+pub const MAX_ELICITATION_ID_BYTES: usize = 256;
 
 /// The media types a client's message parts may have: the card's `defaultInputModes` (no skill
 /// narrows or widens them), and what this intake checks every incoming part against. A2UI
@@ -53,8 +57,34 @@ pub fn validate_user_message(m: &Message, path: &str) -> Result<MessageId, Domai
     }
     validate_metadata(m, path)?;
     validate_parts(m, path)?;
+    validate_elicitation_ids(m, path)?;
     check_input_modes(m, path, &INPUT_MODES)?;
     Ok(id)
+}
+
+/// The elicitations a message says it answers (draft A2A 1.1): a hint, kept with the message.
+/// Only its size is checked — an id the task never made, or one already resolved, is taken
+/// as it is (the draft: a recipient MUST NOT reject a message for naming one).
+fn validate_elicitation_ids(m: &Message, path: &str) -> Result<(), DomainError> {
+    let ids = &m.elicitation_ids;
+    if ids.len() > MAX_ELICITATION_IDS_PER_MESSAGE {
+        return Err(DomainError::invalid(
+            format!("{path}.elicitationIds"),
+            format!(
+                "a message may name at most {MAX_ELICITATION_IDS_PER_MESSAGE} elicitations (got {})",
+                ids.len()
+            ),
+        ));
+    }
+    for (i, id) in ids.iter().enumerate() {
+        if id.is_empty() || id.len() > MAX_ELICITATION_ID_BYTES {
+            return Err(DomainError::invalid(
+                format!("{path}.elicitationIds[{i}]"),
+                format!("must be 1 to {MAX_ELICITATION_ID_BYTES} bytes"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The media type a part is taken as: the one it declares (its essence: parameters dropped,
@@ -193,13 +223,17 @@ pub fn fingerprint(m: &Message) -> String {
     let mut meta = m.metadata.clone();
     strip_server_keys(&mut meta);
     // serde_json's map is ordered by key, so this serialisation is canonical.
-    let canonical = serde_json::json!({
+    let mut canonical = serde_json::json!({
         "role": m.role,
         "parts": m.parts,
         "metadata": meta,
         "extensions": m.extensions,
         "referenceTaskIds": m.reference_task_ids,
     });
+    // Only when named, so the fingerprints of messages without them stay what they were.
+    if !m.elicitation_ids.is_empty() {
+        canonical["elicitationIds"] = serde_json::json!(m.elicitation_ids);
+    }
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -238,6 +272,44 @@ mod tests {
     use super::*;
     use crate::wire::Part;
     use serde_json::json;
+
+    #[test]
+    fn a_message_names_at_most_32_elicitations_of_at_most_256_bytes() {
+        let naming = |ids: Vec<String>| {
+            let mut m = Message::user_text("m-1", "hi");
+            m.elicitation_ids = ids;
+            validate_user_message(&m, "message")
+        };
+        let many = |n: usize| (0..n).map(|i| format!("gate-{i}")).collect::<Vec<_>>();
+        assert!(naming(many(MAX_ELICITATION_IDS_PER_MESSAGE)).is_ok());
+        let err = naming(many(MAX_ELICITATION_IDS_PER_MESSAGE + 1)).expect_err("one past");
+        assert_eq!(err.metadata()["field"], "message.elicitationIds");
+        assert!(naming(vec!["x".repeat(MAX_ELICITATION_ID_BYTES)]).is_ok());
+        let err = naming(vec!["ok".into(), "x".repeat(MAX_ELICITATION_ID_BYTES + 1)])
+            .expect_err("one byte past");
+        assert_eq!(err.metadata()["field"], "message.elicitationIds[1]");
+        let err = naming(vec![String::new()]).expect_err("empty");
+        assert_eq!(err.metadata()["field"], "message.elicitationIds[0]");
+        // Ids the task never made are a hint like any other: nothing to refuse.
+        assert!(naming(vec!["no-such-elicitation".into()]).is_ok());
+    }
+
+    #[test]
+    fn naming_elicitations_changes_the_fingerprint_only_when_named() {
+        let plain = Message::user_text("m-1", "hi");
+        let mut naming = plain.clone();
+        naming.elicitation_ids = vec!["gate-3".into()];
+        assert_ne!(fingerprint(&plain), fingerprint(&naming));
+        let canonical = json!({"role": plain.role, "parts": plain.parts, "metadata": null,
+            "extensions": [], "referenceTaskIds": []});
+        let digest = Sha256::digest(canonical.to_string().as_bytes());
+        let before: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            fingerprint(&plain),
+            before,
+            "as before elicitations existed"
+        );
+    }
 
     fn user(text: &str) -> Message {
         Message::user_text("m-1", text)
