@@ -893,6 +893,66 @@ async fn a_client_built_from_the_draft_reads_the_1_1_timeline() {
     assert_eq!(read, entries(&over_jsonrpc["result"]), "{over_jsonrpc}");
 }
 
+/// The 1.1 draft's elicitations as the draft's text numbers them (a2aproject/A2A#2149 at
+/// 1fe50314: `Task.elicitations = 9`, `TaskStatus.elicitations = 4`, `Message.elicitation_ids
+/// = 9`, `Elicitation{elicitation_id = 1, state = 2, metadata = 3}`): a client built from the
+/// draft reads a help request's elicitation in our 1.1 answer, and none in our 1.0 one.
+#[tokio::test]
+async fn a_client_built_from_the_draft_reads_the_1_1_elicitations() {
+    use prost::Message as _;
+    let s = GrpcServer::start().await;
+    let message = json!({"messageId": "th-ask-bob", "role": "ROLE_USER", "parts": [
+        {"text": "Deploy it"},
+        {"data": {"name": "Release", "goal": "Ship 1.0", "participants": [
+            {"id": "ann", "kind": "human", "role": "admin"},
+            {"id": "bob", "kind": "human", "role": "assignee"}]},
+         "mediaType": "application/vnd.tiny-harness.task+json"}],
+        "metadata": {"participant_id": "ann"}});
+    let sent = s
+        .http
+        .call_with(
+            "SendMessage",
+            json!({"message": message}),
+            &[("A2A-Version", "1.1")],
+        )
+        .await;
+    let id = sent["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{sent}"));
+    let draft = draft_message(
+        "a2a-1.1-draft-elicitations.proto",
+        "draft2149.lf.a2a.v1.Task",
+    );
+    let read = |version: &'static str| {
+        let draft = draft.clone();
+        let request = pb::GetTaskRequest {
+            id: id.to_string(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        async move {
+            let bytes = raw_unary(s.grpc, "GetTask", request, version)
+                .await
+                .unwrap_or_else(|e| panic!("GetTask over gRPC, {version}: {e:?}"));
+            let read = prost_reflect::DynamicMessage::decode(draft, bytes.as_slice())
+                .unwrap_or_else(|e| panic!("the draft's Task cannot read our answer: {e}"));
+            serde_json::to_value(&read).unwrap()
+        }
+    };
+    let v = read("1.1").await;
+    let asked = &v["elicitations"][0];
+    assert_eq!(asked["state"], "ELICITATION_STATE_BLOCKED", "{v}");
+    assert_eq!(asked["metadata"]["kind"], "help-request", "{v}");
+    assert_eq!(v["status"]["elicitations"][0], *asked, "{v}");
+    assert_eq!(
+        sent["result"]["task"]["elicitations"][0]["elicitationId"],
+        asked["elicitationId"]
+    );
+    let v = read("1.0").await;
+    assert!(v.get("elicitations").is_none(), "{v}");
+    assert!(v["status"].get("elicitations").is_none(), "{v}");
+}
+
 // ------------------------------------------------------------------ parity with JSON-RPC
 
 #[tokio::test]

@@ -210,7 +210,8 @@ impl Context {
 /// A typed result.
 pub enum Outcome {
     Sent(SendMessageResponse),
-    Task(Task),
+    /// Boxed: a task is more than twice the size of any other result.
+    Task(Box<Task>),
     Tasks(ListTasksResponse),
     PushConfig(TaskPushNotificationConfig),
     PushConfigs(ListTaskPushNotificationConfigsResponse),
@@ -312,7 +313,7 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
         // 1.1: with its timeline, read afresh (answers kept by ADR 026 carry none).
         Operation::GetTask(req) if timeline => {
             let length = generations::timeline_length(req.timeline_length)?;
-            let task = Outcome::Task(svc.get_task(who, req).await?);
+            let task = Outcome::Task(Box::new(svc.get_task(who, req).await?));
             generations::with_timelines(svc, task, length, true).await?
         }
         // As sent before, while the task has not changed (ADR 026).
@@ -320,20 +321,20 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
             Some(encoding) => {
                 let version = ctx.version;
                 let render = |task| {
-                    let outcome = generations::outcome_for(version, Outcome::Task(task));
+                    let outcome = generations::outcome_for(version, Outcome::Task(Box::new(task)));
                     (encoding.encode)(&outcome).map(Arc::from)
                 };
                 let variant = encoding.id * 2 + u8::from(version.generations());
                 Outcome::Encoded(svc.get_task_rendered(who, req, variant, render).await?)
             }
-            None => Outcome::Task(svc.get_task(who, req).await?),
+            None => Outcome::Task(Box::new(svc.get_task(who, req).await?)),
         },
         Operation::ListTasks(req) => {
             let length = generations::timeline_length(req.timeline_length)?;
             let page = Outcome::Tasks(svc.list_tasks(who, req).await?);
             generations::with_timelines(svc, page, length, false).await?
         }
-        Operation::CancelTask(req) => Outcome::Task(svc.cancel_task(who, req).await?),
+        Operation::CancelTask(req) => Outcome::Task(Box::new(svc.cancel_task(who, req).await?)),
         Operation::CreatePushConfig(req) => {
             Outcome::PushConfig(svc.create_push_config(who, req).await?)
         }

@@ -55,7 +55,8 @@ pub(super) fn close(span: &Span, reply: &Result<Reply, AppError>) {
     match reply {
         Ok(r) => {
             let task: Option<&Task> = match &r.outcome {
-                Outcome::Task(t) | Outcome::Sent(SendMessageResponse::Task(t)) => Some(t),
+                Outcome::Task(t) => Some(t),
+                Outcome::Sent(SendMessageResponse::Task(t)) => Some(t),
                 _ => None,
             };
             if let Some(t) = task {
