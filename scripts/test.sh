@@ -6,7 +6,7 @@
 #      tests on SQLite, round-trip budgets on DynamoDB, the archive of expiring tasks to S3,
 #      one trace from request to turn to webhook exported to an OTLP receiver (SQLite and the
 #      emulator path), /metrics deltas, EMF lines against the format, the template's alarms; then the black-box API tests (api,
-#      extension, llm_agent, push, generations, handoff, hitl, jwt, limits, secrets, sharing,
+#      extension, llm_agent, push, generations, acts, handoff, hitl, jwt, limits, secrets, sharing,
 #      streaming, streaming_resume) a second and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
 #      the serverless path on the emulator (200 blocking sends over two minutes), the fault
@@ -88,12 +88,12 @@ cargo test --workspace --all-targets
 for binding in rest grpc; do
   echo "==> black-box API tests again over ${binding} (TASKLEDGER_TEST_BINDING=${binding}, on SQLite)"
   TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push \
-    --test generations --test handoff --test hitl --test jwt --test limits --test secrets --test sharing --test streaming --test streaming_resume
+    --test generations --test acts --test handoff --test hitl --test jwt --test limits --test secrets --test sharing --test streaming --test streaming_resume
 done
 
 echo "==> black-box API and streaming tests with the server on DynamoDB"
 TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent --test v03 \
-  --test generations --test handoff --test hitl --test sharing --test streaming --test streaming_resume
+  --test generations --test acts --test elicitations --test handoff --test hitl --test sharing --test streaming --test streaming_resume
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
 cargo test --workspace --test soak -- --ignored --nocapture
