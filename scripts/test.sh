@@ -6,7 +6,7 @@
 #      tests on SQLite, round-trip budgets on DynamoDB, the archive of expiring tasks to S3,
 #      one trace from request to turn to webhook exported to an OTLP receiver (SQLite and the
 #      emulator path), /metrics deltas, EMF lines against the format, the template's alarms; then the black-box API tests (api,
-#      extension, llm_agent, push, generations, handoff, hitl, jwt, limits, secrets, sharing,
+#      extension, llm_agent, push, generations, acts, handoff, hitl, jwt, limits, secrets, sharing,
 #      streaming, streaming_resume) a second and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
 #      the serverless path on the emulator (200 blocking sends over two minutes), the fault
@@ -23,7 +23,9 @@
 #      binding explicitly once the card also lists HTTP+JSON), then its streaming
 #      (sendMessageStream, resubscribeTask: streaming.mjs) on each binding;
 #   6. a signed agent card and bearer tokens: both official clients' signature verifiers and
-#      authenticated calls (card_signature.py, card_signature.mjs);
+#      authenticated calls (card_signature.py, card_signature.mjs), the card's RFC 8785
+#      signatures checked by independent canonicalizers, and a2a-sdk 0.3's verifier
+#      (card_signature03.py);
 #   6b. the official A2A 0.3 clients (a2a-sdk 0.3.26 into tests/python03/.venv, @a2a-js/sdk
 #      0.3.14 into tests/js03/node_modules) over JSON-RPC, HTTP+JSON and gRPC against one server:
 #      send, get, cancel, streams, resubscribe, push configs with a webhook receiving 0.3 Tasks;
@@ -90,12 +92,12 @@ cargo test --workspace --all-targets
 for binding in rest grpc; do
   echo "==> black-box API tests again over ${binding} (TASKLEDGER_TEST_BINDING=${binding}, on SQLite)"
   TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push \
-    --test generations --test handoff --test hitl --test jwt --test limits --test secrets --test sharing --test streaming --test streaming_resume
+    --test generations --test acts --test handoff --test hitl --test jwt --test limits --test secrets --test sharing --test streaming --test streaming_resume
 done
 
 echo "==> black-box API and streaming tests with the server on DynamoDB"
 TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent --test v03 \
-  --test generations --test handoff --test hitl --test sharing --test streaming --test streaming_resume
+  --test generations --test acts --test elicitations --test handoff --test hitl --test sharing --test streaming --test streaming_resume
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
 cargo test --workspace --test soak -- --ignored --nocapture
@@ -122,7 +124,7 @@ if command -v sam >/dev/null 2>&1; then SAM_CLI_TELEMETRY=0 sam validate --lint;
 
 echo "==> Python a2a-sdk interop"
 venv=tests/python/.venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a, grpc, jwt' 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c 'import a2a, grpc, jwt, rfc8785' 2>/dev/null; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check -r tests/python/requirements.txt
 fi
@@ -202,7 +204,7 @@ done
 
 echo "==> A2A 0.3: the official 0.3 clients (a2a-sdk 0.3.x, @a2a-js/sdk 0.3.x) on JSON-RPC, HTTP+JSON and gRPC"
 venv03=tests/python03/.venv
-if [ ! -x "$venv03/bin/python" ] || ! "$venv03/bin/python" -c 'import a2a, grpc' 2>/dev/null; then
+if [ ! -x "$venv03/bin/python" ] || ! "$venv03/bin/python" -c 'import a2a, grpc, jwt' 2>/dev/null; then
   python3 -m venv "$venv03"
   "$venv03/bin/pip" install --quiet --disable-pip-version-check -r tests/python03/requirements.txt
 fi
@@ -248,6 +250,10 @@ if ! "$venv/bin/python" tests/python/card_signature.py "http://127.0.0.1:$port" 
   exit 1
 fi
 if ! node "$js/card_signature.mjs" "http://127.0.0.1:$port" tok-bob; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi
+if ! "$venv03/bin/python" tests/python03/card_signature03.py "http://127.0.0.1:$port"; then
   echo "--- server log"; cat "$log"
   exit 1
 fi

@@ -388,6 +388,13 @@ pub enum DomainError {
     NotPermitted { field: String, reason: String },
     #[error("gate {gate_id} was already answered ({choice}); it takes one answer")]
     GateClosed { gate_id: String, choice: String },
+    /// A part's media type is none of the agent's input modes.
+    #[error("Incompatible content type: {field} is {media_type}; this agent accepts {accepted}")]
+    ContentTypeNotSupported {
+        field: String,
+        media_type: String,
+        accepted: String,
+    },
     #[error("Task generation mismatch: expected {expected} but current generation is {current}")]
     GenerationMismatch {
         task_id: String,
@@ -417,6 +424,7 @@ impl DomainError {
             Self::TaskAlreadyExists { .. } => ErrorKind::Internal,
             Self::GenerationMismatch { .. } => ErrorKind::TaskGenerationMismatch,
             Self::GateClosed { .. } => ErrorKind::UnsupportedOperation,
+            Self::ContentTypeNotSupported { .. } => ErrorKind::ContentTypeNotSupported,
         }
     }
 
@@ -447,6 +455,12 @@ impl DomainError {
                 m.insert("taskId".into(), task_id.clone());
                 m.insert("expectedGeneration".into(), expected.to_string());
                 m.insert("currentGeneration".into(), current.to_string());
+            }
+            Self::ContentTypeNotSupported {
+                field, media_type, ..
+            } => {
+                m.insert("field".into(), field.clone());
+                m.insert("mediaType".into(), media_type.clone());
             }
             Self::GateClosed { gate_id, choice } => {
                 m.insert("gateId".into(), gate_id.clone());

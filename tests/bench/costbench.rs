@@ -52,7 +52,7 @@ fn send(id: &str, task: Option<&str>) -> taskledger_domain::wire::SendMessageReq
 
 fn task_of(r: SendMessageResponse) -> Task {
     match r {
-        SendMessageResponse::Task(t) => t,
+        SendMessageResponse::Task(t) => *t,
         SendMessageResponse::Message(m) => panic!("a task, not {m:?}"),
     }
 }

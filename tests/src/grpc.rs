@@ -158,3 +158,89 @@ pub fn code_and_reason(s: &Status) -> (Code, String) {
 pub fn state(t: &pb::Task) -> pb::TaskState {
     pb::TaskState::try_from(t.status.as_ref().expect("status").state).expect("known state")
 }
+
+/// A codec that leaves messages as their bytes: a call whose reply is read with a descriptor
+/// other than the binding's (the A2A drafts' own message text, `draft_message`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RawCodec;
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct RawBytes;
+
+impl tonic::codec::Codec for RawCodec {
+    type Encode = Vec<u8>;
+    type Decode = Vec<u8>;
+    type Encoder = RawBytes;
+    type Decoder = RawBytes;
+
+    fn encoder(&mut self) -> RawBytes {
+        RawBytes
+    }
+
+    fn decoder(&mut self) -> RawBytes {
+        RawBytes
+    }
+}
+
+impl tonic::codec::Encoder for RawBytes {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn encode(
+        &mut self,
+        item: Vec<u8>,
+        dst: &mut tonic::codec::EncodeBuf<'_>,
+    ) -> Result<(), Status> {
+        use prost::bytes::BufMut;
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+impl tonic::codec::Decoder for RawBytes {
+    type Item = Vec<u8>;
+    type Error = Status;
+
+    fn decode(&mut self, src: &mut tonic::codec::DecodeBuf<'_>) -> Result<Option<Vec<u8>>, Status> {
+        use prost::bytes::Buf;
+        let n = src.remaining();
+        Ok(Some(src.copy_to_bytes(n).to_vec()))
+    }
+}
+
+/// One unary call of `lf.a2a.v1.A2AService/<rpc>` with `request` as its bytes and `version`
+/// as `a2a-version`; the reply's bytes.
+pub async fn raw_unary(
+    addr: SocketAddr,
+    rpc: &str,
+    request: Vec<u8>,
+    version: &'static str,
+) -> Result<Vec<u8>, Status> {
+    let channel = Channel::from_shared(format!("http://{addr}"))
+        .expect("uri")
+        .connect()
+        .await
+        .expect("gRPC connects");
+    let mut grpc = tonic::client::Grpc::new(channel);
+    grpc.ready().await.expect("ready");
+    let path =
+        tonic::codegen::http::uri::PathAndQuery::try_from(format!("/lf.a2a.v1.A2AService/{rpc}"))
+            .expect("path");
+    let mut r = Request::new(request);
+    r.metadata_mut()
+        .insert("a2a-version", MetadataValue::from_static(version));
+    grpc.unary(r, path, RawCodec)
+        .await
+        .map(tonic::Response::into_inner)
+}
+
+/// Message `name` of a proto file in `tests/fixtures` (an A2A draft's own text), compiled with
+/// protox: what a client built from that draft reads.
+pub fn draft_message(fixture: &str, name: &str) -> prost_reflect::MessageDescriptor {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures");
+    let files = protox::compile([fixture], [dir]).unwrap_or_else(|e| panic!("{fixture}: {e}"));
+    let pool = prost_reflect::DescriptorPool::from_file_descriptor_set(files)
+        .unwrap_or_else(|e| panic!("{fixture}: {e}"));
+    pool.get_message_by_name(name)
+        .unwrap_or_else(|| panic!("{fixture} has no message {name}"))
+}

@@ -42,6 +42,10 @@ pub fn fast_timings() -> ScenarioTimings {
         delayed_complete: Duration::from_millis(300),
         resubscribe: Duration::from_millis(600),
         stall: Duration::from_secs(3600),
+        acts: taskledger_app::agent::ActsTimings {
+            long_running: Duration::from_millis(300),
+            cancel_hold: Duration::from_secs(30),
+        },
     }
 }
 

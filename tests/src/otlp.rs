@@ -15,6 +15,8 @@ pub struct Span {
     pub span_id: String,
     pub parent: String,
     pub name: String,
+    /// OTLP's span kind (2 server, 3 client; 0 when not said).
+    pub kind: i64,
     pub attributes: HashMap<String, String>,
     /// The spans it links to (not parents): `(trace id, span id)`.
     pub links: Vec<(String, String)>,
@@ -71,6 +73,7 @@ impl Collector {
                                     span_id: s["spanId"].as_str().unwrap_or("").to_lowercase(),
                                     parent: s["parentSpanId"].as_str().unwrap_or("").to_lowercase(),
                                     name: s["name"].as_str().unwrap_or("").to_string(),
+                                    kind: s["kind"].as_i64().unwrap_or(0),
                                     attributes,
                                     links: s["links"]
                                         .as_array()

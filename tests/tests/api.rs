@@ -43,6 +43,82 @@ async fn the_agent_card_is_served_with_cache_headers() {
     assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
 }
 
+/// 0.3-era callers fetch `/.well-known/agent.json`: the same card, with the same ETag, caching
+/// and `Vary`. A client that says `A2A-Version: 1.x` gets the 1.0 card as it is (the kit's
+/// closed schema), none or `0.x` the merged one, any other version VersionNotSupported.
+#[tokio::test]
+async fn the_legacy_path_serves_the_same_card_and_the_version_picks_its_shape() {
+    let s = Server::start().await;
+    let fetch = |path: &'static str, version: Option<&'static str>| {
+        let mut r = s.client.get(format!("{}{path}", s.base));
+        if let Some(v) = version {
+            r = r.header("A2A-Version", v);
+        }
+        async move {
+            let resp = r.send().await.unwrap();
+            let status = resp.status();
+            let h = resp.headers().clone();
+            (status, h, resp.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, h, card) = fetch("/.well-known/agent-card.json", None).await;
+    let (legacy_status, legacy_h, legacy) = fetch("/.well-known/agent.json", None).await;
+    assert_eq!((status, legacy_status), (StatusCode::OK, StatusCode::OK));
+    assert_eq!(card, legacy);
+    for name in [
+        "etag",
+        "cache-control",
+        "last-modified",
+        "vary",
+        "content-type",
+    ] {
+        assert_eq!(h.get(name), legacy_h.get(name), "{name}");
+    }
+    assert!(h["vary"].to_str().unwrap().contains("A2A-Version"), "{h:?}");
+    assert_eq!(
+        legacy["protocolVersion"], "0.3.0",
+        "0.3 callers read the merged card"
+    );
+    let again = s
+        .client
+        .get(format!("{}/.well-known/agent.json", s.base))
+        .header("If-None-Match", h["etag"].to_str().unwrap())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(again.status(), StatusCode::NOT_MODIFIED);
+
+    for path in ["/.well-known/agent-card.json", "/.well-known/agent.json"] {
+        let (status, pure_h, pure) = fetch(path, Some("1.0")).await;
+        assert_eq!(status, StatusCode::OK);
+        for legacy_member in [
+            "url",
+            "protocolVersion",
+            "preferredTransport",
+            "additionalInterfaces",
+        ] {
+            assert!(
+                pure.get(legacy_member).is_none(),
+                "{path}: {legacy_member} in {pure}"
+            );
+        }
+        assert_eq!(pure["supportedInterfaces"], card["supportedInterfaces"]);
+        assert_ne!(pure_h["etag"], h["etag"], "each shape has its own ETag");
+        let (_, _, merged) = fetch(path, Some("0.3")).await;
+        assert_eq!(merged, card);
+        let (status, _, refused) = fetch(path, Some("2.0")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+        assert_eq!(
+            refused["error"]["details"][0]["reason"],
+            "VERSION_NOT_SUPPORTED"
+        );
+        assert_eq!(
+            refused["error"]["details"][0]["metadata"]["supportedVersions"],
+            "0.3, 1.0, 1.1"
+        );
+    }
+}
+
 // ------------------------------------------------------------------ SendMessage
 
 #[tokio::test]
@@ -309,6 +385,64 @@ async fn messages_to_unknown_terminal_or_mismatched_tasks_are_refused() {
         )
         .await;
     assert_eq!(error_code(&v), -32602);
+}
+
+/// A part whose media type the card does not accept (its `defaultInputModes`) is
+/// ContentTypeNotSupported, on a new task and on a follow-up, and nothing is taken in.
+#[tokio::test]
+async fn a_part_outside_the_input_modes_is_refused_and_changes_nothing() {
+    let s = Server::start().await;
+    let card = s.card().await;
+    let modes = card["defaultInputModes"].as_array().unwrap();
+    assert!(modes.contains(&json!("text/plain")), "{card}");
+    let odd = json!({"raw": "dGNr", "mediaType": "application/x-unsupported-type-12345"});
+    let message = |id: &str, extra: Value| {
+        let mut m = json!({"messageId": id, "role": "ROLE_USER",
+            "parts": [{"text": "look"}, odd.clone()]});
+        m.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        m
+    };
+    let v = s
+        .call(
+            "SendMessage",
+            json!({"message": message("m-odd", json!({}))}),
+        )
+        .await;
+    assert_eq!(error_code(&v), -32005, "{v}");
+    let info = &v["error"]["data"][0];
+    assert_eq!(info["reason"], "CONTENT_TYPE_NOT_SUPPORTED", "{v}");
+    assert_eq!(info["metadata"]["field"], "message.parts[1]", "{v}");
+    assert_eq!(s.total_tasks().await, 0, "no task was made");
+
+    let open = s.send_task("tck-input-required-odd", "x").await;
+    let id = open["id"].as_str().unwrap();
+    let before = s.ok("GetTask", json!({"id": id})).await;
+    for (kind, part) in [
+        (
+            "text",
+            json!({"text": "t", "mediaType": "application/x-unsupported-type-12345"}),
+        ),
+        (
+            "url",
+            json!({"url": "https://files.example.com/f", "mediaType": "video/x-odd"}),
+        ),
+        (
+            "data",
+            json!({"data": {"a": 1}, "mediaType": "application/x-odd+json"}),
+        ),
+    ] {
+        let mut m = message(&format!("m-odd-{kind}"), json!({"taskId": id}));
+        m["parts"] = json!([part]);
+        let v = s.call("SendMessage", json!({"message": m})).await;
+        assert_eq!(error_code(&v), -32005, "{kind}: {v}");
+    }
+    assert_eq!(
+        s.ok("GetTask", json!({"id": id})).await,
+        before,
+        "the task is as it was"
+    );
 }
 
 #[tokio::test]

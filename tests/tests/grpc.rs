@@ -10,7 +10,9 @@ use taskledger_app::grpc::convert::to_protojson;
 use taskledger_app::grpc::TlsPem;
 use taskledger_domain::ids::Principal;
 use taskledger_local::{Config, GrpcSettings};
-use taskledger_tests::grpc::{code_and_reason, pb, send_request, state, user_message, GrpcServer};
+use taskledger_tests::grpc::{
+    code_and_reason, draft_message, pb, raw_unary, send_request, state, user_message, GrpcServer,
+};
 use taskledger_tests::{error_code, fast_timings};
 use tonic::metadata::MetadataValue;
 use tonic::{Code, Request};
@@ -828,6 +830,127 @@ async fn an_idempotency_key_makes_task_creation_safe_to_retry() {
         .await
         .unwrap_err();
     assert_eq!(code_and_reason(&e).1, "INVALID_PARAMS");
+}
+
+// ------------------------------------------------------------------ the 1.1 draft's own numbers
+
+/// The 1.1 draft's timeline as the draft's text numbers it (a2aproject/A2A#2129 at b5fe6101:
+/// `oneof entry { Message message = 1; TaskStatus status = 2; } int64 generation = 3;`): a
+/// client built from the draft reads every entry of our answer as the status or message it is,
+/// the same entries JSON-RPC shows a 1.1 caller.
+#[tokio::test]
+async fn a_client_built_from_the_draft_reads_the_1_1_timeline() {
+    use prost::Message as _;
+    let s = GrpcServer::start().await;
+    let task = s
+        .send_task(&format!("tck-input-required-{}", suffix()), "go")
+        .await;
+    let request = pb::GetTaskRequest {
+        id: task.id.clone(),
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let bytes = raw_unary(s.grpc, "GetTask", request, "1.1")
+        .await
+        .unwrap_or_else(|e| panic!("GetTask over gRPC, 1.1: {e:?}"));
+    let draft = draft_message("a2a-1.1-draft-timeline.proto", "draft.lf.a2a.v1.Task");
+    let read = prost_reflect::DynamicMessage::decode(draft, bytes.as_slice())
+        .unwrap_or_else(|e| panic!("the draft's Task cannot read our answer: {e}"));
+    let v = serde_json::to_value(&read).unwrap();
+    let entries = |t: &serde_json::Value| -> Vec<(String, String)> {
+        t["timeline"]
+            .as_array()
+            .unwrap_or_else(|| panic!("a timeline: {t}"))
+            .iter()
+            .map(|e| {
+                let what = match (e.get("status"), e.get("message")) {
+                    (Some(s), None) => s["state"].as_str().unwrap_or("?").to_string(),
+                    (None, Some(m)) => format!("message {}", m["parts"][0]["text"]),
+                    _ => panic!("an entry is a status or a message: {e}"),
+                };
+                (e["generation"].as_str().unwrap_or("0").to_string(), what)
+            })
+            .collect()
+    };
+    let read = entries(&v);
+    assert_eq!(
+        read[..2],
+        [
+            ("1".to_string(), "TASK_STATE_SUBMITTED".to_string()),
+            ("1".to_string(), "message \"go\"".to_string()),
+        ],
+        "{v}"
+    );
+    assert_eq!(
+        read.last().map(|e| e.1.as_str()),
+        Some("TASK_STATE_INPUT_REQUIRED"),
+        "{v}"
+    );
+    let over_jsonrpc = s
+        .http
+        .call_with("GetTask", json!({"id": task.id}), &[("A2A-Version", "1.1")])
+        .await;
+    assert_eq!(read, entries(&over_jsonrpc["result"]), "{over_jsonrpc}");
+}
+
+/// The 1.1 draft's elicitations as the draft's text numbers them (a2aproject/A2A#2149 at
+/// 1fe50314: `Task.elicitations = 9`, `TaskStatus.elicitations = 4`, `Message.elicitation_ids
+/// = 9`, `Elicitation{elicitation_id = 1, state = 2, metadata = 3}`): a client built from the
+/// draft reads a help request's elicitation in our 1.1 answer, and none in our 1.0 one.
+#[tokio::test]
+async fn a_client_built_from_the_draft_reads_the_1_1_elicitations() {
+    use prost::Message as _;
+    let s = GrpcServer::start().await;
+    let message = json!({"messageId": "th-ask-bob", "role": "ROLE_USER", "parts": [
+        {"text": "Deploy it"},
+        {"data": {"name": "Release", "goal": "Ship 1.0", "participants": [
+            {"id": "ann", "kind": "human", "role": "admin"},
+            {"id": "bob", "kind": "human", "role": "assignee"}]},
+         "mediaType": "application/vnd.tiny-harness.task+json"}],
+        "metadata": {"participant_id": "ann"}});
+    let sent = s
+        .http
+        .call_with(
+            "SendMessage",
+            json!({"message": message}),
+            &[("A2A-Version", "1.1")],
+        )
+        .await;
+    let id = sent["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{sent}"));
+    let draft = draft_message(
+        "a2a-1.1-draft-elicitations.proto",
+        "draft2149.lf.a2a.v1.Task",
+    );
+    let read = |version: &'static str| {
+        let draft = draft.clone();
+        let request = pb::GetTaskRequest {
+            id: id.to_string(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        async move {
+            let bytes = raw_unary(s.grpc, "GetTask", request, version)
+                .await
+                .unwrap_or_else(|e| panic!("GetTask over gRPC, {version}: {e:?}"));
+            let read = prost_reflect::DynamicMessage::decode(draft, bytes.as_slice())
+                .unwrap_or_else(|e| panic!("the draft's Task cannot read our answer: {e}"));
+            serde_json::to_value(&read).unwrap()
+        }
+    };
+    let v = read("1.1").await;
+    let asked = &v["elicitations"][0];
+    assert_eq!(asked["state"], "ELICITATION_STATE_BLOCKED", "{v}");
+    assert_eq!(asked["metadata"]["kind"], "help-request", "{v}");
+    assert_eq!(v["status"]["elicitations"][0], *asked, "{v}");
+    assert_eq!(
+        sent["result"]["task"]["elicitations"][0]["elicitationId"],
+        asked["elicitationId"]
+    );
+    let v = read("1.0").await;
+    assert!(v.get("elicitations").is_none(), "{v}");
+    assert!(v["status"].get("elicitations").is_none(), "{v}");
 }
 
 // ------------------------------------------------------------------ parity with JSON-RPC

@@ -435,6 +435,21 @@ async fn a_function_url_stream_arrives_as_committed_and_resumes_after_its_time_l
         card["securitySchemes"]["awsSigV4"]["httpAuthSecurityScheme"]["scheme"],
         "AWS4-HMAC-SHA256"
     );
+    // The same card at the legacy path 0.3-era callers fetch, and the pure 1.0 card to 1.x.
+    let legacy = event("GET", "/.well-known/agent.json", None, &[]);
+    let legacy: Value = rig.post_invocation(&legacy).await.json().await.unwrap();
+    assert_eq!(legacy, card);
+    let pure = event(
+        "GET",
+        "/.well-known/agent.json",
+        None,
+        &[("a2a-version", "1.0")],
+    );
+    let pure: Value = rig.post_invocation(&pure).await.json().await.unwrap();
+    assert!(
+        pure.get("url").is_none() && card.get("url").is_some(),
+        "{pure}"
+    );
 
     // Through the emulated Function URL itself, which signs nothing: refused.
     let resp = rig

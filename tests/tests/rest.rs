@@ -339,8 +339,69 @@ async fn bodies_are_bounded_json_objects_of_a_json_media_type_and_refusals_chang
         .await;
         assert_eq!(r.status, StatusCode::OK, "{ct}: {}", r.body);
         assert_eq!(r.body["task"]["status"]["state"], "TASK_STATE_COMPLETED");
+        // Asked in A2A's own media type, answered in it (§11.1).
+        let answered = if ct.starts_with("application/a2a+json") {
+            "application/a2a+json"
+        } else {
+            "application/json"
+        };
+        assert_eq!(r.headers["content-type"], answered, "{ct}");
     }
     assert_eq!(total(&s).await, 3);
+    // application/a2a+json is registered with no parameters and UTF-8 only: anything else on
+    // it (and another charset on any JSON type) is 415 with the reason, and changes nothing.
+    for ct in [
+        "application/a2a+json; charset=iso-8859-1",
+        "application/a2a+json; version=1.0",
+        "application/json; charset=utf-16",
+    ] {
+        let r = rest(
+            &s,
+            Method::POST,
+            "/message:send",
+            &[("Content-Type", ct)],
+            Some(send_body("m-param")),
+        )
+        .await;
+        assert_eq!(
+            r.status,
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            "{ct}: {}",
+            r.body
+        );
+        assert!(
+            r.body["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("Content-Type")),
+            "{ct}: {}",
+            r.body
+        );
+    }
+    assert_eq!(total(&s).await, 3, "no refusal made a task");
+    // Every route answers in it when Accept names it, errors included; application/json
+    // otherwise.
+    let id = r_id(&s).await;
+    let a2a = [("Accept", "application/a2a+json")];
+    for path in [format!("/tasks/{id}"), "/tasks".to_string()] {
+        let r = rest(&s, Method::GET, &path, &a2a, None).await;
+        assert_eq!(r.status, StatusCode::OK, "{path}: {}", r.body);
+        assert_eq!(r.headers["content-type"], "application/a2a+json", "{path}");
+        let r = rest(&s, Method::GET, &path, &[], None).await;
+        assert_eq!(r.headers["content-type"], "application/json", "{path}");
+    }
+    let r = rest(&s, Method::GET, "/tasks/no-such-task", &a2a, None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    assert_eq!(r.headers["content-type"], "application/a2a+json");
+    assert_eq!(r.body["error"]["details"][0]["reason"], "TASK_NOT_FOUND");
+}
+
+/// The id of some task of `s`.
+async fn r_id(s: &Server) -> String {
+    let r = rest(s, Method::GET, "/tasks", &[], None).await;
+    r.body["tasks"][0]["id"]
+        .as_str()
+        .expect("a task")
+        .to_string()
 }
 
 #[tokio::test]

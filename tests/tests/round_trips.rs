@@ -79,7 +79,7 @@ fn total(calls: &BTreeMap<String, u64>) -> u64 {
 
 fn task_of(r: SendMessageResponse) -> Task {
     match r {
-        SendMessageResponse::Task(t) => t,
+        SendMessageResponse::Task(t) => *t,
         SendMessageResponse::Message(m) => panic!("a task, not {m:?}"),
     }
 }

@@ -113,6 +113,37 @@ async fn one_trace(collector: &Collector, storage: Storage, label: &str) {
         request.attributes.get("a2a.binding").map(String::as_str),
         Some("jsonrpc")
     );
+    // OpenTelemetry's draft A2A conventions (semantic-conventions PR #195): a server span
+    // named after the method, with what the request and its answer say.
+    let attr = |s: &Span, k: &str| s.attributes.get(k).cloned().unwrap_or_default();
+    assert_eq!(request.kind, 2, "{label}: a server span");
+    let task_id = v["result"]["task"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    for (k, want) in [
+        ("a2a.method.name", "SendMessage".to_string()),
+        ("a2a.protocol.version", "1.0".to_string()),
+        ("a2a.message.id", format!("trace-{label}")),
+        ("a2a.task.id", task_id.clone()),
+        (
+            "gen_ai.conversation.id",
+            v["result"]["task"]["contextId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+        ),
+    ] {
+        assert_eq!(attr(request, k), want, "{label}: {k}");
+    }
+    assert!(
+        attr(request, "a2a.task.state").starts_with("TASK_STATE_"),
+        "{label}"
+    );
+    assert!(request.attributes.contains_key("a2a.tenant"), "{label}");
+    let delivery = named(&spans, "push.delivery")[0];
+    assert_eq!(delivery.kind, 3, "{label}: the push is a client span");
+    assert_eq!(attr(delivery, "a2a.task.id"), task_id, "{label}");
     for s in spans.iter().filter(|s| s.span_id != request.span_id) {
         assert!(
             by_id(&spans, &s.parent).is_some(),

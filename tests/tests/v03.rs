@@ -144,6 +144,20 @@ async fn each_line_is_served_by_its_methods_and_mixing_them_is_refused() {
             "{field}: {v}"
         );
     }
+    // A file whose type the card does not accept: 0.3's ContentTypeNotSupportedError.
+    let file = json!({"kind": "file", "file": {"name": "t.xyz", "bytes": "dGVzdA==",
+        "mimeType": "application/x-totally-unsupported-format"}});
+    let mut m = message03("m-file", "see", None);
+    m["parts"].as_array_mut().unwrap().push(file);
+    let v = rpc03(&s, "message/send", json!({"message": m}), &[]).await;
+    assert_eq!(v["error"]["code"], -32005, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Incompatible content type"),
+        "{v}"
+    );
     assert_eq!(s.total_tasks().await, before, "nothing was committed");
     // 0.3 has no task listing.
     let v = rpc03(&s, "tasks/list", json!({}), &[]).await;

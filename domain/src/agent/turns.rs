@@ -88,7 +88,7 @@ pub enum TurnInput {
     /// The turn works on this input: the user message committed right before the request (an
     /// answered help request may sit between them), or none when another event comes first (a
     /// request after resolved sub-tasks, a continuation) or the task has none before it.
-    Input(Option<Message>),
+    Input(Option<Box<Message>>),
     /// The window starts after the event that decides (and not at the task's first event).
     Undecided,
 }
@@ -111,7 +111,7 @@ pub fn turn_input<'a>(
         match e {
             TaskEvent::HelpAnswered { .. } => continue,
             TaskEvent::MessageAppended { message, .. } if message.role == Role::User => {
-                return TurnInput::Input(Some(message.clone()))
+                return TurnInput::Input(Some(Box::new(message.clone())))
             }
             _ => return TurnInput::Input(None),
         }

@@ -18,6 +18,11 @@ pub const DRAFT_PROTOCOL_VERSION: &str = "1.1";
 /// The earlier protocol line each binding also serves (A2A 0.3, translated at the edge),
 /// listed last: a 0.3 client reads the 0.3 fields of the card, which name these.
 pub const V03_PROTOCOL_VERSION: &str = "0.3";
+/// Where the card is published (A2A 1.0 §8.2, the well-known URI).
+pub const CARD_PATH: &str = "/.well-known/agent-card.json";
+/// Where 0.3-era callers look for it (older a2a-sdk releases, Workato's A2A connector): the
+/// same card, served alike.
+pub const LEGACY_CARD_PATH: &str = "/.well-known/agent.json";
 /// Path of the JSON-RPC endpoint (also answered with a trailing slash).
 pub const JSONRPC_PATH: &str = "/a2a";
 /// Base path of the HTTP+JSON binding (`/a2a/rest/message:send`, `/a2a/rest/tasks/{id}`, …).
@@ -190,12 +195,10 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
         },
         security_schemes,
         security_requirements,
-        default_input_modes: vec![
-            "text/plain".into(),
-            "application/json".into(),
-            "application/octet-stream".into(),
-            crate::extensions::harness::MEDIA_TYPE.into(),
-        ],
+        default_input_modes: crate::task::intake::INPUT_MODES
+            .iter()
+            .map(|m| m.to_string())
+            .collect(),
         default_output_modes: vec![
             "text/plain".into(),
             "application/json".into(),

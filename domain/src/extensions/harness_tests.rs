@@ -42,6 +42,7 @@ fn msg(id: &str, text: &str, sender: Option<&str>, envelope: Option<Value>) -> M
         metadata: sender.map(|s| json!({"participant_id": s}).as_object().unwrap().clone()),
         extensions: vec![],
         reference_task_ids: vec![],
+        elicitation_ids: vec![],
     }
 }
 

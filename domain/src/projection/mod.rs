@@ -238,12 +238,14 @@ pub fn assemble(
             state: head.status.state,
             message: head.status.message.clone(),
             timestamp: head.status.timestamp,
+            elicitations: head.status.elicitations.clone(),
         },
         artifacts,
         history: history.filter(|h| !h.is_empty()),
         metadata: (!metadata.is_empty()).then_some(metadata),
         generation: (head.generation > 0).then_some(head.generation),
         timeline: None,
+        elicitations: head.elicitations(),
     }
 }
 

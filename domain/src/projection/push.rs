@@ -34,9 +34,12 @@ pub fn update_of(state: &TaskAggregate, event: &TaskEvent) -> Option<PushUpdate>
     let head = state.head.as_ref()?;
     let update = match artifact_update(head.id.as_str(), head.context_id.as_str(), event) {
         Some(artifact) => StreamResponse::ArtifactUpdate(artifact),
-        // Carries the usage extension when the update ends an execution.
+        // Carries the usage extension when the update ends an execution. A webhook is sent
+        // the 1.0 shape: no draft 1.1 field (elicitations, like generations, are not pushed).
         None if head.status_version == state.version => {
-            StreamResponse::StatusUpdate(head.status_update())
+            let mut update = head.status_update();
+            update.status.elicitations.clear();
+            StreamResponse::StatusUpdate(update)
         }
         None => return None,
     };

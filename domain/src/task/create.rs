@@ -106,6 +106,7 @@ pub(super) fn new_head(
             state: TaskState::Submitted,
             message: None,
             timestamp: Some(at),
+            elicitations: Vec::new(),
         },
         status_version: version,
         status_metadata: None,
@@ -130,5 +131,7 @@ pub(super) fn new_head(
         gates: Vec::new(),
         handoff: None,
         hitl: false,
+        asked: Vec::new(),
+        unshown: Vec::new(),
     }
 }

@@ -109,6 +109,14 @@ pub struct TaskHead {
     /// approvals, questions) carry the extension's payloads.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hitl: bool,
+    /// Every request for client input the task made, in the order asked (draft A2A 1.1
+    /// elicitations, `task::elicitations`). Heads written before it existed list theirs from
+    /// the first event folded after.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub asked: Vec<super::shapes::Asked>,
+    /// Ids of the elicitations changed since the last status update: the next one carries them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unshown: Vec<String>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

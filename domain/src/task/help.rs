@@ -109,6 +109,7 @@ pub(super) fn apply_requested(
         state: TaskState::InputRequired,
         message: Some(message.clone()),
         timestamp: Some(at),
+        elicitations: Vec::new(),
     };
     head.status_version = version;
     head.last_timeline = head.last_timeline.max(at);
@@ -120,6 +121,7 @@ pub(super) fn apply_answered(head: &mut TaskHead, version: u64, at: Timestamp) {
         state: TaskState::Working,
         message: None,
         timestamp: Some(at),
+        elicitations: Vec::new(),
     };
     head.status_version = version;
     head.last_timeline = head.last_timeline.max(at);

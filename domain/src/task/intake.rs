@@ -7,12 +7,29 @@ use sha2::{Digest, Sha256};
 use crate::error::DomainError;
 use crate::ids::MessageId;
 use crate::time::Timestamp;
-use crate::wire::{Message, Metadata, PartContent, Role};
+use crate::wire::{Message, Metadata, Part, PartContent, Role};
 
 /// Most parts one message may carry.
 pub const MAX_PARTS_PER_MESSAGE: usize = 100;
 /// Largest `message.metadata` (all of it, as compact JSON), in bytes.
 pub const MAX_MESSAGE_METADATA_BYTES: usize = 64 * 1024;
+/// Most elicitation ids one message may name (draft A2A 1.1 `Message.elicitationIds`).
+pub const MAX_ELICITATION_IDS_PER_MESSAGE: usize = 32;
+/// Longest elicitation id a message may name, in bytes.
+pub const MAX_ELICITATION_ID_BYTES: usize = 256;
+
+/// The media types a client's message parts may have: the card's `defaultInputModes` (no skill
+/// narrows or widens them), and what this intake checks every incoming part against. A2UI
+/// actions and tiny-harness channel replies are read as input (ADR 010); anything else is
+/// refused as ContentTypeNotSupported before it is taken in.
+pub const INPUT_MODES: [&str; 6] = [
+    "text/plain",
+    "application/json",
+    "application/octet-stream",
+    crate::extensions::harness::MEDIA_TYPE,
+    crate::extensions::harness::CHANNEL_MEDIA_TYPE,
+    crate::extensions::a2ui::MEDIA_TYPE,
+];
 
 /// kagent metadata key: ordering stamp of a message or artifact (RFC 3339, UTC, nanoseconds).
 pub const TIMELINE_POSITION_KEY: &str = "kagent.dev/a2a/timeline-position";
@@ -40,7 +57,89 @@ pub fn validate_user_message(m: &Message, path: &str) -> Result<MessageId, Domai
     }
     validate_metadata(m, path)?;
     validate_parts(m, path)?;
+    validate_elicitation_ids(m, path)?;
+    check_input_modes(m, path, &INPUT_MODES)?;
     Ok(id)
+}
+
+/// The elicitations a message says it answers (draft A2A 1.1): a hint, kept with the message.
+/// Only its size is checked — an id the task never made, or one already resolved, is taken
+/// as it is (the draft: a recipient MUST NOT reject a message for naming one).
+fn validate_elicitation_ids(m: &Message, path: &str) -> Result<(), DomainError> {
+    let ids = &m.elicitation_ids;
+    if ids.len() > MAX_ELICITATION_IDS_PER_MESSAGE {
+        return Err(DomainError::invalid(
+            format!("{path}.elicitationIds"),
+            format!(
+                "a message may name at most {MAX_ELICITATION_IDS_PER_MESSAGE} elicitations (got {})",
+                ids.len()
+            ),
+        ));
+    }
+    for (i, id) in ids.iter().enumerate() {
+        if id.is_empty() || id.len() > MAX_ELICITATION_ID_BYTES {
+            return Err(DomainError::invalid(
+                format!("{path}.elicitationIds[{i}]"),
+                format!("must be 1 to {MAX_ELICITATION_ID_BYTES} bytes"),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The media type a part is taken as: the one it declares (its essence: parameters dropped,
+/// lower case), else its kind's own (`text/plain` for text, `application/json` for data,
+/// `application/octet-stream` for bytes). A URL without one declares nothing to check.
+pub fn part_media_type(p: &Part) -> Option<String> {
+    let declared = p
+        .media_type
+        .as_deref()
+        .map(|t| {
+            t.split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_ascii_lowercase()
+        })
+        .filter(|t| !t.is_empty());
+    declared.or_else(|| {
+        match &p.content {
+            PartContent::Text(_) => Some("text/plain"),
+            PartContent::Data(_) => Some("application/json"),
+            PartContent::Raw(_) => Some("application/octet-stream"),
+            PartContent::Url(_) => None,
+        }
+        .map(str::to_string)
+    })
+}
+
+/// Whether `media_type` (an essence) is one of `accepted`: equal, or under a `type/*` or `*/*`
+/// the list holds.
+pub fn accepts(accepted: &[&str], media_type: &str) -> bool {
+    let (kind, _) = media_type.split_once('/').unwrap_or((media_type, ""));
+    accepted.iter().any(|a| {
+        let a = a.to_ascii_lowercase();
+        a == media_type || a == "*/*" || a.strip_suffix("/*").is_some_and(|k| k == kind)
+    })
+}
+
+/// Every part of a client's message against the agent's input modes (the card's, for every
+/// binding and protocol version): the first that is none of them is ContentTypeNotSupported,
+/// named by its path, and nothing is taken in.
+pub fn check_input_modes(m: &Message, path: &str, accepted: &[&str]) -> Result<(), DomainError> {
+    for (i, p) in m.parts.iter().enumerate() {
+        let Some(media_type) = part_media_type(p) else {
+            continue;
+        };
+        if !accepts(accepted, &media_type) {
+            return Err(DomainError::ContentTypeNotSupported {
+                field: format!("{path}.parts[{i}]"),
+                media_type,
+                accepted: accepted.join(", "),
+            });
+        }
+    }
+    Ok(())
 }
 
 fn validate_metadata(m: &Message, path: &str) -> Result<(), DomainError> {
@@ -124,13 +223,17 @@ pub fn fingerprint(m: &Message) -> String {
     let mut meta = m.metadata.clone();
     strip_server_keys(&mut meta);
     // serde_json's map is ordered by key, so this serialisation is canonical.
-    let canonical = serde_json::json!({
+    let mut canonical = serde_json::json!({
         "role": m.role,
         "parts": m.parts,
         "metadata": meta,
         "extensions": m.extensions,
         "referenceTaskIds": m.reference_task_ids,
     });
+    // Only when named, so the fingerprints of messages without them stay what they were.
+    if !m.elicitation_ids.is_empty() {
+        canonical["elicitationIds"] = serde_json::json!(m.elicitation_ids);
+    }
     let digest = Sha256::digest(canonical.to_string().as_bytes());
     digest.iter().map(|b| format!("{b:02x}")).collect()
 }
@@ -170,6 +273,44 @@ mod tests {
     use crate::wire::Part;
     use serde_json::json;
 
+    #[test]
+    fn a_message_names_at_most_32_elicitations_of_at_most_256_bytes() {
+        let naming = |ids: Vec<String>| {
+            let mut m = Message::user_text("m-1", "hi");
+            m.elicitation_ids = ids;
+            validate_user_message(&m, "message")
+        };
+        let many = |n: usize| (0..n).map(|i| format!("gate-{i}")).collect::<Vec<_>>();
+        assert!(naming(many(MAX_ELICITATION_IDS_PER_MESSAGE)).is_ok());
+        let err = naming(many(MAX_ELICITATION_IDS_PER_MESSAGE + 1)).expect_err("one past");
+        assert_eq!(err.metadata()["field"], "message.elicitationIds");
+        assert!(naming(vec!["x".repeat(MAX_ELICITATION_ID_BYTES)]).is_ok());
+        let err = naming(vec!["ok".into(), "x".repeat(MAX_ELICITATION_ID_BYTES + 1)])
+            .expect_err("one byte past");
+        assert_eq!(err.metadata()["field"], "message.elicitationIds[1]");
+        let err = naming(vec![String::new()]).expect_err("empty");
+        assert_eq!(err.metadata()["field"], "message.elicitationIds[0]");
+        // Ids the task never made are a hint like any other: nothing to refuse.
+        assert!(naming(vec!["no-such-elicitation".into()]).is_ok());
+    }
+
+    #[test]
+    fn naming_elicitations_changes_the_fingerprint_only_when_named() {
+        let plain = Message::user_text("m-1", "hi");
+        let mut naming = plain.clone();
+        naming.elicitation_ids = vec!["gate-3".into()];
+        assert_ne!(fingerprint(&plain), fingerprint(&naming));
+        let canonical = json!({"role": plain.role, "parts": plain.parts, "metadata": null,
+            "extensions": [], "referenceTaskIds": []});
+        let digest = Sha256::digest(canonical.to_string().as_bytes());
+        let before: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(
+            fingerprint(&plain),
+            before,
+            "as before elicitations existed"
+        );
+    }
+
     fn user(text: &str) -> Message {
         Message::user_text("m-1", text)
     }
@@ -183,6 +324,84 @@ mod tests {
             e,
             DomainError::invalid("message.parts", "a message needs at least one part")
         );
+    }
+
+    #[test]
+    fn a_part_outside_the_input_modes_is_refused_with_its_path_and_type() {
+        let mut m = user("x");
+        m.parts.push(Part {
+            content: PartContent::Raw(b"tck".to_vec()),
+            metadata: None,
+            filename: None,
+            media_type: Some("application/x-unsupported-type-12345".into()),
+        });
+        let e = validate_user_message(&m, "message").unwrap_err();
+        assert_eq!(e.kind(), crate::error::ErrorKind::ContentTypeNotSupported);
+        assert_eq!(e.metadata()["field"], "message.parts[1]");
+        assert_eq!(
+            e.metadata()["mediaType"],
+            "application/x-unsupported-type-12345"
+        );
+        assert!(e.to_string().contains("Incompatible content type"), "{e}");
+    }
+
+    #[test]
+    fn every_kind_of_part_is_checked_by_the_type_it_declares_or_its_own() {
+        let part = |content, media_type: Option<&str>| Part {
+            content,
+            metadata: None,
+            filename: None,
+            media_type: media_type.map(str::to_string),
+        };
+        let odd = Some("image/x-odd");
+        let refused = [
+            part(PartContent::Text("t".into()), odd),
+            part(PartContent::Raw(vec![1]), odd),
+            part(PartContent::Url("https://x.example/f".into()), odd),
+            part(PartContent::Data(json!({"a": 1})), odd),
+        ];
+        for p in refused {
+            let mut m = user("x");
+            m.parts = vec![p];
+            assert!(
+                validate_user_message(&m, "message").is_err(),
+                "{:?}",
+                m.parts
+            );
+        }
+        let accepted = [
+            part(PartContent::Text("t".into()), None),
+            part(
+                PartContent::Text("t".into()),
+                Some("Text/Plain; charset=utf-8"),
+            ),
+            part(PartContent::Raw(vec![1]), None),
+            part(PartContent::Url("https://x.example/f".into()), None),
+            part(PartContent::Data(json!({"a": 1})), None),
+            part(
+                PartContent::Data(json!({})),
+                Some(crate::extensions::a2ui::MEDIA_TYPE),
+            ),
+            part(PartContent::Text("t".into()), Some("")),
+        ];
+        for p in accepted {
+            let mut m = user("x");
+            m.parts = vec![p];
+            assert!(
+                validate_user_message(&m, "message").is_ok(),
+                "{:?}",
+                m.parts
+            );
+        }
+    }
+
+    #[test]
+    fn wildcards_in_the_accepted_modes_cover_their_types() {
+        assert!(accepts(&["image/*"], "image/png"));
+        assert!(!accepts(&["image/*"], "imagex/png"));
+        assert!(accepts(&["*/*"], "application/x-anything"));
+        assert!(!accepts(&["text/plain"], "text/markdown"));
+        assert!(accepts(&["Text/Plain"], "text/plain"));
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod approvals;
 mod artifacts;
 mod commands;
 mod create;
+mod elicitations;
 mod events;
 mod gates;
 mod generation;
@@ -36,6 +37,9 @@ use crate::error::DomainError;
 pub use approvals::{AnswerToolApproval, RequestToolApproval, ToolCallAsked, DECIDED};
 pub use artifacts::{MAX_ARTIFACTS_PER_TASK, MAX_CHUNKS_PER_ARTIFACT};
 pub use commands::{AppendUserMessage, CreateTask, TaskCommand};
+pub use elicitations::{
+    KIND_KEY as ELICITATION_KIND_KEY, PARTICIPANT_KEY as ELICITATION_PARTICIPANT_KEY,
+};
 pub use events::{TaskEvent, EVENT_VERSION};
 pub use gates::{
     answer_of, gate_id, gate_state, AnswerGate, Gate, GateAnswer, GateKind, ENVELOPE_URI,
@@ -182,6 +186,7 @@ impl TaskAggregate {
         let Some(head) = self.head.as_mut() else {
             return;
         };
+        let open_before = elicitations::open(head);
         match event {
             TaskEvent::TaskCreated { .. } => {}
             // messages
@@ -312,6 +317,8 @@ impl TaskAggregate {
                 }
             }
         }
+        // A status update carries the elicitations changed since the last one (draft 1.1).
+        elicitations::fold(head, open_before, head.status_version == version);
         // An update that ends an execution carries the usage totals.
         if head.status_version == version {
             let awaiting = matches!(event, TaskEvent::SubTasksAwaited { .. });

@@ -1,6 +1,6 @@
 //! The parts the task's central types are made of: what a command carries (`AnswerGate`,
 //! `RequestToolApproval`, `AnswerToolApproval`, `ProposeHandoff`, `AdvanceWork`), what an event
-//! records (`Gate`, `HandoffWork`) and what the head holds (`Gate`, `HandoffHead`). They name
+//! records (`Gate`, `HandoffWork`) and what the head holds (`Gate`, `HandoffHead`, `Asked`). They name
 //! nothing of the aggregate, so `commands`, `events` and `head` name them and each concept's
 //! file names those central types — never the other way round (no import circle in `task/`).
 
@@ -180,4 +180,55 @@ pub struct AdvanceWork {
     pub status: WorkStatus,
     pub artifacts: Vec<WorkArtifact>,
     pub at: Timestamp,
+}
+
+/// What a request for client input is (draft A2A 1.1 elicitations: `task::elicitations`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum AskKind {
+    /// tiny-harness: the agent asked a participant (`ask_participant`).
+    HelpRequest,
+    /// kagent hitl/v1: a tool-approval gate (a child's pause surfaced on its parent too).
+    ToolApproval,
+    /// DMP work/v1: a handoff's task-proposal gate.
+    TaskProposal,
+    /// tiny-harness: a task for a participant, waiting for the assignee's reply.
+    ParticipantTask,
+}
+
+impl AskKind {
+    /// The name an elicitation's metadata gives it.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Self::HelpRequest => "help-request",
+            Self::ToolApproval => GateKind::ToolApproval.name(),
+            Self::TaskProposal => GateKind::TaskProposal.name(),
+            Self::ParticipantTask => "participant-task",
+        }
+    }
+}
+
+impl From<GateKind> for AskKind {
+    fn from(k: GateKind) -> Self {
+        match k {
+            GateKind::ToolApproval => Self::ToolApproval,
+            GateKind::TaskProposal => Self::TaskProposal,
+        }
+    }
+}
+
+/// A request for client input the task made: its elicitation id (unique in the task) and kind.
+/// Where it stands is read from the facts that answer it (the gate, the help request, the
+/// task's state), never kept twice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Asked {
+    pub id: String,
+    pub kind: AskKind,
+    /// The participant it waits for (a help request, a task for a participant).
+    #[serde(
+        default,
+        deserialize_with = "stored::opt",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub participant: Option<ParticipantId>,
 }

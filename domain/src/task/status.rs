@@ -108,6 +108,7 @@ pub(super) fn apply_status_changed(
         state,
         message: message.cloned(),
         timestamp: Some(at),
+        elicitations: Vec::new(),
     };
     head.status_version = version;
     head.last_timeline = head.last_timeline.max(at);
@@ -118,6 +119,7 @@ pub(super) fn apply_canceled(head: &mut TaskHead, version: u64, at: Timestamp) {
         state: TaskState::Canceled,
         message: None,
         timestamp: Some(at),
+        elicitations: Vec::new(),
     };
     head.status_version = version;
     head.pending_help = None;

@@ -107,6 +107,7 @@ pub fn child_creation(
             vec![]
         },
         reference_task_ids: vec![parent.id.to_string()],
+        elicitation_ids: vec![],
     };
     if let Some(p) = data.participants.iter().find(|p| p.role == Role::Admin) {
         goal_message
@@ -199,13 +200,14 @@ pub(super) fn open_participant_task(
     ask.task_id = Some(task_id.to_string());
     ask.context_id = context_id;
     intake::stamp_timeline(&mut ask.metadata, at);
+    // The wait first: the status that asks then carries its elicitation (draft A2A 1.1).
     [
+        TaskEvent::ParticipantTaskOpened { assignee, at },
         TaskEvent::StatusChanged {
             state: TaskState::InputRequired,
             message: Some(ask),
             at,
         },
-        TaskEvent::ParticipantTaskOpened { assignee, at },
     ]
 }
 

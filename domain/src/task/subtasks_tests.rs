@@ -139,6 +139,7 @@ fn goal_message(child: &str, goal: &str, admin: Option<&str>) -> Message {
         }),
         extensions: vec![],
         reference_task_ids: vec!["t-1".into()],
+        elicitation_ids: vec![],
     }
 }
 
@@ -416,6 +417,7 @@ fn composed_by_the_service_today(
         metadata: None,
         extensions: vec![],
         reference_task_ids: vec![parent_id.to_string()],
+        elicitation_ids: vec![],
     };
     if let Some(p) = data.participants.iter().find(|p| p.role == Role::Admin) {
         goal_message
@@ -505,8 +507,8 @@ fn the_child_created_from_it_is_delegated_and_a_task_for_a_participant_completes
             "TaskCreated",
             "ExtensionUpdated",
             "MessageAppended",
-            "StatusChanged",
-            "ParticipantTaskOpened"
+            "ParticipantTaskOpened",
+            "StatusChanged"
         ]
     );
     let h = head(&child);

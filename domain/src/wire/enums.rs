@@ -1,4 +1,4 @@
-//! The proto enums (`TaskState`, `Role`): printed as their names, read from names or numbers.
+//! The proto enums (`TaskState`, `Role`, draft 1.1's `ElicitationState`): printed as their names, read from names or numbers.
 
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::Value;
@@ -93,5 +93,16 @@ proto_enum!(
         Unspecified = 0 => "ROLE_UNSPECIFIED",
         User = 1 => "ROLE_USER",
         Agent = 2 => "ROLE_AGENT",
+    }
+);
+
+proto_enum!(
+    /// `lf.a2a.v1.ElicitationState` (draft A2A 1.1, a2aproject/A2A#2149): where a request for
+    /// client input stands. WAITING and BLOCKED are open; RESOLVED is final.
+    ElicitationState {
+        Unspecified = 0 => "ELICITATION_STATE_UNSPECIFIED",
+        Waiting = 1 => "ELICITATION_STATE_WAITING",
+        Blocked = 2 => "ELICITATION_STATE_BLOCKED",
+        Resolved = 3 => "ELICITATION_STATE_RESOLVED",
     }
 );

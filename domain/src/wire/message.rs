@@ -35,6 +35,15 @@ pub struct Message {
         skip_serializing_if = "Vec::is_empty"
     )]
     pub reference_task_ids: Vec<String>,
+    /// Draft A2A 1.1 (a2aproject/A2A#2149): the elicitations the sender means this message
+    /// to answer — a hint, kept with the message; shown to and read from 1.1 requests only.
+    #[serde(
+        alias = "elicitation_ids",
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub elicitation_ids: Vec<String>,
 }
 
 fn unspecified_role() -> Role {
@@ -61,6 +70,7 @@ impl Message {
             metadata: None,
             extensions: Vec::new(),
             reference_task_ids: Vec::new(),
+            elicitation_ids: Vec::new(),
         }
     }
     /// The concatenated text parts.

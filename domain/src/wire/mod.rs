@@ -17,7 +17,7 @@ pub use card::{
     MutualTlsSecurityScheme, OAuth2SecurityScheme, OAuthFlows, OpenIdConnectSecurityScheme,
     SecurityRequirement, SecurityScheme, StringList,
 };
-pub use enums::{Role, TaskState};
+pub use enums::{ElicitationState, Role, TaskState};
 pub use message::Message;
 pub use part::{Part, PartContent};
 pub use proto::Metadata;
@@ -31,8 +31,8 @@ pub use requests::{
     SendMessageConfiguration, SendMessageRequest, SendMessageResponse,
 };
 pub use task::{
-    Artifact, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent,
-    TimelineEntry, TimelineItem,
+    Artifact, Elicitation, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus,
+    TaskStatusUpdateEvent, TimelineEntry, TimelineItem,
 };
 
 /// How many bytes `v` takes as compact JSON (what the size limits count), counted as it is

@@ -70,11 +70,12 @@ pub struct SendMessageRequest {
     pub metadata: Option<Metadata>,
 }
 
-/// `lf.a2a.v1.SendMessageResponse`: `{"task": …}` or `{"message": …}`.
+/// `lf.a2a.v1.SendMessageResponse`: `{"task": …}` or `{"message": …}` (the task boxed: it
+/// is more than twice a message's size).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub enum SendMessageResponse {
-    Task(Task),
+    Task(Box<Task>),
     Message(Message),
 }
 

@@ -3,7 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::enums::TaskState;
+use super::enums::{ElicitationState, TaskState};
 use super::message::Message;
 use super::part::Part;
 use super::proto::{is_false, null_as_default, Metadata};
@@ -18,6 +18,38 @@ pub struct TaskStatus {
     pub message: Option<Message>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<Timestamp>,
+    /// Draft A2A 1.1 (a2aproject/A2A#2149): the elicitations created or changed at this
+    /// status — a delta, merged by id into `Task.elicitations`. Shown to 1.1 requests only.
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub elicitations: Vec<Elicitation>,
+}
+
+impl TaskStatus {
+    /// A status with no message and no elicitation changes.
+    pub fn new(state: TaskState, timestamp: Option<Timestamp>) -> Self {
+        Self {
+            state,
+            message: None,
+            timestamp,
+            elicitations: Vec::new(),
+        }
+    }
+}
+
+/// Draft A2A 1.1 (a2aproject/A2A#2149) `Elicitation`: a request for client input, by its id
+/// (unique in the task), where it stands and what it is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Elicitation {
+    #[serde(alias = "elicitation_id")]
+    pub elicitation_id: String,
+    pub state: ElicitationState,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Metadata>,
 }
 
 /// `lf.a2a.v1.Artifact`.
@@ -103,6 +135,14 @@ pub struct Task {
     /// filled beside it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeline: Option<Vec<TimelineEntry>>,
+    /// Draft A2A 1.1 (a2aproject/A2A#2149): every request for client input the task made,
+    /// open and resolved (`projection::elicitations`). Shown to 1.1 requests only.
+    #[serde(
+        default,
+        deserialize_with = "null_as_default",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub elicitations: Vec<Elicitation>,
 }
 
 /// `lf.a2a.v1.TaskStatusUpdateEvent`.

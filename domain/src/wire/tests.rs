@@ -77,12 +77,14 @@ fn unset_fields_are_omitted_never_null() {
             state: TaskState::Submitted,
             message: None,
             timestamp: None,
+            elicitations: vec![],
         },
         artifacts: None,
         history: None,
         metadata: None,
         generation: None,
         timeline: Default::default(),
+        elicitations: vec![],
     };
     let v = serde_json::to_value(&t).unwrap();
     assert!(!contains_null(&v));
@@ -118,6 +120,7 @@ fn send_message_response_is_a_oneof_wrapper() {
             state: TaskState::Working,
             message: None,
             timestamp: None,
+            elicitations: vec![],
         },
         metadata: None,
         generation: None,
@@ -177,4 +180,31 @@ fn json_size_counts_the_compact_json_bytes() {
         usize::MAX,
         "a map with non-string keys"
     );
+}
+
+#[test]
+fn elicitations_are_protojson_as_the_draft_names_them() {
+    // a2aproject/A2A#2149: Elicitation{elicitation_id, state, metadata}, Message.elicitation_ids.
+    let e: Elicitation = serde_json::from_value(
+        json!({"elicitation_id": "gate-4", "state": 2, "metadata": {"kind": "tool-approval"}}),
+    )
+    .unwrap();
+    assert_eq!(e.state, ElicitationState::Blocked);
+    assert_eq!(
+        serde_json::to_value(&e).unwrap(),
+        json!({"elicitationId": "gate-4", "state": "ELICITATION_STATE_BLOCKED",
+            "metadata": {"kind": "tool-approval"}})
+    );
+    let m: Message = serde_json::from_value(json!({"messageId": "m", "role": "ROLE_USER",
+        "parts": [{"text": "ok"}], "elicitation_ids": ["gate-4"]}))
+    .unwrap();
+    assert_eq!(m.elicitation_ids, ["gate-4"]);
+    let v = serde_json::to_value(&m).unwrap();
+    assert_eq!(v["elicitationIds"], json!(["gate-4"]));
+    let none = serde_json::to_value(Message::agent_text("m", "hi")).unwrap();
+    assert!(none.get("elicitationIds").is_none(), "omitted when empty");
+    assert!(serde_json::from_value::<Elicitation>(
+        json!({"elicitationId": "x", "state": "ELICITATION_STATE_PENDING"})
+    )
+    .is_err());
 }

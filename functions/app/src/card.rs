@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use taskledger_domain::card::signature::canonical_payload;
+use taskledger_domain::card::signature::{canonical_payload, jcs, sdk_payload};
 use taskledger_domain::ports::CardSigner;
 use taskledger_domain::wire::{AgentCard, AgentCardSignature};
 
@@ -34,16 +34,33 @@ impl PublicCard {
     }
 }
 
+/// Signs the card's RFC 8785 form — the 1.0 card, then the merged card a version-less fetch
+/// gets (ADR 031) — and each form an official SDK verifies instead where it differs (the 1.x
+/// SDKs drop empty members; a2a-sdk 0.3 reads the card as its 0.3 model): a verifier accepts
+/// the card when any signature verifies, so RFC 8785 verifiers of either document and every
+/// SDK's do (README, "Security").
 fn sign(signer: Option<&dyn CardSigner>, jku: &str, mut card: AgentCard) -> AgentCard {
     card.signatures.clear();
     if let Some(signer) = signer {
-        let payload = canonical_payload(&card);
-        let (protected, signature) = signer.sign_detached(payload.as_bytes(), Some(jku));
-        card.signatures.push(AgentCardSignature {
-            protected,
-            signature,
-            header: None,
-        });
+        let mut payloads = vec![canonical_payload(&card)];
+        let merged = jcs(&crate::v03::card::merged(&card));
+        for form in [
+            merged,
+            sdk_payload(&card),
+            crate::v03::card::sdk_payload(&card),
+        ] {
+            if !payloads.contains(&form) {
+                payloads.push(form);
+            }
+        }
+        for payload in payloads {
+            let (protected, signature) = signer.sign_detached(payload.as_bytes(), Some(jku));
+            card.signatures.push(AgentCardSignature {
+                protected,
+                signature,
+                header: None,
+            });
+        }
     }
     card
 }

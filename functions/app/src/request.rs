@@ -174,6 +174,41 @@ pub fn check_v03_version(requested: Option<&str>) -> Result<(), AppError> {
     }
 }
 
+/// Which card a fetch of the well-known card gets (ADR 031).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CardShape {
+    /// The 1.0 card with the 0.3 fields merged in: no version (how every 0.3 client and
+    /// most fetchers ask), or a `0.x` one.
+    Merged,
+    /// The 1.0 card as it is, nothing merged: a client that says it speaks `1.x`.
+    Pure,
+}
+
+/// The card a request's `A2A-Version` asks for: none or `0.x` → the merged card, `1.x` → the
+/// pure 1.0 card; any other version is VersionNotSupported, naming those served.
+pub fn card_shape(requested: Option<&str>) -> Result<CardShape, AppError> {
+    let Some(v) = requested.map(str::trim).filter(|v| !v.is_empty()) else {
+        return Ok(CardShape::Merged);
+    };
+    let mut numbers = v.split('.');
+    let major = numbers.next().and_then(|m| m.parse::<u32>().ok());
+    let minor_ok = numbers.next().is_none_or(|m| m.parse::<u32>().is_ok());
+    match major {
+        Some(0) if minor_ok => Ok(CardShape::Merged),
+        Some(SUPPORTED_MAJOR) if minor_ok => Ok(CardShape::Pure),
+        _ => Err(AppError::protocol(
+            ErrorKind::VersionNotSupported,
+            format!(
+                "no agent card for A2A protocol version {v}; send {VERSION_HEADER}: 1.0 for the \
+                 1.0 card, or none for the card 0.3 clients read (versions served: \
+                 {SUPPORTED_VERSIONS})"
+            ),
+        )
+        .with("requestedVersion", v)
+        .with("supportedVersions", SUPPORTED_VERSIONS)),
+    }
+}
+
 /// The extension URIs a client asks for (comma-separated, blanks dropped). Unknown URIs are
 /// kept here and ignored by whoever reads the list: none of taskledger's extensions is
 /// required, so no request is refused for what it leaves out.
@@ -256,6 +291,21 @@ mod tests {
         assert!(check_version(Some("1.x".into())).is_err());
         assert!(!check_version(Some("1.0".into())).unwrap().generations());
         assert!(check_version(Some("1.1".into())).unwrap().generations());
+    }
+
+    #[test]
+    fn the_card_is_merged_for_no_version_or_0_x_pure_for_1_x_and_refused_otherwise() {
+        for v in [None, Some(""), Some("0.3"), Some(" 0.2 ")] {
+            assert_eq!(card_shape(v).unwrap(), CardShape::Merged, "{v:?}");
+        }
+        for v in ["1.0", "1.1", "1"] {
+            assert_eq!(card_shape(Some(v)).unwrap(), CardShape::Pure, "{v}");
+        }
+        for v in ["2.0", "1.x", "one", "0.x", "-1"] {
+            let e = card_shape(Some(v)).unwrap_err();
+            assert_eq!(e.kind(), ErrorKind::VersionNotSupported, "{v}");
+            assert_eq!(e.metadata()["supportedVersions"], SUPPORTED_VERSIONS);
+        }
     }
 
     #[test]

@@ -1,11 +1,14 @@
 //! The agent that works on tasks after a message is committed, behind a small port: an agent
 //! sees only `TaskPort` (commit commands, read the task, spawn a sub-task, fail the task), never
 //! the service. The built-in agent is the model loop (`llm`) on the deterministic scripted
-//! model, behind a thin rule layer for what the conformance kit asks that no model can do
-//! (`scenario`).
+//! model, behind a thin rule layer for what the conformance kits ask that no model can do
+//! (`scenario`: the a2a-tck kit's `messageId` prefixes, ACTS's text prefixes in `acts`; the
+//! steps both play, in `steps`).
 
+pub mod acts;
 pub mod llm;
 pub mod scenario;
+pub mod steps;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,6 +20,7 @@ use taskledger_domain::wire::Message;
 
 use crate::error::AppError;
 
+pub use acts::ActsTimings;
 pub use llm::{LlmAgent, DEFAULT_MAX_TURNS};
 pub use scenario::{Scenario, ScenarioAgent, ScenarioTimings};
 

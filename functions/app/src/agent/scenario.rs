@@ -1,35 +1,32 @@
-//! The conformance kit's scenarios that no model can play through the intrinsic tools (a
-//! direct Message reply, REJECTED / AUTH_REQUIRED / INPUT_REQUIRED on a plain task, timed
-//! pauses, chunked artifacts, file and data parts) and the liveness faults, keyed by
-//! `messageId` prefix — only when a deployment turns them on (`conformance`: off by default;
-//! the conformance runs and the tests turn it on), and a rule that ends a task otherwise than
-//! by doing its work (rejected, failed, stalled) only for a message whose sender may end it
-//! (the owner or an admin). Every other message goes to the model loop on the scripted model,
-//! which reads the prefixes it can play (replies only).
+//! The conformance kits' test-agent contracts — only when a deployment turns them on
+//! (`conformance`: off by default; the conformance runs and the tests turn it on). The a2a-tck
+//! kit's scenarios that no model can play through the intrinsic tools (a direct Message reply,
+//! REJECTED / AUTH_REQUIRED / INPUT_REQUIRED on a plain task, timed pauses, chunked artifacts,
+//! file and data parts) and the liveness faults are keyed by `messageId` prefix; ACTS's
+//! behaviours (`acts`) by the first text part of the message, or of the task's first message
+//! for a continuation. A message the `messageId` contract names (a scenario here, or a script
+//! of the scripted model) is that contract's; every message neither names goes to the model
+//! loop on the scripted model. A rule or behaviour that ends a task otherwise than by doing its
+//! work (rejected, failed, stalled, held until canceled) follows only a message whose sender
+//! may end the task (the owner or an admin).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::json;
-use taskledger_domain::agent::scripted::ScriptedModel;
-use taskledger_domain::error::DomainError;
+use taskledger_domain::agent::scripted::{Script, ScriptedModel};
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::task::TaskCommand;
+use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Artifact, Message, Part, PartContent, TaskState};
-use tracing::{debug, warn, Instrument};
+use tracing::{debug, Instrument};
 
+use super::acts::{self, ActsTimings, Behavior};
 use super::llm::{LlmAgent, DEFAULT_MAX_TURNS};
-use super::{Agent, TaskPort, TurnBudget, TurnEnd};
+use super::steps::{self, agent_message, Step};
+use super::{Agent, Build, SubTask, TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
-
-/// One step of a rule: commands committed together, a pause, or the turn failing.
-enum Step {
-    Commit(Vec<TaskCommand>),
-    Pause(Duration),
-    Fail(&'static str),
-}
 
 /// The conformance kit's scenarios no model can play through the intrinsic tools, keyed by
 /// `messageId` prefix (longest first where prefixes overlap). Any other message goes to the
@@ -85,6 +82,23 @@ impl Scenario {
     }
 }
 
+/// Whether the sender of `m` may end the task (`TaskHead::may_end_for`).
+async fn may_end(tasks: &dyn TaskPort, task_id: &TaskId, m: &Message) -> Result<bool, AppError> {
+    let (state, _) = tasks.view(task_id).await?;
+    Ok(state.head().is_some_and(|h| h.may_end_for(m)))
+}
+
+/// Whether the `messageId` contract names `message_id`: a scenario rule, or a script the
+/// scripted model plays (anything but its echo). Such a message is never read for ACTS.
+fn kit_names(message_id: &str) -> bool {
+    Scenario::of(message_id).is_some() || Script::of(message_id) != Script::Echo
+}
+
+/// The ACTS behaviour a message names, unless the `messageId` contract has it.
+fn acts_behavior(m: &Message) -> Option<Behavior> {
+    (!kit_names(&m.message_id)).then(|| acts::of(m)).flatten()
+}
+
 /// Pauses of the timed scenarios.
 #[derive(Debug, Clone)]
 pub struct ScenarioTimings {
@@ -94,6 +108,8 @@ pub struct ScenarioTimings {
     pub resubscribe: Duration,
     /// `fault-turn-stalls`: how long the turn hangs after going WORKING.
     pub stall: Duration,
+    /// ACTS's timed behaviours (`tck-long-running`, `tck-cancel`).
+    pub acts: ActsTimings,
 }
 
 impl Default for ScenarioTimings {
@@ -102,6 +118,7 @@ impl Default for ScenarioTimings {
             delayed_complete: Duration::from_millis(1500),
             resubscribe: Duration::from_millis(4500),
             stall: Duration::from_secs(3600),
+            acts: ActsTimings::default(),
         }
     }
 }
@@ -129,13 +146,6 @@ impl ScenarioAgent {
             conformance,
             model_loop: LlmAgent::new(Arc::new(ScriptedModel), DEFAULT_MAX_TURNS),
         })
-    }
-
-    /// The scenario `message` steers to, if the rules are on.
-    fn scenario_of(&self, message: &Message) -> Option<Scenario> {
-        self.conformance
-            .then(|| Scenario::of(&message.message_id))
-            .flatten()
     }
 
     /// The rule for a scenario no model can play through tools, or `None`: the model loop.
@@ -239,24 +249,24 @@ impl ScenarioAgent {
     }
 }
 
-fn agent_message(text: &str) -> Message {
-    Message::agent_text(uuid::Uuid::new_v4().to_string(), text)
-}
-
 #[async_trait]
 impl Agent for ScenarioAgent {
     fn direct_reply(&self, message: &Message) -> Option<Message> {
-        if self.scenario_of(message) != Some(Scenario::MessageResponse) {
+        if !self.conformance {
             return None;
         }
-        let mut reply = agent_message("Direct message response");
-        reply.context_id = Some(
-            message
-                .context_id
-                .clone()
-                .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
-        );
-        Some(reply)
+        if Scenario::of(&message.message_id) == Some(Scenario::MessageResponse) {
+            let mut reply = agent_message("Direct message response");
+            reply.context_id = Some(
+                message
+                    .context_id
+                    .clone()
+                    .unwrap_or_else(|| uuid::Uuid::new_v4().to_string()),
+            );
+            return Some(reply);
+        }
+        (acts_behavior(message) == Some(Behavior::MessageResponse))
+            .then(|| acts::direct_reply(message))
     }
 
     async fn run_turn(
@@ -266,27 +276,55 @@ impl Agent for ScenarioAgent {
         input: Option<Message>,
         budget: TurnBudget,
     ) -> Result<TurnEnd, AppError> {
-        let mut scenario = input.as_ref().and_then(|m| self.scenario_of(m));
+        if !self.conformance {
+            return self
+                .model_loop
+                .run_turn(tasks, task_id, input, budget)
+                .await;
+        }
+        let named = input.as_ref().filter(|m| kit_names(&m.message_id));
+        let mut scenario = named.and_then(|m| Scenario::of(&m.message_id));
         if let (Some(s), Some(m)) = (scenario, input.as_ref()) {
-            if s.ends_task() {
-                let (state, _) = tasks.view(&task_id).await?;
-                if !state.head().is_some_and(|h| h.may_end_for(m)) {
-                    debug!(
-                        ?s,
-                        "the sender may not end the task: the model loop answers"
-                    );
-                    scenario = None;
-                }
+            if s.ends_task() && !may_end(tasks.as_ref(), &task_id, m).await? {
+                debug!(?s, "the sender may not end the task: the model loop answers");
+                scenario = None;
             }
         }
-        let rule = scenario.and_then(|s| self.rule(s).map(|steps| (s, steps)));
-        match rule {
-            Some((scenario, steps)) => {
-                let span = tracing::info_span!("agent", task_id = %task_id, ?scenario);
-                run_rule(tasks.as_ref(), &task_id, steps)
-                    .instrument(span)
-                    .await?;
-                Ok(TurnEnd::Finished)
+        let rule = scenario.and_then(|scenario| {
+            self.rule(scenario)
+                .map(|steps| (format!("{scenario:?}"), steps))
+        });
+        if let Some((rule, steps)) = rule {
+            return self.play(tasks.as_ref(), &task_id, &rule, steps).await;
+        }
+        // A turn without an input message (resolved sub-tasks, a continuation) is the loop's.
+        if named.is_some() || input.is_none() {
+            return self
+                .model_loop
+                .run_turn(tasks, task_id, input, budget)
+                .await;
+        }
+        // ACTS: the message names a behaviour, or the task's first message did.
+        let (mut behavior, tasks) = match input.as_ref().and_then(acts_behavior) {
+            Some(b) => (Some(b), tasks),
+            None => {
+                let (behavior, viewed) = opening_behavior(tasks, &task_id).await?;
+                (behavior, viewed)
+            }
+        };
+        if let (Some(b), Some(m)) = (behavior.as_ref(), input.as_ref()) {
+            if b.ends_task() && !may_end(tasks.as_ref(), &task_id, m).await? {
+                debug!(?b, "the sender may not end the task: the model loop answers");
+                behavior = None;
+            }
+        }
+        let steps = behavior.as_ref().and_then(|b| {
+            acts::steps(b, &task_id, input.as_ref(), self.timings.acts).map(|s| (b, s))
+        });
+        match steps {
+            Some((b, steps)) => {
+                self.play(tasks.as_ref(), &task_id, &format!("{b:?}"), steps)
+                    .await
             }
             None => {
                 self.model_loop
@@ -297,38 +335,71 @@ impl Agent for ScenarioAgent {
     }
 }
 
-/// Commits a rule's steps in order, pausing where it says; a failing step fails the turn.
-async fn run_rule(
-    tasks: &dyn TaskPort,
+impl ScenarioAgent {
+    async fn play(
+        &self,
+        tasks: &dyn TaskPort,
+        task_id: &TaskId,
+        rule: &str,
+        steps: Vec<Step>,
+    ) -> Result<TurnEnd, AppError> {
+        let span = tracing::info_span!("agent", task_id = %task_id, rule);
+        steps::run(tasks, task_id, steps).instrument(span).await?;
+        Ok(TurnEnd::Finished)
+    }
+}
+
+/// The ACTS behaviour the task's first message names (a continuation says none itself), and
+/// the port to go on with: the view read for it is handed to the model loop as its first, so
+/// a turn on a task of neither contract reads its task no more often than before.
+async fn opening_behavior(
+    tasks: Arc<dyn TaskPort>,
     task_id: &TaskId,
-    steps: Vec<Step>,
-) -> Result<(), AppError> {
-    for step in steps {
-        match step {
-            Step::Pause(d) => tokio::time::sleep(d).await,
-            Step::Fail(why) => {
-                return Err(AppError::Store(
-                    taskledger_domain::ports::StoreError::Unavailable(why.into()),
-                ))
-            }
-            Step::Commit(commands) => match tasks.execute(task_id, &|_| commands.clone()).await {
-                Ok(_) => {}
-                // Canceled (or finished by another turn) meanwhile: nothing left to do.
-                Err(AppError::Domain(DomainError::TaskTerminal { .. })) => {
-                    debug!("task became terminal, stopping");
-                    return Ok(());
-                }
-                Err(e) => {
-                    warn!(error = %e, "agent step failed");
-                    tasks
-                        .fail_task(task_id, "the agent could not record its work")
-                        .await;
-                    return Ok(());
-                }
-            },
+) -> Result<(Option<Behavior>, Arc<dyn TaskPort>), AppError> {
+    let view = tasks.view(task_id).await?;
+    let behavior = view.1.first().and_then(acts_behavior);
+    let port = Arc::new(Viewed {
+        inner: tasks,
+        first: Mutex::new(Some(view)),
+    });
+    Ok((behavior, port))
+}
+
+/// A port whose first view is one already read.
+struct Viewed {
+    inner: Arc<dyn TaskPort>,
+    first: Mutex<Option<(Arc<TaskAggregate>, Vec<Message>)>>,
+}
+
+#[async_trait]
+impl TaskPort for Viewed {
+    async fn execute(
+        &self,
+        task_id: &TaskId,
+        build: Build<'_>,
+    ) -> Result<(Arc<TaskAggregate>, Vec<TaskEvent>), AppError> {
+        // A commit makes the view read before it stale.
+        if let Ok(mut first) = self.first.lock() {
+            first.take();
+        }
+        self.inner.execute(task_id, build).await
+    }
+
+    async fn view(&self, task_id: &TaskId) -> Result<(Arc<TaskAggregate>, Vec<Message>), AppError> {
+        let first = self.first.lock().ok().and_then(|mut f| f.take());
+        match first {
+            Some(v) if v.0.head().is_some_and(|h| &h.id == task_id) => Ok(v),
+            _ => self.inner.view(task_id).await,
         }
     }
-    Ok(())
+
+    async fn spawn_subtask(&self, parent: &TaskId, sub: SubTask) -> Result<TaskId, AppError> {
+        self.inner.spawn_subtask(parent, sub).await
+    }
+
+    async fn fail_task(&self, task_id: &TaskId, reason: &str) {
+        self.inner.fail_task(task_id, reason).await
+    }
 }
 
 #[cfg(test)]

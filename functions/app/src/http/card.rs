@@ -4,6 +4,7 @@
 use std::sync::Arc;
 
 use crate::card::PublicCard;
+use crate::request::CardShape;
 use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LAST_MODIFIED, VARY};
 use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode};
@@ -94,18 +95,35 @@ pub fn card_at(
     PublicCard::new(card, signer, &base)
 }
 
-/// What a card taken from the request's headers varies with, for caches in front.
-const VARY_ON: &str = "Host, X-Forwarded-Proto, X-Forwarded-Host";
+/// What every card varies with: the version a client asks for (ADR 031).
+const VARY_VERSION: &str = "A2A-Version";
+/// What a card taken from the request's headers also varies with, for caches in front.
+const VARY_ON: &str = "A2A-Version, Host, X-Forwarded-Proto, X-Forwarded-Host";
 
+/// The public card at `/.well-known/agent-card.json` and at 0.3-era callers' legacy
+/// `/.well-known/agent.json`, alike: the merged card to a request without a version (or a
+/// `0.x` one), the 1.0 card as it is to one that says `1.x`, VersionNotSupported otherwise.
 pub(super) async fn card(
     State(state): State<Arc<AppState>>,
     request: axum::extract::Request,
 ) -> Response {
     let (parts, _) = request.into_parts();
     let headers = &parts.headers;
+    let shape = match crate::request::card_shape(
+        super::common::requested_version(headers, parts.uri.query()).as_deref(),
+    ) {
+        Ok(shape) => shape,
+        Err(e) => {
+            super::common::log_refusal(&e);
+            return super::common::status_error(&e, state.settings.error_table);
+        }
+    };
     let (card, base) = public_card(&state, headers, &parts.extensions);
-    // One document for every client: the 1.0 card with the 0.3 fields beside it.
-    let body = serde_json::to_vec(&crate::v03::card::merged(&card.card)).unwrap_or_default();
+    let body = match shape {
+        CardShape::Merged => serde_json::to_vec(&crate::v03::card::merged(&card.card)),
+        CardShape::Pure => serde_json::to_vec(&card.card),
+    }
+    .unwrap_or_default();
     let digest = Sha256::digest(&body);
     let etag = format!(
         "\"{}\"",
@@ -125,9 +143,12 @@ pub(super) async fn card(
     if let Ok(v) = HeaderValue::from_str(&httpdate::fmt_http_date(state.started)) {
         h.insert(LAST_MODIFIED, v);
     }
-    if base.from_request {
-        h.insert(VARY, HeaderValue::from_static(VARY_ON));
-    }
+    let vary = if base.from_request {
+        VARY_ON
+    } else {
+        VARY_VERSION
+    };
+    h.insert(VARY, HeaderValue::from_static(vary));
     let not_modified = headers
         .get(IF_NONE_MATCH)
         .and_then(|v| v.to_str().ok())

@@ -58,6 +58,10 @@ async fn read_bounded(body: Body, headers: &HeaderMap) -> Result<Bytes, AppError
         .map_err(|_| too_large())
 }
 
+/// A2A's own media type for HTTP+JSON bodies (§11.1: SHOULD be used for requests and
+/// responses; registered with no parameters, UTF-8 only, §14.1).
+pub const A2A_JSON: &str = "application/a2a+json";
+
 /// What a request says its body is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum BodyType {
@@ -67,6 +71,9 @@ pub enum BodyType {
     Missing,
     /// Anything else (its essence, lower-cased).
     Other(String),
+    /// A JSON type with a parameter it cannot take: a charset other than UTF-8 (on any JSON
+    /// type), or any parameter but `charset=utf-8` on `application/a2a+json`; why, in words.
+    BadParameter(String),
 }
 
 /// A body is read as JSON only when the request says it is: a JSON type is not one a web page
@@ -77,12 +84,31 @@ pub fn body_type(headers: &HeaderMap) -> BodyType {
         return BodyType::Missing;
     };
     let ct = ct.to_str().unwrap_or("").to_ascii_lowercase();
-    let essence = ct.split(';').next().unwrap_or("").trim().to_string();
-    if essence == "application/json" || essence.ends_with("+json") {
-        BodyType::Json
-    } else {
-        BodyType::Other(essence)
+    let mut pieces = ct.split(';');
+    let essence = pieces.next().unwrap_or("").trim().to_string();
+    if essence != "application/json" && !essence.ends_with("+json") {
+        return BodyType::Other(essence);
     }
+    for param in pieces.map(str::trim).filter(|p| !p.is_empty()) {
+        let (name, value) = param.split_once('=').unwrap_or((param, ""));
+        let value = value.trim().trim_matches('"');
+        match name.trim() {
+            "charset" if value == "utf-8" => {}
+            "charset" => {
+                return BodyType::BadParameter(format!(
+                    "Content-Type {essence} with charset={value}: A2A bodies are UTF-8 JSON; \
+                     send charset=utf-8 or no charset"
+                ))
+            }
+            _ if essence == A2A_JSON => {
+                return BodyType::BadParameter(format!(
+                    "Content-Type {A2A_JSON} takes no parameters (got {param:?}); send it bare"
+                ))
+            }
+            _ => {}
+        }
+    }
+    BodyType::Json
 }
 
 impl BodyType {
@@ -97,12 +123,60 @@ impl BodyType {
             Self::Other(essence) => Some(format!(
                 "Content-Type {essence:?} is not supported; send application/json"
             )),
+            Self::BadParameter(why) => Some(why.clone()),
         }
     }
 }
 
+/// Whether an HTTP+JSON answer is written as `application/a2a+json`: when the request's
+/// `Accept` names it (not at q=0), or, with no `Accept` naming a JSON type, when the request's
+/// body was sent as it. Everyone else gets `application/json`, as before.
+pub fn answers_in_a2a_json(headers: &HeaderMap) -> bool {
+    let mut names_json = false;
+    for range in headers
+        .get_all(axum::http::header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+    {
+        let mut pieces = range.split(';');
+        let media = pieces.next().unwrap_or("").trim().to_ascii_lowercase();
+        let refused = pieces.any(|p| {
+            p.split_once('=').is_some_and(|(k, v)| {
+                k.trim().eq_ignore_ascii_case("q")
+                    && v.trim().parse::<f32>().is_ok_and(|q| q <= 0.0)
+            })
+        });
+        if media == A2A_JSON && !refused {
+            return true;
+        }
+        names_json |= media == "application/json";
+    }
+    !names_json
+        && headers
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.split(';').next())
+            .is_some_and(|e| e.trim().eq_ignore_ascii_case(A2A_JSON))
+}
+
+/// `response` written as `application/a2a+json` when it was JSON (an SSE stream, a 204 stay
+/// as they are).
+pub fn as_a2a_json(mut response: Response) -> Response {
+    let is_json = response
+        .headers()
+        .get(CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes() == b"application/json");
+    if is_json {
+        response
+            .headers_mut()
+            .insert(CONTENT_TYPE, HeaderValue::from_static(A2A_JSON));
+    }
+    response
+}
+
 /// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`).
-fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
+pub(super) fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
     let from_query = query.and_then(|q| {
         q.split('&').find_map(|kv| {
             let (k, v) = kv.split_once('=')?;
@@ -309,4 +383,67 @@ pub fn with_extensions(mut response: Response, extensions: &Extensions) -> Respo
         response.headers_mut().insert(EXTENSIONS_HEADER, v);
     }
     response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(*k, HeaderValue::from_static(v));
+        }
+        h
+    }
+
+    #[test]
+    fn a2a_json_is_json_bare_or_with_utf_8_and_refused_with_any_other_parameter() {
+        let body = |ct| body_type(&headers(&[("content-type", ct)]));
+        for ok in [
+            "application/a2a+json",
+            "Application/A2A+JSON",
+            "application/a2a+json; charset=utf-8",
+            "application/a2a+json;charset=\"UTF-8\"",
+            "application/json; charset=utf-8",
+            "application/json; foo=bar",
+        ] {
+            assert_eq!(body(ok), BodyType::Json, "{ok}");
+        }
+        for bad in [
+            "application/a2a+json; charset=iso-8859-1",
+            "application/json; charset=latin1",
+            "application/a2a+json; version=1.0",
+            "application/a2a+json; profile",
+        ] {
+            match body(bad) {
+                BodyType::BadParameter(why) => assert!(why.contains("Content-Type"), "{why}"),
+                other => panic!("{bad}: {other:?}"),
+            }
+        }
+        assert_eq!(body("text/plain"), BodyType::Other("text/plain".into()));
+        assert_eq!(body_type(&HeaderMap::new()), BodyType::Missing);
+    }
+
+    #[test]
+    fn the_answer_is_a2a_json_when_accept_names_it_or_the_body_was_sent_as_it() {
+        let asks = |pairs: &[(&'static str, &'static str)]| answers_in_a2a_json(&headers(pairs));
+        assert!(asks(&[("accept", "application/a2a+json")]));
+        assert!(asks(&[(
+            "accept",
+            "application/json;q=0.5, application/a2a+json"
+        )]));
+        assert!(!asks(&[("accept", "application/a2a+json;q=0")]));
+        assert!(asks(&[("content-type", "application/a2a+json")]));
+        assert!(asks(&[
+            ("content-type", "application/a2a+json"),
+            ("accept", "*/*")
+        ]));
+        assert!(!asks(&[
+            ("content-type", "application/a2a+json"),
+            ("accept", "application/json")
+        ]));
+        assert!(!asks(&[("content-type", "application/json")]));
+        assert!(!asks(&[]));
+    }
 }

@@ -271,7 +271,8 @@ async fn www_authenticate(
 fn routes(state: Arc<AppState>, pages: Router<Arc<AppState>>) -> Router {
     let jsonrpc_slash = format!("{JSONRPC_PATH}/");
     let router = Router::new()
-        .route("/.well-known/agent-card.json", get(card::card))
+        .route(taskledger_domain::card::CARD_PATH, get(card::card))
+        .route(taskledger_domain::card::LEGACY_CARD_PATH, get(card::card))
         .route("/.well-known/jwks.json", get(card::jwks))
         .route(JSONRPC_PATH, post(jsonrpc::jsonrpc))
         .route(&jsonrpc_slash, post(jsonrpc::jsonrpc))
@@ -483,6 +484,10 @@ mod tests {
                 "http://h.example.com/prod/a2a/rest"
             ]
         );
+        // The legacy path 0.3-era callers fetch, behind the same prefix: the same card.
+        let (status, legacy) = get(app(Some("/prod/")), "/prod/.well-known/agent.json").await;
+        assert_eq!(status, 200);
+        assert_eq!(legacy, card);
         let (status, page) = get(app(Some("prod")), "/prod/a2a/rest/tasks").await;
         assert_eq!(status, 200, "{page}");
         assert_eq!(page["tasks"], serde_json::json!([]));

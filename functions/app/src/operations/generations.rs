@@ -1,11 +1,14 @@
 //! The draft A2A 1.1 task generations, shown only to clients that speak 1.1: a 1.0 request's
 //! generation fields are unknown fields (ignored), and its results carry no `generation`; a
 //! 1.1 stream gets each update's generation written into it. The task timeline (a 1.1 draft
-//! too) is added here for 1.1 requests only.
+//! too) is added here for 1.1 requests only. The draft's elicitations (a2aproject/A2A#2149:
+//! `Task.elicitations`, `TaskStatus.elicitations`, `Message.elicitationIds`) are in what the
+//! domain produces; a 1.0 (or 0.3) request's message names none, and its results show none.
 
 use futures_util::StreamExt;
 
 use taskledger_domain::ids::HistoryLength;
+use taskledger_domain::wire::{StreamResponse, Task};
 
 use super::{Operation, Outcome};
 use crate::error::AppError;
@@ -24,12 +27,14 @@ pub(super) fn request_for(version: ProtocolVersion, op: Operation) -> Operation 
                 c.if_generation_match = None;
                 c.timeline_length = None;
             }
+            r.message.elicitation_ids.clear();
             Operation::SendMessage(r)
         }
         Operation::SendStreamingMessage(mut r) => {
             if let Some(c) = r.configuration.as_mut() {
                 c.if_generation_match = None;
             }
+            r.message.elicitation_ids.clear();
             Operation::SendStreamingMessage(r)
         }
         Operation::GetTask(mut r) => {
@@ -105,20 +110,65 @@ pub(super) fn outcome_for(version: ProtocolVersion, outcome: Outcome) -> Outcome
     }
     match outcome {
         Outcome::Task(mut t) => {
-            t.generation = None;
+            as_1_0(&mut t);
             Outcome::Task(t)
         }
         Outcome::Sent(SendMessageResponse::Task(mut t)) => {
-            t.generation = None;
+            as_1_0(&mut t);
             Outcome::Sent(SendMessageResponse::Task(t))
         }
         Outcome::Tasks(mut page) => {
-            for t in &mut page.tasks {
-                t.generation = None;
-            }
+            page.tasks.iter_mut().for_each(as_1_0);
             Outcome::Tasks(page)
         }
+        Outcome::Stream(s) => Outcome::Stream(Box::pin(s.map(event_as_1_0))),
         other => other,
+    }
+}
+
+/// A task without the draft's fields: its generation and its elicitations (the set, its
+/// status's delta, the ids its messages name).
+fn as_1_0(t: &mut Task) {
+    t.generation = None;
+    t.elicitations.clear();
+    t.status.elicitations.clear();
+    let messages = t
+        .history
+        .iter_mut()
+        .flatten()
+        .chain(t.status.message.as_mut());
+    for m in messages {
+        m.elicitation_ids.clear();
+    }
+}
+
+/// A stream event without the draft's elicitations. Recorded at commit, a status update
+/// carries its status's delta and a stream's first Task its set; an event naming none (nearly
+/// every one) is passed on as it is, without being read.
+fn event_as_1_0(event: StreamEvent) -> StreamEvent {
+    if !event.body.contains("\"elicitation") {
+        return event;
+    }
+    let Ok(mut response) = serde_json::from_str::<StreamResponse>(&event.body) else {
+        return event;
+    };
+    match &mut response {
+        StreamResponse::Task(t) => as_1_0(t),
+        StreamResponse::StatusUpdate(u) => {
+            u.status.elicitations.clear();
+            if let Some(m) = u.status.message.as_mut() {
+                m.elicitation_ids.clear();
+            }
+        }
+        StreamResponse::Message(m) => m.elicitation_ids.clear(),
+        StreamResponse::ArtifactUpdate(_) => return event,
+    }
+    match serde_json::to_string(&response) {
+        Ok(body) => StreamEvent {
+            body: body.into(),
+            ..event
+        },
+        Err(_) => event,
     }
 }
 

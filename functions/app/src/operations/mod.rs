@@ -8,6 +8,7 @@
 mod decode_props;
 mod extensions;
 mod generations;
+mod spans;
 
 use std::sync::Arc;
 use tracing::Instrument;
@@ -209,7 +210,8 @@ impl Context {
 /// A typed result.
 pub enum Outcome {
     Sent(SendMessageResponse),
-    Task(Task),
+    /// Boxed: a task is more than twice the size of any other result.
+    Task(Box<Task>),
     Tasks(ListTasksResponse),
     PushConfig(TaskPushNotificationConfig),
     PushConfigs(ListTaskPushNotificationConfigsResponse),
@@ -278,28 +280,18 @@ pub struct Reply {
 pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
     use crate::telemetry::{metrics, trace};
     let (method, binding, started) = (op.method(), ctx.binding, std::time::Instant::now());
-    let span = if !trace::is_exporting() {
-        tracing::Span::none()
+    let span = if trace::is_exporting() {
+        spans::open(method, &ctx, &op)
     } else {
-        tracing::info_span!(
-            "a2a.request",
-            otel.name = method.name(),
-            rpc.method = method.name(),
-            a2a.binding = binding.label(),
-            a2a.protocol_version = format!("1.{}", ctx.version.minor),
-            tenant = %ctx.principal.tenant,
-            otel.status_code = tracing::field::Empty,
-            error.reason = tracing::field::Empty,
-        )
+        tracing::Span::none()
     };
     trace::set_parent(&span, ctx.trace.as_ref());
     let (caller, who) = (ctx.trace.clone(), ctx.principal.clone());
     let reply =
         trace::within_request(caller, who, run(svc, ctx, op).instrument(span.clone())).await;
     let reason = reply.as_ref().err().map(|e| e.kind().wire().reason);
-    if let Some(r) = reason {
-        span.record("otel.status_code", "ERROR");
-        span.record("error.reason", r);
+    if !span.is_disabled() {
+        spans::close(&span, &reply);
     }
     metrics().request(method, binding, reason, started.elapsed());
     reply
@@ -322,7 +314,7 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
         // 1.1: with its timeline, read afresh (answers kept by ADR 026 carry none).
         Operation::GetTask(req) if timeline => {
             let length = generations::timeline_length(req.timeline_length)?;
-            let task = Outcome::Task(svc.get_task(who, req).await?);
+            let task = Outcome::Task(Box::new(svc.get_task(who, req).await?));
             generations::with_timelines(svc, task, length, true).await?
         }
         // As sent before, while the task has not changed (ADR 026).
@@ -330,20 +322,20 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
             Some(encoding) => {
                 let version = ctx.version;
                 let render = |task| {
-                    let outcome = generations::outcome_for(version, Outcome::Task(task));
+                    let outcome = generations::outcome_for(version, Outcome::Task(Box::new(task)));
                     (encoding.encode)(&outcome).map(Arc::from)
                 };
                 let variant = encoding.id * 2 + u8::from(version.generations());
                 Outcome::Encoded(svc.get_task_rendered(who, req, variant, render).await?)
             }
-            None => Outcome::Task(svc.get_task(who, req).await?),
+            None => Outcome::Task(Box::new(svc.get_task(who, req).await?)),
         },
         Operation::ListTasks(req) => {
             let length = generations::timeline_length(req.timeline_length)?;
             let page = Outcome::Tasks(svc.list_tasks(who, req).await?);
             generations::with_timelines(svc, page, length, false).await?
         }
-        Operation::CancelTask(req) => Outcome::Task(svc.cancel_task(who, req).await?),
+        Operation::CancelTask(req) => Outcome::Task(Box::new(svc.cancel_task(who, req).await?)),
         Operation::CreatePushConfig(req) => {
             Outcome::PushConfig(svc.create_push_config(who, req).await?)
         }

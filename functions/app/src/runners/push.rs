@@ -52,9 +52,11 @@ pub async fn attempt(
         .and_then(|t| t.to_receiver(a.delivery.to.as_ref()))
         .cloned();
     let result = if crate::telemetry::trace::is_exporting() {
+        // A client span: the one A2A call the server makes, a push notification (ADR 033).
         let span = tracing::info_span!(
             "push.delivery",
             otel.kind = "client",
+            a2a.task.id = %a.delivery.task_id,
             task_id = %a.delivery.task_id,
             seq = a.delivery.seq,
             attempt = attempts

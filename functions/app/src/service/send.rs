@@ -74,7 +74,7 @@ impl Service {
         // read model holds of it (no read of what was just written).
         if let (true, Some(events)) = (sub.return_immediately, sub.first.as_ref()) {
             if let Some(task) = first_commit_view(events, sub.history, true) {
-                return Ok(SendMessageResponse::Task(task));
+                return Ok(SendMessageResponse::Task(Box::new(task)));
             }
         }
         // The answer shows the state the wait last read, or the one the commit left: no
@@ -84,7 +84,7 @@ impl Service {
             Some(head) => self.answer_from(who, head, sub.history).await?,
             None => self.view(who, task_id, sub.history, true).await?,
         };
-        Ok(SendMessageResponse::Task(task))
+        Ok(SendMessageResponse::Task(Box::new(task)))
     }
 
     /// Takes a message in: validates it, then creates or continues its task (or lets the

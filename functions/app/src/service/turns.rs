@@ -172,7 +172,7 @@ pub(crate) async fn run_turn(
         .as_ref()
         .map(|c| turn_input(c.numbered(), turn.work_seq));
     let input = match found {
-        Some(TurnInput::Input(input)) => input,
+        Some(TurnInput::Input(input)) => input.map(|m| *m),
         _ => match input_from_log(svc, turn).await? {
             Some(input) => input,
             None => return Ok(TurnOutcome::Nothing),
@@ -240,7 +240,7 @@ async fn input_from_log(
             warn!(task_id = %turn.task_id, work_seq = turn.work_seq, "no work request at this sequence; the turn does nothing");
             Ok(None)
         }
-        TurnInput::Input(input) => Ok(Some(input)),
+        TurnInput::Input(input) => Ok(Some(input.map(|m| *m))),
         // Nothing but answered help requests in the window: no input message.
         TurnInput::Undecided => Ok(Some(None)),
     }

@@ -6,6 +6,7 @@
 //! 0.3 fields name only its `0.3` interfaces.
 
 use serde_json::{json, Map, Value};
+use taskledger_domain::card::signature::{jcs, without_empty};
 use taskledger_domain::card::V03_PROTOCOL_VERSION;
 use taskledger_domain::wire::AgentCard;
 
@@ -145,6 +146,106 @@ pub fn projection(card: &Value) -> Value {
         out.insert("signatures".into(), sig);
     }
     Value::Object(out)
+}
+
+/// What a2a-sdk 0.3 verifies a card's signatures over (`canonicalize_agent_card`): the merged
+/// card read as its 0.3 model — 0.3 members only, those equal to the model's defaults left out
+/// (`protocolVersion` 0.3.0, `preferredTransport` JSONRPC, each scheme's `type`), empty values
+/// dropped — sorted and compact. None of the 1.0 members, so a signature over the 1.0 card can
+/// never verify there: `crate::card` signs this form too. (@a2a-js/sdk 0.3 verifies nothing.)
+pub fn sdk_payload(card: &AgentCard) -> String {
+    let m = merged(card);
+    let pick = |v: Option<&Value>, keys: &[&str]| -> Option<Value> {
+        let o = v?.as_object()?;
+        Some(Value::Object(
+            keys.iter()
+                .filter_map(|k| o.get(*k).map(|x| (k.to_string(), x.clone())))
+                .collect(),
+        ))
+    };
+    let picked_list = |v: Option<&Value>, keys: &[&str]| -> Option<Value> {
+        Some(Value::Array(
+            v?.as_array()?
+                .iter()
+                .filter_map(|x| pick(Some(x), keys))
+                .collect(),
+        ))
+    };
+    let mut out = Map::new();
+    for k in [
+        "defaultInputModes",
+        "defaultOutputModes",
+        "description",
+        "documentationUrl",
+        "iconUrl",
+        "name",
+        "security",
+        "supportsAuthenticatedExtendedCard",
+        "url",
+        "version",
+    ] {
+        if let Some(v) = m.get(k) {
+            out.insert(k.into(), v.clone());
+        }
+    }
+    for (k, default) in [
+        ("protocolVersion", CARD_PROTOCOL_VERSION),
+        ("preferredTransport", "JSONRPC"),
+    ] {
+        if let Some(v) = m.get(k).filter(|v| v.as_str() != Some(default)) {
+            out.insert(k.into(), v.clone());
+        }
+    }
+    if let Some(v) = picked_list(m.get("additionalInterfaces"), &["transport", "url"]) {
+        out.insert("additionalInterfaces".into(), v);
+    }
+    if let Some(v) = pick(m.get("provider"), &["organization", "url"]) {
+        out.insert("provider".into(), v);
+    }
+    if let Some(mut caps) = pick(
+        m.get("capabilities"),
+        &[
+            "extensions",
+            "pushNotifications",
+            "stateTransitionHistory",
+            "streaming",
+        ],
+    ) {
+        if let Some(ext) = picked_list(
+            caps.get("extensions"),
+            &["description", "params", "required", "uri"],
+        ) {
+            caps["extensions"] = ext;
+        }
+        out.insert("capabilities".into(), caps);
+    }
+    if let Some(Value::Object(schemes)) = m.get("securitySchemes") {
+        let flat = schemes.iter().map(|(name, s)| {
+            let keys: &[&str] = match s.get("type").and_then(Value::as_str) {
+                Some("http") => &["bearerFormat", "description", "scheme"],
+                Some("apiKey") => &["description", "in", "name"],
+                Some("oauth2") => &["description", "flows", "oauth2MetadataUrl"],
+                Some("openIdConnect") => &["description", "openIdConnectUrl"],
+                _ => &["description"],
+            };
+            (name.clone(), pick(Some(s), keys).unwrap_or_default())
+        });
+        out.insert("securitySchemes".into(), Value::Object(flat.collect()));
+    }
+    let skill_keys = [
+        "description",
+        "examples",
+        "id",
+        "inputModes",
+        "name",
+        "outputModes",
+        "security",
+        "tags",
+    ];
+    if let Some(v) = picked_list(m.get("skills"), &skill_keys) {
+        out.insert("skills".into(), v);
+    }
+    without_empty(Value::Object(out)).map_or_else(|| "{}".to_string(), |v| jcs(&v))
 }
 
 /// The pure 0.3 card of `card` (the 0.3 extended-card calls).

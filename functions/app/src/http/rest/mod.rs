@@ -3,7 +3,8 @@
 //! outcome is its bare ProtoJSON. Errors are `google.rpc.Status` in JSON (AIP-193):
 //! `{"error": {"code": <HTTP status>, "status": <gRPC code name>, "message", "details":
 //! [ErrorInfo]}}`, the status from the error table. Requests may say `application/json` or
-//! `application/a2a+json` (any `+json` type); responses are `application/json`.
+//! `application/a2a+json` (any `+json` type); answers are `application/a2a+json` to a request
+//! that asks for it (`common::answers_in_a2a_json`), else `application/json`.
 
 pub(crate) mod routes;
 mod v03;
@@ -62,7 +63,8 @@ pub(in crate::http) async fn rest(
         };
         return result.unwrap_or_else(|e| v03::failure(&e));
     }
-    match handle(&state, parts, body).await {
+    let a2a_json = common::answers_in_a2a_json(&parts.headers);
+    let response = match handle(&state, parts, body).await {
         Ok(reply) => {
             let response = match reply.outcome {
                 // Each event is the bare StreamResponse.
@@ -73,12 +75,17 @@ pub(in crate::http) async fn rest(
                 }
                 outcome => match common::result_body(&outcome, None) {
                     Ok(body) => common::json_bytes_response(body),
-                    Err(e) => return failure(&state, &e),
+                    Err(e) => failure(&state, &e),
                 },
             };
             common::with_extensions(response, &reply.extensions)
         }
         Err(e) => failure(&state, &e),
+    };
+    if a2a_json {
+        common::as_a2a_json(response)
+    } else {
+        response
     }
 }
 
@@ -112,7 +119,7 @@ async fn handle(
         routes::query_fields(route.method, parts.uri.query())?
     } else {
         let declared = common::body_type(&parts.headers);
-        if let common::BodyType::Other(_) = declared {
+        if let common::BodyType::Other(_) | common::BodyType::BadParameter(_) = declared {
             let why = declared.refusal().unwrap_or_default();
             return Err(AppError::protocol(ErrorKind::UnsupportedMediaType, why));
         }
