@@ -286,7 +286,10 @@ impl Agent for ScenarioAgent {
         let mut scenario = named.and_then(|m| Scenario::of(&m.message_id));
         if let (Some(s), Some(m)) = (scenario, input.as_ref()) {
             if s.ends_task() && !may_end(tasks.as_ref(), &task_id, m).await? {
-                debug!(?s, "the sender may not end the task: the model loop answers");
+                debug!(
+                    ?s,
+                    "the sender may not end the task: the model loop answers"
+                );
                 scenario = None;
             }
         }
@@ -314,7 +317,10 @@ impl Agent for ScenarioAgent {
         };
         if let (Some(b), Some(m)) = (behavior.as_ref(), input.as_ref()) {
             if b.ends_task() && !may_end(tasks.as_ref(), &task_id, m).await? {
-                debug!(?b, "the sender may not end the task: the model loop answers");
+                debug!(
+                    ?b,
+                    "the sender may not end the task: the model loop answers"
+                );
                 behavior = None;
             }
         }
