@@ -158,3 +158,23 @@ fn every_file_is_created_through_the_one_private_writer() {
         "files created outside infra::files: {found:?}"
     );
 }
+
+#[test]
+fn only_the_ledger_appends_to_the_store() {
+    // Issue 54: every event reaches the store through the ledger (a command's commit, or an
+    // archive's restore), so every one passes the gate; adapters implement `append`.
+    let ledger = root().join("functions/app/src/service/ledger");
+    let found: Vec<String> = crates()
+        .iter()
+        .filter(|(name, _)| name != "infra" && name != "domain")
+        .flat_map(|(_, src)| rust_files(src))
+        .filter(|f| !is_test_file(f) && !f.starts_with(&ledger))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            product.contains(".append(&")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(found.is_empty(), "appends outside the ledger: {found:?}");
+}

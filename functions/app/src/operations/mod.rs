@@ -280,11 +280,7 @@ pub struct Reply {
 pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, AppError> {
     use crate::telemetry::{metrics, trace};
     let (method, binding, started) = (op.method(), ctx.binding, std::time::Instant::now());
-    let span = if trace::is_exporting() {
-        spans::open(method, &ctx, &op)
-    } else {
-        tracing::Span::none()
-    };
+    let span = spans::open(method, &ctx, &op);
     trace::set_parent(&span, ctx.trace.as_ref());
     let (caller, who) = (ctx.trace.clone(), ctx.principal.clone());
     let reply =

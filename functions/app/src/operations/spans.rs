@@ -13,7 +13,7 @@ use taskledger_domain::wire::{SendMessageResponse, Task};
 
 /// The request's span, its request's facts recorded.
 pub(super) fn open(method: Method, ctx: &Context, op: &Operation) -> Span {
-    let span = tracing::info_span!(
+    let span = crate::exported_span!(
         "a2a.request",
         otel.name = method.name(),
         otel.kind = "server",
@@ -29,6 +29,9 @@ pub(super) fn open(method: Method, ctx: &Context, op: &Operation) -> Span {
         otel.status_code = Empty,
         error.type = Empty,
     );
+    if span.is_disabled() {
+        return span;
+    }
     let task_id = match op {
         Operation::SendMessage(r) | Operation::SendStreamingMessage(r) => {
             span.record("a2a.message.id", r.message.message_id.as_str());

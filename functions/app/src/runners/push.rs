@@ -51,34 +51,28 @@ pub async fn attempt(
         .as_ref()
         .and_then(|t| t.to_receiver(a.delivery.to.as_ref()))
         .cloned();
-    let result = if crate::telemetry::trace::is_exporting() {
-        // A client span: the one A2A call the server makes, a push notification (ADR 033).
-        let span = tracing::info_span!(
-            "push.delivery",
-            otel.kind = "client",
-            a2a.task.id = %a.delivery.task_id,
-            task_id = %a.delivery.task_id,
-            seq = a.delivery.seq,
-            attempt = attempts
-        );
-        match &theirs {
-            Some(t) => crate::telemetry::trace::set_parent(&span, Some(t)),
-            None => crate::telemetry::trace::own_trace(&span, update.as_ref()),
-        }
-        let state = theirs
-            .as_ref()
-            .and_then(|p| p.tracestate().map(str::to_string));
-        let here = crate::telemetry::trace::of_span(&span).map(|c| c.with_state(state));
-        let mut d = a.delivery.clone();
-        d.trace = here.or(theirs).map(|t| t.to_stored());
-        sender.send(&d).instrument(span).await
-    } else if theirs.is_some() || a.delivery.trace.is_none() {
-        sender.send(&a.delivery).await
-    } else {
-        let mut d = a.delivery.clone();
-        d.trace = None;
-        sender.send(&d).await
-    };
+    // A client span: the one A2A call the server makes, a push notification (ADR 033).
+    let span = crate::exported_span!(
+        "push.delivery",
+        otel.kind = "client",
+        a2a.task.id = %a.delivery.task_id,
+        task_id = %a.delivery.task_id,
+        seq = a.delivery.seq,
+        attempt = attempts
+    );
+    match &theirs {
+        Some(t) => crate::telemetry::trace::set_parent(&span, Some(t)),
+        None => crate::telemetry::trace::own_trace(&span, update.as_ref()),
+    }
+    let state = theirs
+        .as_ref()
+        .and_then(|p| p.tracestate().map(str::to_string));
+    // Exported, the attempt's span (a child of theirs, or a root of its own); unexported,
+    // theirs as it came, or nothing.
+    let here = crate::telemetry::trace::of_span(&span).map(|c| c.with_state(state));
+    let mut d = a.delivery.clone();
+    d.trace = here.or(theirs).map(|t| t.to_stored());
+    let result = sender.send(&d).instrument(span).await;
     // What is kept and shown of a failure carries no URL (`push::failure_reason`).
     let result = result.cleaned();
     let took = sent.elapsed();

@@ -132,10 +132,7 @@ impl Relay {
             svc.commit_seen(&event.task_id, event.seq);
         }
         let parent = trace::stored(event.trace.as_deref());
-        if !trace::is_exporting() {
-            return trace::within(parent, self.relay_in_trace(event)).await;
-        }
-        let span = tracing::info_span!(
+        let span = crate::exported_span!(
             "relay",
             task_id = %event.task_id,
             seq = event.seq,

@@ -38,6 +38,20 @@ pub fn is_exporting() -> bool {
     EXPORTING.load(std::sync::atomic::Ordering::Relaxed)
 }
 
+/// A span that exists only while spans are exported — `tracing::info_span!`'s arguments — and
+/// costs nothing otherwise (`Span::none()`: unexported, a span with fields would cost its
+/// formatting on every request for nothing).
+#[macro_export]
+macro_rules! exported_span {
+    ($($arg:tt)*) => {
+        if $crate::telemetry::trace::is_exporting() {
+            tracing::info_span!($($arg)*)
+        } else {
+            tracing::Span::none()
+        }
+    };
+}
+
 /// Runs `f` with `ctx` as the work's trace (its origin the one the context carries).
 pub async fn within<F: Future>(ctx: Option<TraceContext>, f: F) -> F::Output {
     CURRENT.scope(ctx, f).await

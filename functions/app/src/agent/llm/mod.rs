@@ -121,19 +121,16 @@ impl LlmAgent {
         // The call is a span of the turn's trace; the provider is told of a trace of its own
         // (a root linked to the call, no `tracestate`): the caller's trace id and vendor state
         // are not the provider's to see. Unexported, it is told of none.
-        let (span, outgoing) = if crate::telemetry::trace::is_exporting() {
-            let span = tracing::info_span!(
-                "llm.call",
-                task_id = %task_id,
-                gen_ai.request.model = ext.as_ref().and_then(|d| d.model.clone()).unwrap_or_default()
-            );
-            let outgoing = tracing::info_span!(parent: &span, "llm.request", otel.kind = "client");
-            let call = crate::telemetry::trace::of_span(&span);
-            crate::telemetry::trace::own_trace(&outgoing, call.as_ref());
-            (span, outgoing)
-        } else {
-            (tracing::Span::none(), tracing::Span::none())
-        };
+        let span = crate::exported_span!(
+            "llm.call",
+            task_id = %task_id,
+            gen_ai.request.model = ext.as_ref().and_then(|d| d.model.clone()).unwrap_or_default()
+        );
+        let outgoing = crate::exported_span!(parent: &span, "llm.request", otel.kind = "client");
+        crate::telemetry::trace::own_trace(
+            &outgoing,
+            crate::telemetry::trace::of_span(&span).as_ref(),
+        );
         let request = ModelRequest {
             trace: crate::telemetry::trace::of_span(&outgoing),
             model: ext.as_ref().and_then(|d| d.model.clone()),

@@ -179,6 +179,45 @@ impl StateCache {
 }
 
 /// Keeps `state` unless a newer version of the task is kept already.
+impl super::Ledger {
+    /// A commit of `task_id` under way that asks for a turn (`asks`), counted until it keeps
+    /// its state (none without a cache, or when it asks for none).
+    pub(super) fn asking<'a>(
+        &'a self,
+        task_id: &'a TaskId,
+        asks: bool,
+    ) -> Option<AskingCommit<'a>> {
+        self.states
+            .as_ref()
+            .filter(|_| asks)
+            .map(|c| c.asking(task_id))
+    }
+
+    /// Keeps the state a commit left — with its events, for the turn it asked for — and ends
+    /// its count: the cache's bookkeeping after an append, in one call.
+    pub(super) fn keep(
+        &self,
+        task_id: &TaskId,
+        state: &Arc<TaskAggregate>,
+        asking: Option<AskingCommit<'_>>,
+        made: CommitEvents,
+    ) {
+        match (asking, &self.states) {
+            (Some(asking), _) => asking.kept(state, Arc::new(made)),
+            (None, Some(c)) => c.put(task_id, state),
+            (None, None) => {}
+        }
+    }
+
+    /// Forgets what is kept of `task_id` (a lost race, a restore): the next read takes the
+    /// store's.
+    pub(super) fn forget(&self, task_id: &TaskId) {
+        if let Some(c) = &self.states {
+            c.forget(task_id);
+        }
+    }
+}
+
 fn insert(
     tasks: &mut LruCache<TaskId, Kept>,
     task_id: &TaskId,

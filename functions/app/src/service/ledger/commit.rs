@@ -1,6 +1,8 @@
-//! THE commit path: load the head (or replay), decide every command on the state the previous
-//! one left, fold, append with optimistic concurrency (deciding again after a lost race), and
-//! keep the state it left. What follows the append (announce, dispatch) is `Service::execute`'s.
+//! THE commit path, on one screen: load a basis (`basis.rs`: kept, held, stored or new, and how
+//! far each is trusted), decide every command on the state the previous one left (each event
+//! through the gate), append with optimistic concurrency (deciding again after a lost race),
+//! and keep the state it left (`cache.rs`). What follows the append (announce, dispatch) is
+//! `Service::execute`'s.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,6 +15,8 @@ use taskledger_domain::ports::{CommitBuilder, IdempotencyRecord, MessageKey, Sto
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
 use tracing::debug;
+
+use taskledger_domain::task::admission::Admission;
 
 use super::cache::CommitEvents;
 use super::{Actor, Ledger};
@@ -61,159 +65,161 @@ impl Committed {
 
 impl Ledger {
     /// Decides `build`'s commands on the task's current state and appends their events as one
-    /// atomic commit.
+    /// atomic commit: load → decide → append → keep, again after a lost race.
     pub(crate) async fn commit<F>(
         &self,
         actor: Actor<'_>,
         task_id: &TaskId,
         target: Target,
         keys: Keys,
-        known: Option<Arc<TaskAggregate>>,
+        held: Option<Arc<TaskAggregate>>,
         build: F,
     ) -> Result<Committed, AppError>
     where
         F: Fn(&TaskAggregate) -> Vec<TaskCommand>,
     {
-        let mut attempt = 0;
-        // Decide on the state as read from the store, not as kept (it may be out of date).
-        let mut fresh = false;
+        let (mut attempt, mut fresh) = (0, false);
         loop {
             attempt += 1;
-            let (before, kept) = match target {
-                Target::Existing => {
-                    // As kept (or as the caller holds it, if newer), if kept: the append's
-                    // version check refuses it if it is out of date. Else as stored.
-                    let newest = match (self.kept(task_id), known.clone()) {
-                        (Some(k), Some(n)) if n.version > k.version => Some(n),
-                        (k, n) => k.or(n),
-                    };
-                    let (state, kept) = match newest.filter(|_| !fresh) {
-                        Some(kept) => (Some(kept), true),
-                        None => (self.stored(task_id).await?, false),
-                    };
-                    match state.filter(|s| self.shows(s, actor)) {
-                        Some(s) => (s, kept),
-                        None if kept => {
-                            fresh = true;
-                            continue;
-                        }
-                        None => return Err(AppError::task_not_found(task_id.as_str())),
-                    }
-                }
-                Target::New => (Arc::new(TaskAggregate::default()), false),
+            let Some(basis) = self
+                .basis(actor, task_id, target, held.as_ref(), fresh)
+                .await?
+            else {
+                fresh = true;
+                continue;
             };
-            let version = before.version;
-            let commands = build(&before);
-            // What the aggregate says stays decided on any later state needs no second look.
-            let settled = kept && before.records_nothing_more(&commands);
-            // The kept state stays as it is for others holding it: the builder works on a copy.
-            let mut b = CommitBuilder::new(task_id.clone(), Arc::unwrap_or_clone(before));
-            let mut refused = None;
+            let commands = build(&basis.state);
+            let stands = basis.stands(&commands);
+            let version = basis.state.version;
             let now = Timestamp::now();
-            let gate = self.admission(now);
-            'decide: for command in commands {
-                match b.state().decide(command) {
-                    Ok(decided) => {
-                        for e in decided {
-                            // The one gate every stored event passes (ADR 032): a decision
-                            // keeps it by construction, so a refusal here is a defect.
-                            if let Err(why) = b.state().admit(&e, now, &gate) {
-                                tracing::error!(task_id = %task_id, event = e.name(), %why, "a decided event does not pass the gate");
-                                return Err(AppError::protocol(
-                                    ErrorKind::Internal,
-                                    format!("the task's rules refuse the change: {why}"),
-                                ));
-                            }
-                            b.add(e);
-                        }
-                    }
-                    Err(e) => {
-                        refused = Some(with_task_id(e, task_id));
-                        break 'decide;
-                    }
-                }
-            }
-            // A refusal, or nothing to do, on a kept state stands only if the store agrees.
-            if (refused.is_some() || b.events().is_empty())
-                && kept
-                && !settled
-                && self.store.version(task_id).await? != Some(version)
-            {
+            let decided = decide(task_id, basis.state, commands, &self.admission(now), now)?;
+            if decided.appends_nothing() && !stands && self.moved(task_id, version).await? {
                 fresh = true;
                 continue;
             }
-            if let Some(e) = refused {
-                return Err(e.into());
-            }
-            if b.events().is_empty() {
-                return Ok(Committed::nothing(b.into_state()));
-            }
-            let (mut commit, events) = b.finish(now);
-            commit.message_key = keys.message.clone();
-            commit.idempotency = keys.idempotency.clone();
-            // The work after it joins the trace through this commit's span (ADR 033).
-            let span = if crate::telemetry::trace::is_exporting() {
-                tracing::info_span!(
-                    "commit",
-                    task_id = %task_id,
-                    events = commit.events.len(),
-                    attempt
-                )
-            } else {
-                tracing::Span::none()
+            let builder = match decided {
+                Decided::Refused(e) => return Err(e.into()),
+                Decided::Nothing(state) => return Ok(Committed::nothing(state)),
+                Decided::Commit(builder) => builder,
             };
-            commit.trace = span
-                .in_scope(crate::telemetry::trace::current)
-                .map(|t| t.to_stored());
-            let pushes = !commit.pushes.is_empty();
-            let mut turns = turns_from(task_id, &commit.events);
-            for t in &mut turns {
-                t.trace = commit.trace.clone();
-            }
-            // Counted until it keeps its state: a turn it asks for may come from the feed first.
-            let asking = match &self.states {
-                Some(c) if !turns.is_empty() => Some(c.asking(task_id)),
-                _ => None,
-            };
-            match self.store.append(&commit).instrument(span).await {
-                Ok(()) => {
-                    crate::telemetry::metrics().commit();
-                    let state = Arc::new(commit.snapshot);
-                    match (asking, &self.states) {
-                        // A turn this commit asks for starts from what it left (its events too).
-                        (Some(asking), _) => asking.kept(
-                            &state,
-                            Arc::new(CommitEvents {
-                                first_seq: version + 1,
-                                events: events.clone(),
-                            }),
-                        ),
-                        (None, Some(c)) => c.put(task_id, &state),
-                        (None, None) => {}
-                    }
-                    return Ok(Committed {
-                        state,
-                        events,
-                        turns,
-                        pushes,
-                    });
-                }
+            match self.append(task_id, builder, &keys, attempt, now).await {
                 Err(StoreError::Conflict(_))
                     if target == Target::Existing && attempt < MAX_COMMAND_ATTEMPTS =>
                 {
-                    crate::telemetry::metrics().conflict();
-                    if let Some(c) = &self.states {
-                        c.forget(task_id);
-                    }
                     // What the caller held is out of date too: the next attempts read the store.
                     fresh = true;
                     debug!(task_id = %task_id, attempt, "lost a race, deciding again");
                     tokio::time::sleep(backoff(attempt)).await;
                 }
-                Err(e) => return Err(e.into()),
+                appended => return Ok(appended?),
             }
         }
     }
+
+    /// Whether the store's head moved past `version` since the basis was taken.
+    async fn moved(&self, task_id: &TaskId, version: u64) -> Result<bool, AppError> {
+        Ok(self.store.version(task_id).await? != Some(version))
+    }
+
+    /// Appends a decided commit with its idempotency items, in the commit's span (the work
+    /// after it joins the trace through it, ADR 033), and keeps the state it left.
+    async fn append(
+        &self,
+        task_id: &TaskId,
+        builder: CommitBuilder,
+        keys: &Keys,
+        attempt: u32,
+        now: Timestamp,
+    ) -> Result<Committed, StoreError> {
+        let first_seq = builder.state().version + 1 - builder.events().len() as u64;
+        let (mut commit, events) = builder.finish(now);
+        commit.message_key = keys.message.clone();
+        commit.idempotency = keys.idempotency.clone();
+        let span =
+            crate::exported_span!("commit", task_id = %task_id, events = events.len(), attempt);
+        commit.trace = span
+            .in_scope(crate::telemetry::trace::current)
+            .map(|t| t.to_stored());
+        let pushes = !commit.pushes.is_empty();
+        let mut turns = turns_from(task_id, &commit.events);
+        turns
+            .iter_mut()
+            .for_each(|t| t.trace = commit.trace.clone());
+        // Counted until it keeps its state: a turn it asks for may come from the feed first.
+        let asking = self.asking(task_id, !turns.is_empty());
+        match self.store.append(&commit).instrument(span).await {
+            Ok(()) => {
+                crate::telemetry::metrics().commit();
+                let state = Arc::new(commit.snapshot);
+                let made = CommitEvents {
+                    first_seq,
+                    events: events.clone(),
+                };
+                self.keep(task_id, &state, asking, made);
+                Ok(Committed {
+                    state,
+                    events,
+                    turns,
+                    pushes,
+                })
+            }
+            Err(e) => {
+                if matches!(e, StoreError::Conflict(_)) {
+                    crate::telemetry::metrics().conflict();
+                    self.forget(task_id);
+                }
+                Err(e)
+            }
+        }
+    }
+}
+
+/// What commands decided on a basis: a refusal, nothing to do (the state as it is), or a
+/// commit being built — every event through the gate (`TaskAggregate::admit`).
+enum Decided {
+    Refused(DomainError),
+    Nothing(TaskAggregate),
+    Commit(CommitBuilder),
+}
+
+impl Decided {
+    fn appends_nothing(&self) -> bool {
+        !matches!(self, Self::Commit(_))
+    }
+}
+
+/// Decides each command on the state the previous one left; a decided event the gate refuses
+/// is a defect (a decision keeps the rules by construction), reported as an internal error.
+fn decide(
+    task_id: &TaskId,
+    state: Arc<TaskAggregate>,
+    commands: Vec<TaskCommand>,
+    gate: &Admission,
+    now: Timestamp,
+) -> Result<Decided, AppError> {
+    // The basis stays as it is for others holding it: the builder works on a copy.
+    let mut b = CommitBuilder::new(task_id.clone(), Arc::unwrap_or_clone(state));
+    for command in commands {
+        let events = match b.state().decide(command) {
+            Ok(events) => events,
+            Err(e) => return Ok(Decided::Refused(with_task_id(e, task_id))),
+        };
+        for e in events {
+            if let Err(why) = b.state().admit(&e, now, gate) {
+                tracing::error!(task_id = %task_id, event = e.name(), %why, "a decided event does not pass the gate");
+                return Err(AppError::protocol(
+                    ErrorKind::Internal,
+                    format!("the task's rules refuse the change: {why}"),
+                ));
+            }
+            b.add(e);
+        }
+    }
+    Ok(if b.events().is_empty() {
+        Decided::Nothing(b.into_state())
+    } else {
+        Decided::Commit(b)
+    })
 }
 
 /// Exponential backoff with full jitter, so racing writers spread out instead of colliding again.

@@ -8,6 +8,7 @@
 //! keep what it left). What follows a commit — announcing it, dispatching its work, carrying
 //! it to related tasks — is the service's (`Service::execute`).
 
+mod basis;
 mod cache;
 mod commit;
 mod restore;

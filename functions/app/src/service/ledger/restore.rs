@@ -56,9 +56,7 @@ impl Ledger {
         let (mut commit, _) = b.finish(recorded_at);
         commit.pushes.clear();
         let appended = self.store.append(&commit).await;
-        if let Some(c) = &self.states {
-            c.forget(task_id);
-        }
+        self.forget(task_id);
         appended?;
         Ok(commit.snapshot)
     }
