@@ -5,8 +5,10 @@
 //! (`identity`) and how often it may (`limits`), the A2A 0.3 shapes the bindings translate at
 //! their edge (`v03`), and the composition the binaries share (`compose`).
 //!
-//! Rooms depend downwards only: `http`, `grpc` and `runners` → `service` → `agent` (the port),
-//! all on the leaves `v03`, `operations`, `request`, `per_task` and `error`; `compose` may name everything, infra's
+//! Rooms depend downwards only: the bindings (`http`, `grpc`) → `v03` (the 0.3 edge, which
+//! translates to and from `operations`' requests and results) → `operations` (a request typed
+//! and run) → `service` → `agent` (the port); `runners` → `service`; all on the leaves
+//! `request`, `per_task`, `telemetry` and `error`. `compose` may name everything, infra's
 //! adapters included.
 
 pub mod agent;
