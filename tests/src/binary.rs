@@ -22,9 +22,10 @@ pub fn free_port() -> u16 {
         .expect("a free port")
 }
 
-/// Returns once a server on `port` answers its agent card (5 s at most, then panics).
+/// Returns once a server on `port` answers its agent card (30 s at most, then panics: a debug
+/// build starting while every other test runs can take seconds).
 pub async fn wait_up(client: &reqwest::Client, port: u16) {
-    for _ in 0..200 {
+    for _ in 0..1200 {
         let card = format!("http://127.0.0.1:{port}/.well-known/agent-card.json");
         if client.get(card).send().await.is_ok() {
             return;
