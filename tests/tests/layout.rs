@@ -178,3 +178,26 @@ fn only_the_ledger_appends_to_the_store() {
         .collect();
     assert!(found.is_empty(), "appends outside the ledger: {found:?}");
 }
+
+#[test]
+fn only_the_front_door_reaches_the_0_3_shapes() {
+    // Issue 54: a request's protocol line is a value (`call::Line`) that owns what varies by
+    // line; the bindings, runners and service ask it, never the 0.3 translation (`v03/`).
+    // The card's own module signs the card 0.3 fetchers read (ADR 031).
+    let app = root().join("functions/app/src");
+    let allowed = [app.join("call.rs"), app.join("card.rs"), app.join("lib.rs")];
+    let found: Vec<String> = rust_files(&app)
+        .into_iter()
+        .filter(|f| !is_test_file(f) && !f.starts_with(app.join("v03")) && !allowed.contains(f))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            product.contains("crate::v03")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the 0.3 shapes reached outside call.rs: {found:?}"
+    );
+}

@@ -15,6 +15,7 @@ pub mod agent;
 pub mod archive;
 #[cfg(feature = "board")]
 pub mod board;
+pub mod call;
 pub mod card;
 pub mod compose;
 pub mod error;

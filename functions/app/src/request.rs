@@ -15,6 +15,8 @@ pub const SUPPORTED_MAJOR: u32 = 1;
 pub const VERSION_HEADER: &str = "A2A-Version";
 /// Header and gRPC metadata key listing the extensions the client wants active.
 pub const EXTENSIONS_HEADER: &str = "A2A-Extensions";
+/// The header making task creation safe to retry (gRPC: the `idempotency-key` metadata).
+pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
 /// A2A 0.3's name for it, read beside it (the union is asked for) and echoed beside it.
 pub const V03_EXTENSIONS_HEADER: &str = "X-A2A-Extensions";
 
@@ -83,6 +85,11 @@ impl Method {
 
     pub fn index(self) -> usize {
         self as usize
+    }
+
+    /// Whether its answer is a stream of updates.
+    pub fn streams(self) -> bool {
+        matches!(self, Method::SendStreamingMessage | Method::SubscribeToTask)
     }
 
     /// The method of a JSON-RPC `method` or gRPC RPC name; an unknown one is MethodNotFound.
@@ -207,6 +214,22 @@ pub fn card_shape(requested: Option<&str>) -> Result<CardShape, AppError> {
         .with("requestedVersion", v)
         .with("supportedVersions", SUPPORTED_VERSIONS)),
     }
+}
+
+/// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`).
+pub fn requested_version(headers: &axum::http::HeaderMap, query: Option<&str>) -> Option<String> {
+    let from_query = query.and_then(|q| {
+        q.split('&').find_map(|kv| {
+            let (k, v) = kv.split_once('=')?;
+            k.eq_ignore_ascii_case(VERSION_HEADER)
+                .then(|| v.to_string())
+        })
+    });
+    headers
+        .get(VERSION_HEADER)
+        .and_then(|v| v.to_str().ok())
+        .map(|v| v.trim().to_string())
+        .or(from_query)
 }
 
 /// The extension URIs a client asks for (comma-separated, blanks dropped). Unknown URIs are

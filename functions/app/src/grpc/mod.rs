@@ -6,7 +6,7 @@
 //! calls the same `Service` methods as JSON-RPC (`service`), and a server with optional TLS
 //! (`server`) whose sockets send a reply in one write (`coalesce`). A2A 0.3's
 //! `a2a.v1.A2AService` is served beside it on the same port, its RPCs routed to the same
-//! operations through the 0.3 translation (`crate::v03`). Built with the `grpc` feature only.
+//! operations through the line's translation (`call::Line`). Built with the `grpc` feature only.
 
 mod coalesce;
 pub mod convert;

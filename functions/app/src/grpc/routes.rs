@@ -22,21 +22,21 @@ use tonic::{Request, Status};
 
 use super::convert::pool;
 use super::A2aGrpc;
+use crate::call::Entry;
 use crate::http::MAX_BODY_BYTES;
 use crate::operations::Method;
-use crate::v03::jsonrpc::Method03;
 
 /// The service's full name (the path prefix of its RPCs).
-pub const SERVICE_NAME: &str = "lf.a2a.v1.A2AService";
+pub use crate::call::GRPC_SERVICE as SERVICE_NAME;
 /// A2A 0.3's service, served beside it on the same port (ADR 031).
-pub const V03_SERVICE_NAME: &str = "a2a.v1.A2AService";
+pub use crate::call::GRPC_SERVICE_03 as V03_SERVICE_NAME;
 
 /// One RPC of the service.
 #[derive(Debug)]
 pub struct Rpc {
     pub method: Method,
-    /// The 0.3 method, for an RPC of the 0.3 service.
-    pub v03: Option<Method03>,
+    /// The entry it is (its line, and for 0.3 the method as 0.3 names it).
+    pub entry: Entry,
     pub path: String,
     pub input: MessageDescriptor,
     /// The output type's full name (`google.protobuf.Empty` for a delete).
@@ -54,15 +54,10 @@ pub fn rpcs() -> &'static [Rpc] {
                 .get_service_by_name(name)
                 .expect("the descriptor set holds both A2AServices");
             all.extend(service.methods().map(|m| {
-                let v03 = (name == V03_SERVICE_NAME).then(|| {
-                    crate::v03::grpc::method_of(m.name()).expect("every 0.3 RPC is mapped")
-                });
+                let entry = Entry::grpc(name, m.name()).expect("every RPC is an operation");
                 Rpc {
-                    method: match v03 {
-                        Some(m03) => m03.operation(),
-                        None => Method::named(m.name()).expect("every RPC is an operation"),
-                    },
-                    v03,
+                    method: entry.method(),
+                    entry,
                     path: format!("/{name}/{}", m.name()),
                     input: m.input(),
                     output: m.output().full_name().to_string(),
@@ -217,10 +212,8 @@ mod tests {
             .iter()
             .find(|r| r.path == "/a2a.v1.A2AService/TaskSubscription")
             .unwrap();
-        assert_eq!(
-            (sub.method, sub.v03),
-            (Method::SubscribeToTask, Some(Method03::Resubscribe))
-        );
+        assert_eq!(sub.method, Method::SubscribeToTask);
+        assert!(sub.entry.is_v03());
         assert!(sub.streaming);
         assert_eq!(sub.output, "a2a.v1.StreamResponse");
         let get = rpcs.iter().find(|r| r.method == Method::GetTask).unwrap();

@@ -10,27 +10,21 @@ use prost::bytes::Bytes;
 
 use futures_util::StreamExt;
 use taskledger_domain::error::{ErrorKind, ErrorTable};
-use taskledger_domain::ids::IdempotencyKey;
 use tonic::codegen::tokio_stream::Stream;
 use tonic::metadata::MetadataMap;
 use tonic::{Request, Response, Status};
-use tracing::{info_span, Instrument};
 
 use super::convert;
 use super::errors::status;
 use super::routes::Rpc;
+use crate::call::{Call, Entry, Line, GRPC_TASK_03};
 use crate::error::AppError;
 use crate::identity::Authenticator;
-use crate::operations::{self, Context, Method, Operation, Outcome, Reply, TaskEncoding};
-use crate::request;
+use crate::operations::{self, Method, Operation, Outcome, Reply, TaskEncoding};
 use crate::service::Service;
-use crate::v03;
-use taskledger_domain::wire::PushProtocol;
 
 /// gRPC metadata key echoing the extensions active for a call (`A2A-Extensions`).
 pub const EXTENSIONS_METADATA: &str = "a2a-extensions";
-/// A2A 0.3's key for it (`X-A2A-Extensions`), read and echoed beside it.
-pub const V03_EXTENSIONS_METADATA: &str = "x-a2a-extensions";
 /// gRPC metadata key of the protocol version a client speaks (`A2A-Version`).
 pub const VERSION_METADATA: &str = "a2a-version";
 
@@ -52,13 +46,8 @@ const PROTOBUF_TASKS: TaskEncoding = TaskEncoding {
 /// How the 0.3 service writes a Task result: the `a2a.v1.Task` message's bytes.
 const V03_TASKS: TaskEncoding = TaskEncoding {
     id: 3,
-    encode: |outcome| {
-        let rpc = v03::objects::task_out(&outcome.to_value()?);
-        convert::protojson_to_bytes(V03_TASK_MESSAGE, &v03::proto_json::task_out(&rpc))
-    },
+    encode: |outcome| convert::protojson_to_bytes(GRPC_TASK_03, &Line::grpc_task_03(outcome)?),
 };
-/// The 0.3 proto's Task.
-const V03_TASK_MESSAGE: &str = "a2a.v1.Task";
 
 /// The gRPC binding: the service it translates onto and who may call it.
 #[derive(Clone)]
@@ -103,49 +92,25 @@ impl A2aGrpc {
         status(e, self.table)
     }
 
-    /// The caller (through the `Authenticator` the HTTP bindings use, reading `authorization`
-    /// metadata as the header), `a2a-version`, and the context: `a2a-extensions`,
-    /// `idempotency-key`.
+    /// The call (the front door, `Call`: gRPC metadata read as the headers it stands for —
+    /// `authorization`, `a2a-version`, `a2a-extensions`, `idempotency-key`, `last-event-id`,
+    /// `traceparent`), and the metadata back.
     async fn begin(
         &self,
         metadata: MetadataMap,
-        v03: bool,
-    ) -> Result<(Context, MetadataMap), AppError> {
+        entry: Entry,
+    ) -> Result<(Call, MetadataMap), AppError> {
         let (mut parts, ()) = axum::http::Request::new(()).into_parts();
         parts.headers = metadata.into_headers();
-        let who = crate::identity::caller(self.auth.as_ref(), &self.service, &parts).await?;
-        let owned = MetadataMap::from_headers(parts.headers);
-        let metadata = &owned;
-        let version = metadata_text(metadata, VERSION_METADATA).map(|v| v.trim().to_string());
-        // The 0.3 service is 0.3 whatever it is called with: none or 0.x (ADR 031).
-        let version = if v03 {
-            request::check_v03_version(version.as_deref())?;
-            Default::default()
-        } else {
-            request::check_version(version)?
-        };
-        let listed: Vec<&str> = [EXTENSIONS_METADATA, V03_EXTENSIONS_METADATA]
-            .into_iter()
-            .flat_map(|key| metadata.get_all(key).iter())
-            .filter_map(|v| v.to_str().ok())
-            .collect();
-        let mut ctx = Context::new(who, crate::telemetry::Binding::Grpc);
-        ctx.trace = trace_context(metadata);
-        ctx.requested_extensions = request::requested_extensions(&listed);
-        ctx.last_event_id = metadata_text(metadata, LAST_EVENT_ID_METADATA).map(str::to_string);
-        ctx.version = version;
-        ctx.card = self.card.clone();
-        ctx.task_encoding = Some(if v03 { V03_TASKS } else { PROTOBUF_TASKS });
-        Ok((ctx, owned))
-    }
-
-    fn idempotency_key(metadata: &MetadataMap) -> Result<Option<IdempotencyKey>, AppError> {
-        metadata_text(metadata, IDEMPOTENCY_METADATA)
-            .map(|raw| {
-                IdempotencyKey::parse(raw)
-                    .map_err(|e| AppError::invalid_params(IDEMPOTENCY_METADATA, e))
-            })
-            .transpose()
+        let call = Call::read(
+            self.auth.as_ref(),
+            &self.service,
+            &parts,
+            crate::telemetry::Binding::Grpc,
+            entry,
+        )
+        .await?;
+        Ok((call, MetadataMap::from_headers(parts.headers)))
     }
 
     /// One RPC through the operations layer: the request's bytes read as ProtoJSON (a
@@ -156,17 +121,12 @@ impl A2aGrpc {
         let (metadata, _, body) = request.into_parts();
         let value = convert::bytes_to_protojson(&rpc.input, body)
             .map_err(|e| Status::internal(e.to_string()))?;
-        let (ctx, metadata) = self
-            .begin(metadata, rpc.v03.is_some())
+        let (call, metadata) = self
+            .begin(metadata, rpc.entry)
             .await
             .map_err(|e| self.fail(&e))?;
         let method = rpc.method;
-        let span = info_span!(
-            "grpc",
-            method = method.name(),
-            principal = %ctx.principal,
-            task_id = tracing::field::Empty
-        );
+        let line = call.line;
         async {
             let mut value = value?;
             if method == Method::ListTasks {
@@ -177,27 +137,27 @@ impl A2aGrpc {
                     obj.insert("scope".into(), scope.into());
                 }
             }
-            if let Some(m03) = rpc.v03 {
-                value = v03::jsonrpc::request(m03, &v03::grpc::params(m03, &value)?)?;
-            }
-            let key = Self::idempotency_key(&metadata)?;
-            let ctx = ctx.with_idempotency(key, &value);
-            let mut op = Operation::decode(method, value, convert::REQUEST_ROOT)?;
-            if rpc.v03.is_some() {
-                op.deliver_as(PushProtocol::V03);
-                // 0.3's GetAgentCard answers with the public card where there is no extended one.
-                if let (Operation::GetExtendedAgentCard, Some(card)) = (&op, &ctx.card) {
-                    if card.card.capabilities.extended_agent_card != Some(true) {
-                        return Ok(Reply {
-                            outcome: Outcome::Card(Box::new(card.card.clone())),
-                            extensions: Default::default(),
-                        });
-                    }
+            let value = line.grpc_request_in(value)?;
+            let tasks = if line.is_v03() {
+                V03_TASKS
+            } else {
+                PROTOBUF_TASKS
+            };
+            let ctx = call.context(&value, tasks, self.card.clone());
+            let op = line.operation(method, value, convert::REQUEST_ROOT)?;
+            // 0.3's GetAgentCard answers with the public card where there is no extended one.
+            if let (true, Operation::GetExtendedAgentCard, Some(card)) =
+                (line.is_v03(), &op, &ctx.card)
+            {
+                if card.card.capabilities.extended_agent_card != Some(true) {
+                    return Ok(Reply {
+                        outcome: Outcome::Card(Box::new(card.card.clone())),
+                        extensions: Default::default(),
+                    });
                 }
             }
             operations::execute(&self.service, ctx, op).await
         }
-        .instrument(span)
         .await
         .map_err(|e| self.fail(&e))
     }
@@ -213,14 +173,15 @@ impl A2aGrpc {
         if rpc.method == Method::DeleteTaskPushNotificationConfig {
             return Ok(Response::new(Vec::new()));
         }
-        let message = match (&reply.outcome, rpc.v03) {
-            (Outcome::Encoded(bytes), _) => bytes.to_vec(),
-            (outcome, Some(m03)) => {
-                v03_reply(m03, &rpc.output, outcome).map_err(|e| self.fail(&e))?
+        let line = rpc.entry;
+        let message = match &reply.outcome {
+            Outcome::Encoded(bytes) => bytes.to_vec(),
+            outcome => match Line::of(line).grpc_result_out(outcome) {
+                Ok(Some(value)) => convert::protojson_to_bytes(&rpc.output, &value),
+                Ok(None) => convert::reply_to_bytes(&rpc.output, outcome),
+                Err(e) => Err(e),
             }
-            (outcome, None) => {
-                convert::reply_to_bytes(&rpc.output, outcome).map_err(|e| self.fail(&e))?
-            }
+            .map_err(|e| self.fail(&e))?,
         };
         let mut response = Response::new(message);
         echo_extensions(response.metadata_mut(), &reply.extensions);
@@ -240,16 +201,9 @@ impl A2aGrpc {
             return Err(self.fail(&e));
         };
         let table = self.table;
+        let line = Line::of(rpc.entry);
         let messages = events.map(move |event| {
-            let body = match rpc.v03 {
-                Some(m03) => {
-                    let rpc03 = v03::jsonrpc::stream_event(m03, &event.body);
-                    serde_json::from_str::<serde_json::Value>(&rpc03)
-                        .map(|v| v03::proto_json::response_out(&v).to_string())
-                        .unwrap_or(rpc03)
-                }
-                None => event.body.to_string(),
-            };
+            let body = line.grpc_event_out(&event.body);
             serde_json::from_str::<serde_json::Value>(&body)
                 .map_err(|e| {
                     AppError::protocol(ErrorKind::Internal, format!("a stored update: {e}"))
@@ -263,25 +217,8 @@ impl A2aGrpc {
     }
 }
 
-/// A 0.3 RPC's reply: the JSON-RPC translation's result as the 0.3 proto's `output`.
-fn v03_reply(
-    method: v03::jsonrpc::Method03,
-    output: &str,
-    outcome: &Outcome,
-) -> Result<Vec<u8>, AppError> {
-    let value = match outcome {
-        Outcome::Card(card) => v03::grpc::card(&serde_json::to_value(card).map_err(|e| {
-            AppError::protocol(
-                ErrorKind::Internal,
-                format!("cannot serialise the card: {e}"),
-            )
-        })?),
-        outcome => v03::proto_json::answer(method, &v03::jsonrpc::result(method, outcome)?),
-    };
-    convert::protojson_to_bytes(output, &value)
-}
-
-/// The extensions active for a call, in `a2a-extensions` and 0.3's `x-a2a-extensions`.
+/// The extensions active for a call, in every extension key a line reads
+/// (`Line::EXTENSION_HEADERS`, lower-cased as metadata keys are).
 fn echo_extensions(
     metadata: &mut tonic::metadata::MetadataMap,
     active: &crate::operations::Extensions,
@@ -290,24 +227,17 @@ fn echo_extensions(
         .header()
         .and_then(|h| h.parse::<tonic::metadata::MetadataValue<_>>().ok())
     {
-        metadata.insert(V03_EXTENSIONS_METADATA, v.clone());
-        metadata.insert(EXTENSIONS_METADATA, v);
+        for name in Line::EXTENSION_HEADERS {
+            if let Ok(key) =
+                tonic::metadata::MetadataKey::from_bytes(name.to_ascii_lowercase().as_bytes())
+            {
+                metadata.insert(key, v.clone());
+            }
+        }
     }
 }
 
 type StreamOf<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send + 'static>>;
-
-/// The caller's W3C trace context from gRPC metadata (`request::trace_context`).
-fn trace_context(metadata: &MetadataMap) -> Option<taskledger_domain::trace::TraceContext> {
-    let values = |key| {
-        metadata
-            .get_all(key)
-            .iter()
-            .map(|v| v.to_str().unwrap_or("\u{0}"))
-            .collect::<Vec<_>>()
-    };
-    request::trace_context(values("traceparent"), values("tracestate"))
-}
 
 #[cfg(test)]
 mod tests {
@@ -315,8 +245,14 @@ mod tests {
 
     #[test]
     fn metadata_keys_are_the_headers_lower_cased() {
-        use crate::request::{EXTENSIONS_HEADER, VERSION_HEADER};
+        use crate::request::{EXTENSIONS_HEADER, IDEMPOTENCY_HEADER, VERSION_HEADER};
+        use crate::service::streams::LAST_EVENT_ID;
         assert_eq!(VERSION_METADATA, VERSION_HEADER.to_ascii_lowercase());
         assert_eq!(EXTENSIONS_METADATA, EXTENSIONS_HEADER.to_ascii_lowercase());
+        assert_eq!(
+            IDEMPOTENCY_METADATA,
+            IDEMPOTENCY_HEADER.to_ascii_lowercase()
+        );
+        assert_eq!(LAST_EVENT_ID_METADATA, LAST_EVENT_ID.to_ascii_lowercase());
     }
 }

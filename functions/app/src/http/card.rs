@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use crate::card::PublicCard;
-use crate::request::CardShape;
+
 use axum::extract::State;
 use axum::http::header::{CACHE_CONTROL, CONTENT_TYPE, ETAG, IF_NONE_MATCH, LAST_MODIFIED, VARY};
 use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode};
@@ -110,7 +110,7 @@ pub(super) async fn card(
     let (parts, _) = request.into_parts();
     let headers = &parts.headers;
     let shape = match crate::request::card_shape(
-        super::common::requested_version(headers, parts.uri.query()).as_deref(),
+        crate::request::requested_version(headers, parts.uri.query()).as_deref(),
     ) {
         Ok(shape) => shape,
         Err(e) => {
@@ -119,11 +119,7 @@ pub(super) async fn card(
         }
     };
     let (card, base) = public_card(&state, headers, &parts.extensions);
-    let body = match shape {
-        CardShape::Merged => serde_json::to_vec(&crate::v03::card::merged(&card.card)),
-        CardShape::Pure => serde_json::to_vec(&card.card),
-    }
-    .unwrap_or_default();
+    let body = serde_json::to_vec(&crate::call::card_body(shape, &card.card)).unwrap_or_default();
     let digest = Sha256::digest(&body);
     let etag = format!(
         "\"{}\"",

@@ -8,12 +8,10 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use taskledger_domain::error::{ErrorKind, ERROR_DOMAIN};
-use taskledger_domain::ids::IdempotencyKey;
 
-use super::{IDEMPOTENCY_HEADER, MAX_BODY_BYTES, VERSION_HEADER};
+use super::MAX_BODY_BYTES;
 use crate::error::AppError;
-use crate::operations::{Extensions, Outcome, TaskEncoding};
-use crate::request::{self, EXTENSIONS_HEADER, V03_EXTENSIONS_HEADER};
+use crate::operations::{Extensions, Outcome};
 
 /// The body, refused as PayloadTooLarge past `MAX_BODY_BYTES` (by its declared length before
 /// anything is read).
@@ -175,68 +173,6 @@ pub fn as_a2a_json(mut response: Response) -> Response {
     response
 }
 
-/// `A2A-Version` from the header, else from the query (`?A2A-Version=1.0`).
-pub(super) fn requested_version(headers: &HeaderMap, query: Option<&str>) -> Option<String> {
-    let from_query = query.and_then(|q| {
-        q.split('&').find_map(|kv| {
-            let (k, v) = kv.split_once('=')?;
-            k.eq_ignore_ascii_case(VERSION_HEADER)
-                .then(|| v.to_string())
-        })
-    });
-    headers
-        .get(VERSION_HEADER)
-        .and_then(|v| v.to_str().ok())
-        .map(|v| v.trim().to_string())
-        .or(from_query)
-}
-
-/// A 1.x method's version; the rule is `request::check_version`.
-pub fn check_version(
-    headers: &HeaderMap,
-    query: Option<&str>,
-) -> Result<request::ProtocolVersion, AppError> {
-    request::check_version(requested_version(headers, query))
-}
-
-/// A 0.3 method's version (none or `0.x`); the rule is `request::check_v03_version`.
-pub fn check_v03_version(headers: &HeaderMap, query: Option<&str>) -> Result<(), AppError> {
-    request::check_v03_version(requested_version(headers, query).as_deref())
-}
-
-/// The extension URIs listed in `A2A-Extensions` and 0.3's `X-A2A-Extensions` (any number of
-/// headers, comma-separated).
-pub fn requested_extensions(headers: &HeaderMap) -> Vec<String> {
-    let listed: Vec<&str> = [EXTENSIONS_HEADER, V03_EXTENSIONS_HEADER]
-        .into_iter()
-        .flat_map(|name| headers.get_all(name).iter())
-        .filter_map(|v| v.to_str().ok())
-        .collect();
-    request::requested_extensions(&listed)
-}
-
-/// The caller's W3C trace context from its headers (`request::trace_context`).
-pub fn trace_context(headers: &HeaderMap) -> Option<taskledger_domain::trace::TraceContext> {
-    let values = |name| {
-        headers
-            .get_all(name)
-            .iter()
-            .map(|v| v.to_str().unwrap_or("\u{0}"))
-            .collect::<Vec<_>>()
-    };
-    crate::request::trace_context(values("traceparent"), values("tracestate"))
-}
-
-pub fn idempotency_key(headers: &HeaderMap) -> Result<Option<IdempotencyKey>, AppError> {
-    headers
-        .get(IDEMPOTENCY_HEADER)
-        .map(|v| {
-            let raw = v.to_str().unwrap_or_default();
-            IdempotencyKey::parse(raw).map_err(|e| AppError::invalid_params(IDEMPOTENCY_HEADER, e))
-        })
-        .transpose()
-}
-
 /// The `google.rpc.ErrorInfo` of an error, as ProtoJSON.
 pub fn error_info(e: &AppError) -> Value {
     let mut info = json!({
@@ -334,12 +270,6 @@ pub fn value_body(result: &Value, rpc_id: &Value) -> Result<Vec<u8>, AppError> {
         .map_err(not_serialised)
 }
 
-/// How the HTTP bindings write a Task result: ProtoJSON.
-pub const JSON_TASKS: TaskEncoding = TaskEncoding {
-    id: 0,
-    encode: |outcome| serde_json::to_vec(outcome).map_err(not_serialised),
-};
-
 fn not_serialised(e: serde_json::Error) -> AppError {
     AppError::protocol(
         ErrorKind::Internal,
@@ -370,17 +300,16 @@ pub fn json_response(status: StatusCode, body: &Value) -> Response {
         .into_response()
 }
 
-/// Echoes the extensions that were active for the request (`A2A-Extensions`, and 0.3's
-/// `X-A2A-Extensions`).
+/// Echoes the extensions that were active for the request, in every extension header a line
+/// reads (`Line::EXTENSION_HEADERS`).
 pub fn with_extensions(mut response: Response, extensions: &Extensions) -> Response {
     if let Some(v) = extensions
         .header()
         .and_then(|h| HeaderValue::from_str(&h).ok())
     {
-        response
-            .headers_mut()
-            .insert(V03_EXTENSIONS_HEADER, v.clone());
-        response.headers_mut().insert(EXTENSIONS_HEADER, v);
+        for name in crate::call::Line::EXTENSION_HEADERS {
+            response.headers_mut().insert(name, v.clone());
+        }
     }
     response
 }

@@ -11,16 +11,15 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use serde_json::{json, Value};
 use taskledger_domain::error::ErrorKind;
-use tracing::{info_span, Instrument};
 
 use super::common::{self, json_response};
 use super::sse;
 use super::AppState;
+use crate::call::{Call, Entry, Line};
 use crate::error::AppError;
-use crate::operations::{self, Context, Method, Operation, Outcome};
+use crate::operations::{self, Method, Outcome};
 use crate::service::streams::TaskStream;
-use crate::v03::{self, jsonrpc::Method03};
-use taskledger_domain::wire::PushProtocol;
+use crate::telemetry::Binding;
 
 /// A JSON-RPC error reply.
 struct RpcFailure {
@@ -100,8 +99,8 @@ fn params(params: Option<Value>) -> Result<Value, AppError> {
 /// notification).
 enum Answer {
     One(Vec<u8>),
-    /// The stream, and the 0.3 method it answers (its events in 0.3 shapes).
-    Stream(Value, TaskStream, Option<Method03>),
+    /// The stream, and the line its events are written in.
+    Stream(Value, TaskStream, Line),
     Nothing,
 }
 
@@ -109,14 +108,11 @@ pub(super) async fn jsonrpc(State(state): State<Arc<AppState>>, request: Request
     let (parts, body) = request.into_parts();
     let response = match handle(&state, parts, body).await {
         Ok((Answer::One(body), extensions)) => (common::json_bytes_response(body), extensions),
-        Ok((Answer::Stream(id, stream, v03), extensions)) => {
+        Ok((Answer::Stream(id, stream, line), extensions)) => {
             // Each event is one JSON-RPC response to the request, with its id.
             let id = id.to_string();
             let sse = sse::respond(stream, state.settings.stream_keep_alive, move |e| {
-                let event = match v03 {
-                    Some(m) => std::borrow::Cow::Owned(v03::jsonrpc::stream_event(m, &e.body)),
-                    None => std::borrow::Cow::Borrowed(&*e.body),
-                };
+                let event = line.event_out(&e.body);
                 format!(r#"{{"jsonrpc":"2.0","id":{id},"result":{event}}}"#)
             });
             (sse, extensions)
@@ -183,72 +179,40 @@ async fn handle(
             "method must be a string",
         ));
     };
-    // A 0.3 method is known by its name; its version is then none or 0.x (ADR 031).
-    let v03 = Method03::named(method);
-    let streams03 = v03.is_some_and(Method03::streams);
-    // A name of neither line does not exist, whatever version the call says.
-    if v03.is_none() {
-        Method::named(method).map_err(|e| RpcFailure::new(&reply_id, e))?;
-    }
+    // A method of either line, known by its name (ADR 031); a name of neither does not exist,
+    // whatever version the call says.
+    let entry = Entry::jsonrpc(method).map_err(|e| RpcFailure::new(&reply_id, e))?;
+    // A 0.3 stream carries its errors as an event (its clients read them there).
+    let streams03 = entry.is_v03() && entry.streams();
     let failed = |e| RpcFailure::new(&reply_id, e).in_stream(streams03);
-    let version = match v03 {
-        Some(_) => common::check_v03_version(&parts.headers, parts.uri.query())
-            .map(|()| Default::default()),
-        None => common::check_version(&parts.headers, parts.uri.query()),
-    }
-    .map_err(failed)?;
-    let key = common::idempotency_key(&parts.headers).map_err(failed)?;
-    let span = info_span!(
-        "rpc",
-        method,
-        principal = %principal,
-        task_id = tracing::field::Empty
-    );
+    let call = Call::of(principal, &parts, Binding::JsonRpc, entry).map_err(failed)?;
+    let line = call.line;
     let result = async {
-        let given = params(params_given)?;
-        let (op_method, request) = match v03 {
-            Some(m) => (m.operation(), v03::jsonrpc::request(m, &given)?),
-            None => (Method::named(method)?, given),
-        };
-        let mut ctx = Context::new(principal, crate::telemetry::Binding::JsonRpc)
-            .with_idempotency(key, &request);
-        ctx.trace = common::trace_context(&parts.headers);
-        ctx.requested_extensions = common::requested_extensions(&parts.headers);
-        ctx.last_event_id = sse::last_event_id(&parts.headers);
-        ctx.version = version;
-        ctx.task_encoding = Some(match v03 {
-            Some(_) => v03::jsonrpc::TASK_ENCODING,
-            None => common::JSON_TASKS,
+        let request = line.request_in(params(params_given)?)?;
+        let method = entry.method();
+        let card = (method == Method::GetExtendedAgentCard).then(|| {
+            Arc::new(super::card::public_card(state, &parts.headers, &parts.extensions).0)
         });
-        if op_method == Method::GetExtendedAgentCard {
-            ctx.card = Some(Arc::new(
-                super::card::public_card(state, &parts.headers, &parts.extensions).0,
-            ));
-        }
-        let mut op = Operation::decode(op_method, request, "params")?;
-        if v03.is_some() {
-            op.deliver_as(PushProtocol::V03);
-        }
+        let ctx = call.context(&request, line.json_tasks(), card);
+        let op = line.operation(method, request, "params")?;
         let reply = operations::execute(&state.service, ctx, op).await?;
-        let answer = match (reply.outcome, v03) {
-            (Outcome::Stream(stream), v03) => Answer::Stream(reply_id.clone(), stream, v03),
-            (outcome, _) if id.is_none() => {
+        let answer = match reply.outcome {
+            Outcome::Stream(stream) => Answer::Stream(reply_id.clone(), stream, line),
+            outcome if id.is_none() => {
                 drop(outcome);
                 Answer::Nothing
             }
-            // Kept answers are written in 0.3 already (`v03::jsonrpc::TASK_ENCODING`).
-            (outcome @ Outcome::Encoded(_), Some(_)) => {
+            // Kept answers are written in the line's shape already (`Line::json_tasks`).
+            outcome @ Outcome::Encoded(_) => {
                 Answer::One(common::result_body(&outcome, Some(&reply_id))?)
             }
-            (outcome, Some(m)) => Answer::One(common::value_body(
-                &v03::jsonrpc::result(m, &outcome)?,
-                &reply_id,
-            )?),
-            (outcome, None) => Answer::One(common::result_body(&outcome, Some(&reply_id))?),
+            outcome => match line.result_out(&outcome)? {
+                Some(v) => Answer::One(common::value_body(&v, &reply_id)?),
+                None => Answer::One(common::result_body(&outcome, Some(&reply_id))?),
+            },
         };
         Ok::<_, AppError>((answer, reply.extensions))
     }
-    .instrument(span)
     .await;
     result.map_err(|error| RpcFailure::new(&reply_id, error).in_stream(streams03))
 }

@@ -33,12 +33,12 @@ use crate::service::Service;
 
 /// Largest request body accepted, checked before anything is parsed.
 pub const MAX_BODY_BYTES: usize = 1024 * 1024;
+/// Header making task creation safe to retry.
+pub use crate::request::IDEMPOTENCY_HEADER;
 /// The protocol major version served, and the header (or query parameter) naming the
 /// client's: the rule itself is `crate::request::check_version`, shared with gRPC.
 pub use crate::request::{SUPPORTED_MAJOR, VERSION_HEADER};
 pub use sse::{bound_streams, StreamBounds, DEFAULT_KEEP_ALIVE};
-/// Header making task creation safe to retry.
-pub const IDEMPOTENCY_HEADER: &str = "Idempotency-Key";
 /// `max-age` of the agent card.
 const CARD_MAX_AGE_SECS: u32 = 300;
 

@@ -10,7 +10,6 @@ use std::time::{Duration, SystemTime};
 use axum::body::{Body, Bytes};
 use axum::extract::Request;
 use axum::http::header::CONTENT_TYPE;
-use axum::http::HeaderMap;
 use axum::middleware::Next;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
@@ -18,17 +17,10 @@ use axum::Router;
 use futures_util::{Stream, StreamExt};
 use tokio::time::Instant;
 
-use crate::service::streams::{StreamEvent, TaskStream, LAST_EVENT_ID};
+use crate::service::streams::{StreamEvent, TaskStream};
 
 /// `HttpSettings::stream_keep_alive` unless configured.
 pub const DEFAULT_KEEP_ALIVE: Duration = Duration::from_secs(15);
-
-/// The `Last-Event-ID` header, as sent (it is checked against the task when the stream opens).
-pub fn last_event_id(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(LAST_EVENT_ID)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
-}
 
 /// The stream as an SSE response whose `data:` lines are `wrap(event)`.
 pub fn respond<F>(stream: TaskStream, keep_alive: Duration, wrap: F) -> Response

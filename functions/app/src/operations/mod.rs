@@ -177,6 +177,19 @@ pub struct Context {
     pub trace: Option<taskledger_domain::trace::TraceContext>,
 }
 
+/// How the JSON bindings write a 1.x Task result: ProtoJSON.
+pub const JSON_TASKS: TaskEncoding = TaskEncoding {
+    id: 0,
+    encode: |outcome| {
+        serde_json::to_vec(outcome).map_err(|e| {
+            AppError::protocol(
+                taskledger_domain::error::ErrorKind::Internal,
+                format!("cannot serialise the result: {e}"),
+            )
+        })
+    },
+};
+
 /// How a binding writes a Task result (ProtoJSON on the HTTP bindings, protobuf on gRPC).
 #[derive(Debug, Clone, Copy)]
 pub struct TaskEncoding {
@@ -286,7 +299,7 @@ pub async fn execute(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<
     let reply =
         trace::within_request(caller, who, run(svc, ctx, op).instrument(span.clone())).await;
     let reason = reply.as_ref().err().map(|e| e.kind().wire().reason);
-    if !span.is_disabled() {
+    if trace::is_exporting() {
         spans::close(&span, &reply);
     }
     metrics().request(method, binding, reason, started.elapsed());

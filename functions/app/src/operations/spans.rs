@@ -1,7 +1,8 @@
 //! The server span of an A2A request, named and described as OpenTelemetry's draft A2A
 //! conventions say (open-telemetry/semantic-conventions PR #195, a draft: the names may change,
 //! ADR 033): named after the method, with what the request names before it runs and what the
-//! answer says after. Made only while spans are exported.
+//! answer says after — the one span of a request, whatever its binding (the bindings open
+//! none). Unexported, a light span of the method and the caller, which the logs carry.
 
 use tracing::field::Empty;
 use tracing::Span;
@@ -30,7 +31,12 @@ pub(super) fn open(method: Method, ctx: &Context, op: &Operation) -> Span {
         error.type = Empty,
     );
     if span.is_disabled() {
-        return span;
+        return tracing::info_span!(
+            "request",
+            method = method.name(),
+            binding = ctx.binding.label(),
+            principal = %ctx.principal
+        );
     }
     let task_id = match op {
         Operation::SendMessage(r) | Operation::SendStreamingMessage(r) => {

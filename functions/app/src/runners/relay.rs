@@ -218,18 +218,18 @@ impl PushSide {
         for d in &mut deliveries {
             d.trace = trace.clone();
         }
-        // A config registered over 0.3 receives the Task in 0.3 JSON (`v03::push`).
+        // Each delivery written as its config's line reads it (`call::push_body`).
         if deliveries
             .iter()
-            .any(|d| d.config.protocol == PushProtocol::V03)
+            .any(|d| d.config.protocol != PushProtocol::V1)
         {
             let status = serde_json::to_value(&head.status).unwrap_or_default();
-            if let Some(v03) = crate::v03::push::task_body(body, &status) {
-                for d in deliveries
-                    .iter_mut()
-                    .filter(|d| d.config.protocol == PushProtocol::V03)
-                {
-                    d.body = v03.clone();
+            for d in deliveries
+                .iter_mut()
+                .filter(|d| d.config.protocol != PushProtocol::V1)
+            {
+                if let Some(written) = crate::call::push_body(d.config.protocol, body, &status) {
+                    d.body = written.into_owned();
                 }
             }
         }

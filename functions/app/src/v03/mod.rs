@@ -11,6 +11,10 @@
 //! - `jsonrpc`: the ten 0.3 methods, their params and results.
 //! - `card`: the 0.3 fields merged into the public card, and the pure 0.3 extended card.
 //! - `push`: what a webhook registered over 0.3 receives (the Task, 0.3 JSON).
+//! - `rest`: the `/v1/…` paths of HTTP+JSON, their request objects, answers and events.
+//!
+//! Only the front door (`crate::call`: `Line`, `Entry`) reaches this module (a layout test
+//! checks it): bindings ask the line, never the 0.3 shapes.
 
 pub mod card;
 pub mod grpc;
@@ -18,3 +22,4 @@ pub mod jsonrpc;
 pub mod objects;
 pub mod proto_json;
 pub mod push;
+pub mod rest;

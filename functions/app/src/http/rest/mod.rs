@@ -18,13 +18,14 @@ use axum::http::HeaderValue;
 use axum::response::Response;
 use serde_json::{Map, Value};
 use taskledger_domain::error::ErrorKind;
-use tracing::{info_span, Instrument};
 
 use super::common;
 use super::sse;
 use super::AppState;
+use crate::call::{Call, Entry};
 use crate::error::AppError;
-use crate::operations::{self, Context, Operation, Outcome};
+use crate::operations::{self, Outcome};
+use crate::telemetry::Binding;
 
 pub use taskledger_domain::card::REST_PATH;
 
@@ -132,34 +133,22 @@ async fn handle(
         }
         body_object(&bytes)?
     };
-    let principal = crate::identity::caller(state.auth.as_ref(), &state.service, &parts).await?;
-    let version = common::check_version(&parts.headers, parts.uri.query())?;
-    let key = common::idempotency_key(&parts.headers)?;
+    let entry = Entry::V1(route.method);
+    let call = Call::read(
+        state.auth.as_ref(),
+        &state.service,
+        &parts,
+        Binding::HttpJson,
+        entry,
+    )
+    .await?;
     // What the path names wins over the body.
     request.extend(route.fields);
     let request = Value::Object(request);
-    let mut ctx = Context::new(principal, crate::telemetry::Binding::HttpJson)
-        .with_idempotency(key, &request);
-    ctx.trace = common::trace_context(&parts.headers);
-    ctx.requested_extensions = common::requested_extensions(&parts.headers);
-    ctx.last_event_id = sse::last_event_id(&parts.headers);
-    ctx.version = version;
-    ctx.task_encoding = Some(common::JSON_TASKS);
-    if route.method == crate::operations::Method::GetExtendedAgentCard {
-        ctx.card = Some(Arc::new(
-            super::card::public_card(state, &parts.headers, &parts.extensions).0,
-        ));
-    }
-    let span = info_span!(
-        "rest",
-        method = route.method.name(),
-        principal = %ctx.principal,
-        task_id = tracing::field::Empty
-    );
-    async {
-        let op = Operation::decode(route.method, request, "request")?;
-        operations::execute(&state.service, ctx, op).await
-    }
-    .instrument(span)
-    .await
+    let card = (route.method == crate::operations::Method::GetExtendedAgentCard)
+        .then(|| Arc::new(super::card::public_card(state, &parts.headers, &parts.extensions).0));
+    let line = call.line;
+    let ctx = call.context(&request, line.json_tasks(), card);
+    let op = line.operation(route.method, request, "request")?;
+    operations::execute(&state.service, ctx, op).await
 }

@@ -1,8 +1,7 @@
-//! The HTTP+JSON binding of A2A 0.3: the `/v1/…` paths below the same base URL (and below a
-//! `/{tenant}` prefix), ahead of the 1.0 routes, so `/v1/` always means 0.3. A 0.3 body
-//! (ProtoJSON of the 0.3 proto) is read into 0.3's JSON-RPC params (`v03::proto_json`), which
-//! become the 1.0 request as for JSON-RPC (`v03::jsonrpc`); answers and stream events go back
-//! the same way. Errors carry 0.3's statuses and `{code, message, data}` (`failure`).
+//! The HTTP+JSON binding's framing of A2A 0.3's `/v1/…` paths (the paths, their request
+//! objects, answers and events are the line's: `call::Route03`): the body read as the route
+//! says, the call through the front door (`Call`), the answer or stream back, and errors with
+//! 0.3's statuses and `{code, message, data}` (`failure`).
 
 use std::sync::Arc;
 
@@ -11,160 +10,16 @@ use axum::http::request::Parts;
 use axum::response::Response;
 use serde_json::{json, Map, Value};
 use taskledger_domain::error::ErrorKind;
-use taskledger_domain::wire::PushProtocol;
 
 use super::super::common;
 use super::super::sse;
 use super::super::AppState;
-use super::routes::decode;
+use crate::call::{Call, Line, Route03};
 use crate::error::AppError;
-use crate::operations::{self, Context, Operation, Outcome};
-use crate::v03::jsonrpc::{self, Method03};
-use crate::v03::proto_json;
+use crate::operations::{self, Outcome};
+use crate::telemetry::Binding;
 
-/// A 0.3 route: the method, the ids its path names, and whether it reads a body.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(super) struct Route03 {
-    pub method: Method03,
-    pub tenant: Option<String>,
-    pub task: Option<String>,
-    pub config: Option<String>,
-}
-
-fn refused(kind: ErrorKind, what: String) -> AppError {
-    AppError::protocol(kind, what)
-}
-
-/// The 0.3 route of a path below the binding's base, if it is a 0.3 path (`/v1/…` or
-/// `/{tenant}/v1/…`).
-pub(super) fn route(http_method: &str, path: &str) -> Option<Result<Route03, AppError>> {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let (tenant, rest) = match segments.as_slice() {
-        ["v1", rest @ ..] => (None, rest),
-        [tenant, "v1", rest @ ..] if !tenant.is_empty() => (Some(*tenant), rest),
-        _ => return None,
-    };
-    Some(route_below(http_method, path, tenant, rest))
-}
-
-fn route_below(
-    http: &str,
-    path: &str,
-    tenant: Option<&str>,
-    rest: &[&str],
-) -> Result<Route03, AppError> {
-    let not_allowed = |allowed: &str| {
-        Err(refused(
-            ErrorKind::MethodNotAllowed,
-            format!("{http} is not allowed on {path} (allowed: {allowed})"),
-        )
-        .with("allow", allowed))
-    };
-    let mut r = Route03 {
-        method: Method03::Get,
-        tenant: tenant.map(|t| decode(t, "tenant")).transpose()?,
-        task: None,
-        config: None,
-    };
-    let with = |mut r: Route03, m: Method03| {
-        r.method = m;
-        Ok(r)
-    };
-    match rest {
-        ["message:send"] if http == "POST" => with(r, Method03::Send),
-        ["message:stream"] if http == "POST" => with(r, Method03::Stream),
-        ["message:send" | "message:stream"] => not_allowed("POST"),
-        ["card"] if http == "GET" => with(r, Method03::ExtendedCard),
-        ["card"] => not_allowed("GET"),
-        ["tasks", last] => {
-            let (raw, verb) = match last.rsplit_once(':') {
-                Some((id, verb)) if !id.is_empty() => (id, Some(verb)),
-                _ => (*last, None),
-            };
-            match (verb, http) {
-                (Some("cancel"), "POST") => {
-                    r.task = Some(decode(raw, "id")?);
-                    with(r, Method03::Cancel)
-                }
-                (Some("cancel"), _) => not_allowed("POST"),
-                // The spec's text says POST, the proto and the 0.3 Python client GET.
-                (Some("subscribe"), "GET" | "POST") => {
-                    r.task = Some(decode(raw, "id")?);
-                    with(r, Method03::Resubscribe)
-                }
-                (Some("subscribe"), _) => not_allowed("GET, POST"),
-                (_, "GET") => {
-                    r.task = Some(decode(last, "id")?);
-                    with(r, Method03::Get)
-                }
-                _ => not_allowed("GET"),
-            }
-        }
-        ["tasks", id, "pushNotificationConfigs"] => {
-            r.task = Some(decode(id, "taskId")?);
-            match http {
-                "POST" => with(r, Method03::SetPushConfig),
-                "GET" => with(r, Method03::ListPushConfigs),
-                _ => not_allowed("GET, POST"),
-            }
-        }
-        ["tasks", id, "pushNotificationConfigs", config] => {
-            r.task = Some(decode(id, "taskId")?);
-            r.config = Some(decode(config, "configId")?);
-            match http {
-                "GET" => with(r, Method03::GetPushConfig),
-                "DELETE" => with(r, Method03::DeletePushConfig),
-                _ => not_allowed("GET, DELETE"),
-            }
-        }
-        // `GET /v1/tasks` (ListTasks) has no 0.3 operation.
-        _ => Err(refused(
-            ErrorKind::MethodNotFound,
-            format!("no A2A 0.3 HTTP+JSON operation at {path}"),
-        )
-        .with("path", path)),
-    }
-}
-
-/// `historyLength` (or `history_length`) from the query.
-fn history_length(query: Option<&str>) -> Result<Option<i64>, AppError> {
-    for (k, v) in form_urlencoded::parse(query.unwrap_or("").as_bytes()) {
-        if k == "historyLength" || k == "history_length" {
-            return v.parse::<i64>().map(Some).map_err(|_| {
-                AppError::invalid_params(
-                    "historyLength",
-                    format!("must be a whole number (got {v:?})"),
-                )
-            });
-        }
-    }
-    Ok(None)
-}
-
-/// The JSON-RPC 0.3 params a route and its body (when it reads one) stand for.
-fn params(r: &Route03, body: &Value, query: Option<&str>) -> Result<Value, AppError> {
-    let task = r.task.clone().unwrap_or_default();
-    Ok(match r.method {
-        Method03::Send | Method03::Stream => proto_json::send_request_in(body)?,
-        Method03::Get => {
-            let mut p = json!({"id": task});
-            if let Some(n) = history_length(query)? {
-                p["historyLength"] = n.into();
-            }
-            p
-        }
-        Method03::Cancel | Method03::Resubscribe | Method03::ListPushConfigs => json!({"id": task}),
-        Method03::SetPushConfig => json!({
-            "taskId": task,
-            "pushNotificationConfig": proto_json::set_config_in(body)?,
-        }),
-        Method03::GetPushConfig | Method03::DeletePushConfig => json!({
-            "id": task,
-            "pushNotificationConfigId": r.config.clone().unwrap_or_default(),
-        }),
-        Method03::ExtendedCard => json!({}),
-    })
-}
+pub(super) use crate::call::rest_route_03 as route;
 
 /// A refusal as 0.3 REST clients read it: the 0.3 SDK's status for the kind
 /// (`ErrorKind::http_v03`, a column of the one error table) and `{code, message, data}` with
@@ -188,12 +43,13 @@ pub(super) async fn handle(
     body: Body,
     route: Route03,
 ) -> Result<Response, AppError> {
-    common::check_v03_version(&parts.headers, parts.uri.query())?;
-    let reads_body = matches!(
-        route.method,
-        Method03::Send | Method03::Stream | Method03::SetPushConfig
-    );
-    let body = if reads_body {
+    let entry = route.entry();
+    // The version first, as before the body: a 1.x client on a 0.3 path is told at once.
+    Line::read(
+        entry,
+        crate::request::requested_version(&parts.headers, parts.uri.query()).as_deref(),
+    )?;
+    let body = if route.reads_body() {
         let declared = common::body_type(&parts.headers);
         if let Some(why) = declared.refusal() {
             return Err(AppError::protocol(ErrorKind::UnsupportedMediaType, why));
@@ -205,95 +61,29 @@ pub(super) async fn handle(
     } else {
         Value::Object(Map::new())
     };
-    let principal = crate::identity::caller(state.auth.as_ref(), &state.service, &parts).await?;
-    let key = common::idempotency_key(&parts.headers)?;
-    let mut request = jsonrpc::request(route.method, &params(&route, &body, parts.uri.query())?)?;
-    if let (Some(t), Some(o)) = (&route.tenant, request.as_object_mut()) {
-        o.insert("tenant".into(), t.clone().into());
-    }
-    let mut ctx = Context::new(principal, crate::telemetry::Binding::HttpJson)
-        .with_idempotency(key, &request);
-    ctx.trace = common::trace_context(&parts.headers);
-    ctx.requested_extensions = common::requested_extensions(&parts.headers);
-    ctx.last_event_id = sse::last_event_id(&parts.headers);
-    if route.method == Method03::ExtendedCard {
-        ctx.card = Some(Arc::new(
-            super::super::card::public_card(state, &parts.headers, &parts.extensions).0,
-        ));
-    }
-    let mut op = Operation::decode(route.method.operation(), request, "request")?;
-    op.deliver_as(PushProtocol::V03);
+    let call = Call::read(
+        state.auth.as_ref(),
+        &state.service,
+        &parts,
+        Binding::HttpJson,
+        entry,
+    )
+    .await?;
+    let request = route.request(&body, parts.uri.query())?;
+    let card = (entry.method() == crate::operations::Method::GetExtendedAgentCard).then(|| {
+        Arc::new(super::super::card::public_card(state, &parts.headers, &parts.extensions).0)
+    });
+    let line = call.line;
+    let ctx = call.context(&request, line.json_tasks(), card);
+    let op = line.operation(entry.method(), request, "request")?;
     let reply = operations::execute(&state.service, ctx, op).await?;
-    let method = route.method;
     let response = match reply.outcome {
         Outcome::Stream(stream) => {
             sse::respond(stream, state.settings.stream_keep_alive, move |e| {
-                let event: Value = serde_json::from_str(&jsonrpc::stream_event(method, &e.body))
-                    .unwrap_or_default();
-                proto_json::response_out(&event).to_string()
+                route.event(&e.body)
             })
         }
-        outcome => {
-            let v = proto_json::answer(method, &jsonrpc::result(method, &outcome)?);
-            common::json_response(axum::http::StatusCode::OK, &v)
-        }
+        outcome => common::json_response(axum::http::StatusCode::OK, &route.answer(&outcome)?),
     };
     Ok(common::with_extensions(response, &reply.extensions))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn v1_paths_are_0_3_and_others_are_not() {
-        let r = |m: &str, p: &str| {
-            route(m, p).map(|r| r.map(|r| (r.method, r.tenant, r.task, r.config)))
-        };
-        assert_eq!(
-            r("POST", "/v1/message:send").unwrap().unwrap().0,
-            Method03::Send
-        );
-        assert_eq!(
-            r("GET", "/acme/v1/tasks/t%2F1").unwrap().unwrap(),
-            (Method03::Get, Some("acme".into()), Some("t/1".into()), None)
-        );
-        assert_eq!(
-            r("GET", "/v1/tasks/t:subscribe").unwrap().unwrap().0,
-            Method03::Resubscribe
-        );
-        assert_eq!(
-            r("POST", "/v1/tasks/t:subscribe").unwrap().unwrap().0,
-            Method03::Resubscribe
-        );
-        assert_eq!(
-            r("DELETE", "/v1/tasks/t/pushNotificationConfigs/c")
-                .unwrap()
-                .unwrap(),
-            (
-                Method03::DeletePushConfig,
-                None,
-                Some("t".into()),
-                Some("c".into())
-            )
-        );
-        assert_eq!(
-            r("GET", "/v1/card").unwrap().unwrap().0,
-            Method03::ExtendedCard
-        );
-        let e = route("GET", "/v1/tasks").unwrap().unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::MethodNotFound);
-        let e = route("PUT", "/v1/message:send").unwrap().unwrap_err();
-        assert_eq!(e.kind(), ErrorKind::MethodNotAllowed);
-        assert!(route("POST", "/message:send").is_none());
-        assert!(route("GET", "/acme/tasks/t").is_none());
-    }
-
-    #[test]
-    fn history_length_is_read_in_either_spelling() {
-        assert_eq!(history_length(Some("historyLength=3")).unwrap(), Some(3));
-        assert_eq!(history_length(Some("history_length=2")).unwrap(), Some(2));
-        assert_eq!(history_length(None).unwrap(), None);
-        assert!(history_length(Some("historyLength=x")).is_err());
-    }
 }
