@@ -10,6 +10,7 @@ pub mod lambda;
 pub mod llm;
 pub mod logging;
 pub mod otlp;
+pub mod outbound;
 pub mod relay;
 #[cfg(feature = "s3")]
 pub mod s3;

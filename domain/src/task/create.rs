@@ -130,5 +130,6 @@ pub(super) fn new_head(
         gates: Vec::new(),
         handoff: None,
         hitl: false,
+        upstream: None,
     }
 }

@@ -109,6 +109,9 @@ pub struct TaskHead {
     /// approvals, questions) carry the extension's payloads.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub hitl: bool,
+    /// The upstream agent's task this one mirrors, when an upstream agent works on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<super::upstream::UpstreamHead>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

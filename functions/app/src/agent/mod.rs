@@ -6,19 +6,21 @@
 
 pub mod llm;
 pub mod scenario;
+pub mod upstream;
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use taskledger_domain::ids::{ParticipantId, TaskId};
-use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
+use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent, TaskHead};
 use taskledger_domain::wire::Message;
 
 use crate::error::AppError;
 
 pub use llm::{LlmAgent, DEFAULT_MAX_TURNS};
 pub use scenario::{Scenario, ScenarioAgent, ScenarioTimings};
+pub use upstream::{FollowSettings, UpstreamAgent};
 
 /// What a Lambda invocation leaves, by default, for the step in flight and the commit of a
 /// continuation: a model call may take its timeout several times over with retries.
@@ -86,6 +88,12 @@ impl TurnBudget {
         Self::until(tokio::time::Instant::now() + left, margin)
     }
 
+    /// Time left before no further step should start (none: no deadline).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.stop_at
+            .map(|t| t.saturating_duration_since(tokio::time::Instant::now()))
+    }
+
     /// True once no further step should start.
     pub fn exhausted(&self) -> bool {
         self.stop_at
@@ -119,6 +127,16 @@ pub trait Agent: Send + Sync + 'static {
         input: Option<Message>,
         budget: TurnBudget,
     ) -> Result<TurnEnd, AppError>;
+
+    /// The task was canceled (the commit is made): whoever works on it elsewhere is told —
+    /// the upstream forwarder cancels the upstream task. Nothing by default.
+    async fn canceled(&self, _head: &TaskHead) {}
+
+    /// What the deployment's card advertises of the agent besides its own (an upstream's
+    /// skills and modes); none by default.
+    fn advertised(&self) -> Option<taskledger_domain::agent::upstream::Advertised> {
+        None
+    }
 }
 
 #[cfg(test)]

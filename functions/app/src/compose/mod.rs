@@ -5,7 +5,9 @@
 //! The only module of the crate that names infra's adapters.
 
 mod telemetry;
+mod upstream;
 pub use telemetry::{init_lambda, init_telemetry, report};
+pub use upstream::{follow_window, UpstreamChoice, UpstreamToken};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,6 +64,8 @@ pub enum AgentChoice {
         /// Tools every task asks a person to approve before they run (kagent hitl/v1).
         approve_tools: Vec<String>,
     },
+    /// An A2A agent the team serves does every turn (ADR 034).
+    Upstream(UpstreamChoice),
     /// A Bedrock model through the Converse API (credentials and region from the environment).
     Bedrock {
         model: String,
@@ -116,6 +120,14 @@ impl AgentChoice {
         };
         let skills_dir = var("TASKLEDGER_SKILLS_DIR").map(PathBuf::from);
         let approve_tools = tool_list(var("TASKLEDGER_APPROVE_TOOLS").as_deref().unwrap_or(""));
+        if let Some(url) = var("TASKLEDGER_AGENT_URL") {
+            let policy = match var("TASKLEDGER_PUSH_ALLOWLIST") {
+                Some(list) => taskledger_domain::push::AddressPolicy::parse_allowlist(&list)
+                    .map_err(|e| format!("TASKLEDGER_PUSH_ALLOWLIST: {e}"))?,
+                None => taskledger_domain::push::AddressPolicy::strict(),
+            };
+            return Ok(Self::Upstream(UpstreamChoice::from_env(&url, policy)?));
+        }
         if let Some(model) = var("TASKLEDGER_BEDROCK_MODEL") {
             return Ok(Self::Bedrock {
                 model,
@@ -146,6 +158,7 @@ impl AgentChoice {
     pub async fn build(&self, timings: ScenarioTimings) -> Result<Arc<dyn Agent>, String> {
         Ok(match self {
             Self::Scenario { conformance } => ScenarioAgent::configured(timings, *conformance),
+            Self::Upstream(choice) => choice.build().await?,
             Self::OpenAi {
                 settings,
                 max_turns,

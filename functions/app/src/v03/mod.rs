@@ -12,6 +12,7 @@
 //! - `card`: the 0.3 fields merged into the public card, and the pure 0.3 extended card.
 //! - `push`: what a webhook registered over 0.3 receives (the Task, 0.3 JSON).
 
+pub mod answers;
 pub mod card;
 pub mod grpc;
 pub mod jsonrpc;
