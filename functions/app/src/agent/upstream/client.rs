@@ -31,6 +31,8 @@ pub enum Trouble {
     /// The upstream answered, but not with what A2A says (or refused the call): the details
     /// are for the log, not for participants (`telemetry::incident`).
     Broken(String),
+    /// The SSRF rules refuse the upstream's address.
+    AddressRefused,
 }
 
 impl std::fmt::Display for Trouble {
@@ -38,6 +40,7 @@ impl std::fmt::Display for Trouble {
         match self {
             Trouble::Transient(e) => write!(f, "{e}"),
             Trouble::Broken(why) => write!(f, "{why}"),
+            Trouble::AddressRefused => write!(f, "the address is refused by the SSRF rules"),
         }
     }
 }
@@ -48,6 +51,8 @@ impl From<OutboundError> for Trouble {
     fn from(e: OutboundError) -> Self {
         if e.transient() {
             Trouble::Transient(e)
+        } else if matches!(e, OutboundError::Refused(_)) {
+            Trouble::AddressRefused
         } else {
             Trouble::Broken(e.to_string())
         }
@@ -282,7 +287,12 @@ impl A2aClient {
         if !(200..300).contains(&reply.status) {
             return Err(OutboundError::Status(reply.status).into());
         }
-        decode(i.protocol, &String::from_utf8_lossy(&reply.body))
+        let body = String::from_utf8_lossy(&reply.body);
+        match (method, i.protocol) {
+            // 1.0 answers GetTask and CancelTask with the bare task.
+            (Method::Get | Method::Cancel, UpstreamProtocol::V1) => decode_task(&body),
+            _ => decode(i.protocol, &body),
+        }
     }
 }
 
@@ -349,9 +359,18 @@ fn drop_timestamps(v: &mut Value) {
     }
 }
 
-/// One JSON-RPC answer (a whole reply or one stream event) as a 1.0 `StreamResponse`.
-pub fn decode(p: UpstreamProtocol, data: &str) -> Result<StreamResponse, Trouble> {
-    let v: Value = serde_json::from_str(data)
+/// A 1.0 answer whose result is a bare `Task`, as the `StreamResponse` holding it.
+fn decode_task(data: &str) -> Result<StreamResponse, Trouble> {
+    let mut v = result_of(data)?;
+    v = json!({ "task": v });
+    drop_timestamps(&mut v);
+    serde_json::from_value(v)
+        .map_err(|e| Trouble::Broken(format!("an answer that is no Task: {e}")))
+}
+
+/// The `result` of a JSON-RPC answer; its `error` as trouble.
+fn result_of(data: &str) -> Result<Value, Trouble> {
+    let mut v: Value = serde_json::from_str(data)
         .map_err(|e| Trouble::Broken(format!("the answer is not JSON: {e}")))?;
     if let Some(err) = v.get("error") {
         let code = err.get("code").and_then(Value::as_i64).unwrap_or(0);
@@ -366,12 +385,17 @@ pub fn decode(p: UpstreamProtocol, data: &str) -> Result<StreamResponse, Trouble
             "the agent answered JSON-RPC error {code}: {message}"
         )));
     }
-    let result = v
-        .get("result")
-        .ok_or_else(|| Trouble::Broken("the answer has neither result nor error".into()))?;
+    v.get_mut("result")
+        .map(Value::take)
+        .ok_or_else(|| Trouble::Broken("the answer has neither result nor error".into()))
+}
+
+/// One JSON-RPC answer (a whole reply or one stream event) as a 1.0 `StreamResponse`.
+pub fn decode(p: UpstreamProtocol, data: &str) -> Result<StreamResponse, Trouble> {
+    let result = result_of(data)?;
     let mut result = match p {
-        UpstreamProtocol::V1 => result.clone(),
-        UpstreamProtocol::V03 => crate::v03::answers::event_in(result)
+        UpstreamProtocol::V1 => result,
+        UpstreamProtocol::V03 => crate::v03::answers::event_in(&result)
             .map_err(|e| Trouble::Broken(format!("a 0.3 answer that does not read: {e}")))?,
     };
     drop_timestamps(&mut result);

@@ -139,6 +139,11 @@ impl Agent for UpstreamAgent {
                     ))
                 }
                 Err(follow::Stop::Ours(e)) => return Err(e),
+                Err(follow::Stop::Trouble(Trouble::AddressRefused)) => {
+                    "The upstream agent's address is refused by this server's SSRF rules (the \
+                     push allowlist)"
+                        .to_string()
+                }
                 Err(follow::Stop::Trouble(broken)) => said(&broken),
                 Err(follow::Stop::Refused(why)) => {
                     format!("The upstream agent's answer cannot be kept: {why}")
