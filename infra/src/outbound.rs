@@ -150,10 +150,7 @@ fn failed(e: reqwest::Error) -> OutboundError {
     OutboundError::Unreachable(chain)
 }
 
-async fn body_within(
-    mut resp: reqwest::Response,
-    max: usize,
-) -> Result<Vec<u8>, OutboundError> {
+async fn body_within(mut resp: reqwest::Response, max: usize) -> Result<Vec<u8>, OutboundError> {
     let mut body = Vec::new();
     while let Some(chunk) = resp.chunk().await.map_err(failed)? {
         if body.len() + chunk.len() > max {

@@ -153,5 +153,8 @@ fn every_file_is_created_through_the_one_private_writer() {
                 .map(|o| format!("{}: {o}", f.display()))
         })
         .collect();
-    assert!(found.is_empty(), "files created outside infra::files: {found:?}");
+    assert!(
+        found.is_empty(),
+        "files created outside infra::files: {found:?}"
+    );
 }

@@ -69,7 +69,7 @@ async fn partner(sdk: Sdk, flags: &[&str]) -> Option<Partner> {
         Sdk::V03 => "agent_v03.py",
     };
     let path = format!("{}/upstream/{script}", env!("CARGO_MANIFEST_DIR"));
-    let child = Command::new(py)
+    let mut child = Command::new(py)
         .arg(path)
         .arg(port.to_string())
         .args(flags)
@@ -85,15 +85,14 @@ async fn partner(sdk: Sdk, flags: &[&str]) -> Option<Partner> {
         "agent-card.json"
     };
     for _ in 0..200 {
-        let r = client
-            .get(format!("{url}/.well-known/{card}"))
-            .send()
-            .await;
+        let r = client.get(format!("{url}/.well-known/{card}")).send().await;
         if r.is_ok_and(|r| r.status().is_success()) {
             return Some(Partner { child, url });
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("the {sdk:?} partner did not come up");
 }
 
@@ -136,7 +135,11 @@ async fn echo_reply_and_ask(sdk: Sdk) {
     let s = server_for(choice(&p.url, Duration::from_secs(30))).await;
     // our card advertises the upstream's skill, with our own interfaces
     let card = s.card().await;
-    let skill = if sdk == Sdk::V1 { "steered" } else { "steered03" };
+    let skill = if sdk == Sdk::V1 {
+        "steered"
+    } else {
+        "steered03"
+    };
     assert_eq!(card["skills"][0]["id"], skill, "{card}");
     assert!(card["supportedInterfaces"][0]["url"]
         .as_str()
@@ -234,8 +237,10 @@ async fn long_task_across_turns(sdk: Sdk, flags: &[&str]) {
     };
     let s = server_for(choice(&p.url, Duration::from_secs(1))).await;
     let id = s
-        .start_task(json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
-            "parts": [{"text": "slow 3"}]}))
+        .start_task(
+            json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
+            "parts": [{"text": "slow 3"}]}),
+        )
         .await;
     let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
     assert_eq!(
@@ -278,8 +283,10 @@ async fn our_cancel_cancels_the_upstream_task() {
     };
     let s = server_for(choice(&p.url, Duration::from_secs(30))).await;
     let id = s
-        .start_task(json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
-            "parts": [{"text": "wait"}]}))
+        .start_task(
+            json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
+            "parts": [{"text": "wait"}]}),
+        )
         .await;
     s.wait_state(&id, "TASK_STATE_WORKING").await;
     let c = s.ok("CancelTask", json!({"id": id})).await;
@@ -327,10 +334,12 @@ async fn scripted_card(State(s): State<Script>, headers: HeaderMap) -> Json<Valu
             .to_string(),
     );
     let url = s.interface.lock().unwrap().clone().unwrap_or_default();
-    Json(json!({"name": "scripted", "description": "d", "version": "1",
+    Json(
+        json!({"name": "scripted", "description": "d", "version": "1",
         "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": true}, "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"], "skills": []}))
+        "defaultOutputModes": ["text/plain"], "skills": []}),
+    )
 }
 
 async fn scripted_rpc(
@@ -349,7 +358,12 @@ async fn scripted_rpc(
     let body: String = s
         .events
         .iter()
-        .map(|e| format!("data: {}\n\n", json!({"jsonrpc": "2.0", "id": req["id"], "result": e})))
+        .map(|e| {
+            format!(
+                "data: {}\n\n",
+                json!({"jsonrpc": "2.0", "id": req["id"], "result": e})
+            )
+        })
         .collect();
     ([("content-type", "text/event-stream")], body).into_response()
 }
@@ -383,8 +397,10 @@ async fn failed_with(events: Vec<Value>) -> (String, Value) {
     let (url, _) = scripted(events).await;
     let s = server_for(choice(&url, Duration::from_secs(5))).await;
     let id = s
-        .start_task(json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
-            "parts": [{"text": "go"}]}))
+        .start_task(
+            json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
+            "parts": [{"text": "go"}]}),
+        )
         .await;
     let t = s.wait_state(&id, "TASK_STATE_FAILED").await;
     let text = t["status"]["message"]["parts"][0]["text"]
@@ -432,7 +448,10 @@ async fn an_oversized_event_fails_ours_and_nothing_of_it_is_stored() {
 
 #[tokio::test]
 async fn garbage_fails_ours_with_a_correlation_id_not_the_upstreams_words() {
-    let (text, _) = failed_with(vec![json!({"bogus": "<script>secret-internal-host</script>"})]).await;
+    let (text, _) = failed_with(vec![
+        json!({"bogus": "<script>secret-internal-host</script>"}),
+    ])
+    .await;
     assert!(text.contains("correlation id"), "{text}");
     assert!(!text.contains("secret-internal-host"), "{text}");
 }
@@ -448,12 +467,20 @@ async fn a_card_that_drops_the_tasks_interface_fails_the_task_at_its_next_turn()
     *script.interface.lock().unwrap() = Some(format!("{url}/moved"));
     // the answer's turn reads the card again (trusted for no time here)
     let id = t["id"].as_str().unwrap();
-    s.send(&format!("m-{}", tag()), "more", json!({"taskId": id}), json!({"returnImmediately": true}))
-        .await;
+    s.send(
+        &format!("m-{}", tag()),
+        "more",
+        json!({"taskId": id}),
+        json!({"returnImmediately": true}),
+    )
+    .await;
     let t = s.wait_state(id, "TASK_STATE_FAILED").await;
     let text = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("no longer offers"), "{text}");
-    assert!(!text.contains("127.0.0.1"), "no URL in what participants read: {text}");
+    assert!(
+        !text.contains("127.0.0.1"),
+        "no URL in what participants read: {text}"
+    );
 }
 
 #[tokio::test]
@@ -476,7 +503,10 @@ async fn our_credential_reaches_the_upstream_and_our_callers_token_never_does() 
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
     let seen = script.seen_auth.lock().unwrap().clone();
     assert!(!seen.is_empty());
-    assert!(seen.iter().all(|a| a == "Bearer upstream-secret"), "{seen:?}");
+    assert!(
+        seen.iter().all(|a| a == "Bearer upstream-secret"),
+        "{seen:?}"
+    );
 }
 
 #[tokio::test]
@@ -485,13 +515,18 @@ async fn an_upstream_on_a_refused_address_fails_the_task_by_the_ssrf_rules() {
     let c = UpstreamChoice::new(&url, AddressPolicy::strict()).unwrap();
     let s = server_for(c).await;
     let id = s
-        .start_task(json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
-            "parts": [{"text": "go"}]}))
+        .start_task(
+            json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
+            "parts": [{"text": "go"}]}),
+        )
         .await;
     let t = s.wait_state(&id, "TASK_STATE_FAILED").await;
     let text = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("SSRF"), "{text}");
-    assert!(script.seen_auth.lock().unwrap().is_empty(), "nothing reached it");
+    assert!(
+        script.seen_auth.lock().unwrap().is_empty(),
+        "nothing reached it"
+    );
 }
 
 #[tokio::test]
@@ -499,8 +534,10 @@ async fn an_unreachable_upstream_is_retried_then_given_up_saying_why() {
     let url = format!("http://127.0.0.1:{}", free_port());
     let s = server_for(choice(&url, Duration::from_secs(5))).await;
     let id = s
-        .start_task(json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
-            "parts": [{"text": "go"}]}))
+        .start_task(
+            json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
+            "parts": [{"text": "go"}]}),
+        )
         .await;
     let t = s.wait_state(&id, "TASK_STATE_FAILED").await;
     let text = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();

@@ -22,7 +22,10 @@ async fn a_long_upstream_task_survives_a_kill_9_of_the_server() {
     };
     let port = free_port();
     let mut partner = Command::new(py)
-        .arg(format!("{}/upstream/agent_v1.py", env!("CARGO_MANIFEST_DIR")))
+        .arg(format!(
+            "{}/upstream/agent_v1.py",
+            env!("CARGO_MANIFEST_DIR")
+        ))
         .arg(port.to_string())
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -80,7 +83,10 @@ async fn a_long_upstream_task_survives_a_kill_9_of_the_server() {
         }
         tokio::time::sleep(Duration::from_millis(25)).await;
     }
-    assert_eq!(last["result"]["status"]["state"], "TASK_STATE_COMPLETED", "{last}");
+    assert_eq!(
+        last["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{last}"
+    );
     let want: String = (1..=8).map(|i| format!("tick-{i} ")).collect();
     assert_eq!(ticks(&last), want, "every tick once");
     let _ = partner.kill();

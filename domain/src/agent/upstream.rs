@@ -77,7 +77,9 @@ impl UpstreamCard {
 }
 
 fn str_of<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
-    v.get(key).and_then(Value::as_str).filter(|s| !s.trim().is_empty())
+    v.get(key)
+        .and_then(Value::as_str)
+        .filter(|s| !s.trim().is_empty())
 }
 
 fn http_url(url: &str) -> Result<String, String> {
@@ -186,7 +188,11 @@ pub fn read_card(card: &Value) -> Result<UpstreamCard, String> {
         .take(MAX_ADVERTISED_SKILLS)
         .collect();
     Ok(UpstreamCard {
-        name: str_of(card, "name").unwrap_or("upstream").chars().take(200).collect(),
+        name: str_of(card, "name")
+            .unwrap_or("upstream")
+            .chars()
+            .take(200)
+            .collect(),
         interface,
         offered,
         streaming: card
@@ -228,12 +234,15 @@ mod tests {
 
     #[test]
     fn a_0_3_card_is_spoken_to_on_its_url_or_a_json_rpc_additional_interface() {
-        let card = read_card(&json!({"name": "b", "url": "http://h:2/", "protocolVersion": "0.3.0"}))
-            .unwrap();
+        let card =
+            read_card(&json!({"name": "b", "url": "http://h:2/", "protocolVersion": "0.3.0"}))
+                .unwrap();
         assert_eq!(card.interface.protocol, UpstreamProtocol::V03);
         assert!(!card.streaming);
-        let card = read_card(&json!({"name": "b", "url": "http://h:2/rest", "preferredTransport": "HTTP+JSON",
-            "additionalInterfaces": [{"url": "http://h:2/rpc", "transport": "JSONRPC"}]}))
+        let card = read_card(
+            &json!({"name": "b", "url": "http://h:2/rest", "preferredTransport": "HTTP+JSON",
+            "additionalInterfaces": [{"url": "http://h:2/rpc", "transport": "JSONRPC"}]}),
+        )
         .unwrap();
         assert_eq!(card.interface.url, "http://h:2/rpc");
     }
@@ -252,7 +261,9 @@ mod tests {
     fn advertised_skills_are_bounded_at_their_limit() {
         let skills = |n: usize| {
             (0..n)
-                .map(|i| json!({"id": format!("s{i}"), "name": "n", "description": "d", "tags": []}))
+                .map(
+                    |i| json!({"id": format!("s{i}"), "name": "n", "description": "d", "tags": []}),
+                )
                 .collect::<Vec<_>>()
         };
         let card = |n| json!({"url": "http://h/", "protocolVersion": "0.3.0", "skills": skills(n)});

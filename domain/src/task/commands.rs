@@ -181,7 +181,7 @@ pub enum TaskCommand {
     /// What the task knows of the upstream agent's task, first in the commit of a batch of its
     /// events (`upstream_batch::plan`).
     RecordUpstream {
-        upstream: Box<super::upstream::UpstreamHead>,
+        upstream: Box<super::mirror::UpstreamHead>,
         at: Timestamp,
     },
     /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.

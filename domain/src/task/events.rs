@@ -287,7 +287,7 @@ pub enum TaskEvent {
     },
     /// What the task knows of the upstream agent's task after a batch of its events (ADR 034).
     UpstreamRecorded {
-        upstream: Box<super::upstream::UpstreamHead>,
+        upstream: Box<super::mirror::UpstreamHead>,
         #[serde(with = "nanos")]
         at: Timestamp,
     },

@@ -111,7 +111,7 @@ pub struct TaskHead {
     pub hitl: bool,
     /// The upstream agent's task this one mirrors, when an upstream agent works on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub upstream: Option<super::upstream::UpstreamHead>,
+    pub upstream: Option<super::mirror::UpstreamHead>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

@@ -18,6 +18,7 @@ mod help;
 pub mod intake;
 mod liveness;
 mod messages;
+mod mirror;
 mod participants;
 mod plan;
 mod recent;
@@ -51,13 +52,15 @@ pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
 pub use liveness::{clip_reason, MAX_REASON_CHARS, MAX_STALL_DEADLINE_SECS};
 pub use messages::{MAX_HISTORY_BYTES, MAX_HISTORY_MESSAGES};
+pub use mirror::{
+    UpstreamArtifact, UpstreamHead, MAX_UPSTREAM_ID_CHARS, MAX_UPSTREAM_INTERFACE_CHARS,
+};
 pub use recent::{RecentHistory, RECENT_BYTES, RECENT_MESSAGES};
 pub use sharing::principal_of;
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
-pub use upstream::{
-    UpstreamArtifact, UpstreamHead, MAX_UPSTREAM_ID_CHARS, MAX_UPSTREAM_INTERFACE_CHARS,
+pub use upstream_batch::{
+    plan as plan_upstream, UpstreamBatch, UpstreamRefusal, MAX_UPSTREAM_BATCH,
 };
-pub use upstream_batch::{plan as plan_upstream, UpstreamBatch, UpstreamRefusal, MAX_UPSTREAM_BATCH};
 pub use work::{AdvanceWork, DROPPED_SENTENCE};
 
 impl TaskAggregate {

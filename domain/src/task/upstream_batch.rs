@@ -19,7 +19,7 @@ use super::admission::MAX_STORED_MESSAGE_BYTES;
 use super::commands::TaskCommand;
 use super::head::TaskHead;
 use super::intake::MAX_PARTS_PER_MESSAGE;
-use super::upstream::{UpstreamArtifact, UpstreamHead};
+use super::mirror::{UpstreamArtifact, UpstreamHead};
 
 /// Most upstream events one batch (one commit) carries.
 pub const MAX_UPSTREAM_BATCH: usize = 64;
@@ -217,7 +217,11 @@ fn status(
     Ok(())
 }
 
-fn message(mirror: &mut UpstreamHead, out: &mut Planned, m: &Message) -> Result<(), UpstreamRefusal> {
+fn message(
+    mirror: &mut UpstreamHead,
+    out: &mut Planned,
+    m: &Message,
+) -> Result<(), UpstreamRefusal> {
     let fallback = format!("upstream-message-{}", mirror.events + 1);
     let linked = !mirror.task_id.is_empty();
     if let Some(t) = m.task_id.as_deref().filter(|t| !t.is_empty()) {

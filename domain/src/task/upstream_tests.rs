@@ -131,19 +131,37 @@ fn a_snapshot_read_twice_changes_nothing_and_a_longer_one_appends_the_rest() {
         json!([{"task": {"id": "u-1", "contextId": "uc", "status": {"state": state},
             "artifacts": [{"artifactId": "out", "parts": parts}]}}])
     };
-    apply(&mut s, &batch(0, snap(json!([{"text": "a"}]), "TASK_STATE_WORKING"))).unwrap();
+    apply(
+        &mut s,
+        &batch(0, snap(json!([{"text": "a"}]), "TASK_STATE_WORKING")),
+    )
+    .unwrap();
     let head = s.head().unwrap().clone();
     let again = batch(1, snap(json!([{"text": "a"}]), "TASK_STATE_WORKING"));
     assert!(plan_upstream(&head, &again, at(21)).unwrap().is_empty());
     let longer = batch(
         1,
-        snap(json!([{"text": "a"}, {"text": "b"}]), "TASK_STATE_COMPLETED"),
+        snap(
+            json!([{"text": "a"}, {"text": "b"}]),
+            "TASK_STATE_COMPLETED",
+        ),
     );
     apply(&mut s, &longer).unwrap();
     let head = s.head().unwrap();
     assert_eq!(head.status.state, TaskState::Completed);
-    assert_eq!(head.artifacts[0].chunks, 2, "the second part came as a chunk");
-    assert_eq!(head.upstream.as_ref().unwrap().artifact("out").unwrap().parts, 2);
+    assert_eq!(
+        head.artifacts[0].chunks, 2,
+        "the second part came as a chunk"
+    );
+    assert_eq!(
+        head.upstream
+            .as_ref()
+            .unwrap()
+            .artifact("out")
+            .unwrap()
+            .parts,
+        2
+    );
 }
 
 #[test]
@@ -153,7 +171,11 @@ fn input_required_waits_with_the_upstreams_question() {
         &mut s,
         &batch(
             0,
-            json!([status("u-1", "TASK_STATE_INPUT_REQUIRED", Some("which one?"))]),
+            json!([status(
+                "u-1",
+                "TASK_STATE_INPUT_REQUIRED",
+                Some("which one?")
+            )]),
         ),
     )
     .unwrap();
@@ -167,7 +189,8 @@ fn input_required_waits_with_the_upstreams_question() {
 #[test]
 fn a_direct_message_completes_the_task_and_a_cancel_upstream_cancels_ours() {
     let mut s = given_created();
-    let reply = json!([{"message": {"messageId": "r-1", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}]);
+    let reply =
+        json!([{"message": {"messageId": "r-1", "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}]);
     apply(&mut s, &batch(0, reply)).unwrap();
     assert_eq!(s.head().unwrap().status.state, TaskState::Completed);
     let mut s = given_created();
@@ -175,7 +198,10 @@ fn a_direct_message_completes_the_task_and_a_cancel_upstream_cancels_ours() {
         &mut s,
         &batch(
             0,
-            json!([status("u-1", "TASK_STATE_WORKING", None), status("u-1", "TASK_STATE_CANCELED", None)]),
+            json!([
+                status("u-1", "TASK_STATE_WORKING", None),
+                status("u-1", "TASK_STATE_CANCELED", None)
+            ]),
         ),
     )
     .unwrap();
@@ -192,18 +218,30 @@ fn protocol_breaches_are_refused_with_a_reason_and_nothing_is_stored() {
     .unwrap();
     let version = s.version;
     let refused = |s: &mut TaskAggregate, b: UpstreamBatch| apply(s, &b).unwrap_err();
-    assert!(refused(&mut s, batch(1, json!([status("u-2", "TASK_STATE_WORKING", None)])))
-        .contains("not of the task this one follows"));
     assert!(refused(
         &mut s,
-        batch(1, json!([chunk("u-1", "a", true, true), chunk("u-1", "b", true, false)]))
+        batch(1, json!([status("u-2", "TASK_STATE_WORKING", None)]))
+    )
+    .contains("not of the task this one follows"));
+    assert!(refused(
+        &mut s,
+        batch(
+            1,
+            json!([
+                chunk("u-1", "a", true, true),
+                chunk("u-1", "b", true, false)
+            ])
+        )
     )
     .contains("after its last chunk"));
     assert!(refused(
         &mut s,
         batch(
             1,
-            json!([status("u-1", "TASK_STATE_COMPLETED", None), status("u-1", "TASK_STATE_WORKING", None)])
+            json!([
+                status("u-1", "TASK_STATE_COMPLETED", None),
+                status("u-1", "TASK_STATE_WORKING", None)
+            ])
         )
     )
     .contains("after its task ended"));
@@ -235,11 +273,18 @@ fn a_batch_is_bounded_at_its_limit_and_refused_one_past_it() {
 fn an_upstream_id_is_bounded_at_its_limit_and_refused_one_past_it() {
     let mut s = given_created();
     let id = "u".repeat(MAX_UPSTREAM_ID_CHARS);
-    apply(&mut s, &batch(0, json!([status(&id, "TASK_STATE_WORKING", None)]))).unwrap();
+    apply(
+        &mut s,
+        &batch(0, json!([status(&id, "TASK_STATE_WORKING", None)])),
+    )
+    .unwrap();
     let mut s = given_created();
     let long = "u".repeat(MAX_UPSTREAM_ID_CHARS + 1);
-    let err = apply(&mut s, &batch(0, json!([status(&long, "TASK_STATE_WORKING", None)])))
-        .unwrap_err();
+    let err = apply(
+        &mut s,
+        &batch(0, json!([status(&long, "TASK_STATE_WORKING", None)])),
+    )
+    .unwrap_err();
     assert!(err.contains("longer than"), "{err}");
 }
 
@@ -249,7 +294,10 @@ fn an_oversized_message_is_refused_before_anything_is_stored() {
     let big = "x".repeat(crate::task::admission::MAX_STORED_MESSAGE_BYTES);
     let err = apply(
         &mut s,
-        &batch(0, json!([status("u-1", "TASK_STATE_INPUT_REQUIRED", Some(&big))])),
+        &batch(
+            0,
+            json!([status("u-1", "TASK_STATE_INPUT_REQUIRED", Some(&big))]),
+        ),
     )
     .unwrap_err();
     assert!(err.contains("bytes, past"), "{err}");
@@ -281,7 +329,13 @@ fn a_follow_up_turn_is_no_progress_for_the_deadline_reaper() {
     };
     let events = s.decide(reap).unwrap();
     assert!(
-        matches!(&events[..], [TaskEvent::StatusChanged { state: TaskState::Failed, .. }]),
+        matches!(
+            &events[..],
+            [TaskEvent::StatusChanged {
+                state: TaskState::Failed,
+                ..
+            }]
+        ),
         "the upstream's last event was at 0:20: {events:?}"
     );
 }

@@ -3,7 +3,8 @@
 //! (`agent`), the A2A bindings (`http`; `grpc` with the `grpc` feature) and the request rules
 //! they share (`request`), the loops that drive the service (`runners`), who is calling
 //! (`identity`) and how often it may (`limits`), the A2A 0.3 shapes the bindings translate at
-//! their edge (`v03`), and the composition the binaries share (`compose`).
+//! their edge (`v03`), an upstream A2A agent as the worker (`upstream`, an `Agent` beside
+//! the built-in ones), and the composition the binaries share (`compose`).
 //!
 //! Rooms depend downwards only: `http`, `grpc` and `runners` → `service` → `agent` (the port),
 //! all on the leaves `v03`, `operations`, `request`, `per_task` and `error`; `compose` may name everything, infra's
@@ -27,6 +28,7 @@ pub mod request;
 pub mod runners;
 pub mod service;
 pub mod telemetry;
+pub mod upstream;
 pub mod v03;
 
 pub use error::AppError;

@@ -485,29 +485,29 @@ fn jwt_settings(args: &Args) -> Result<Option<JwtSettings>, String> {
 /// The model agent (or the built-in one) of the flags.
 fn model_agent(args: &Args) -> AgentChoice {
     match (
-            &args.llm_base_url.clone().filter(|u| !u.is_empty()),
-            &args.bedrock_model.clone().filter(|m| !m.is_empty()),
-        ) {
-            (None, Some(model)) => AgentChoice::Bedrock {
-                model: model.clone(),
+        &args.llm_base_url.clone().filter(|u| !u.is_empty()),
+        &args.bedrock_model.clone().filter(|m| !m.is_empty()),
+    ) {
+        (None, Some(model)) => AgentChoice::Bedrock {
+            model: model.clone(),
+            max_turns: args.max_turns,
+            skills_dir: args.skills_dir.clone(),
+            approve_tools: compose::tool_list(&args.approve_tools),
+        },
+        (None, None) => AgentChoice::Scenario {
+            conformance: args.conformance_scenarios,
+        },
+        (Some(url), _) => {
+            let mut s =
+                taskledger_infra::llm::OpenAiSettings::new(url.clone(), args.llm_model.clone());
+            s.api_key = args.llm_api_key.clone();
+            AgentChoice::OpenAi {
+                settings: s,
                 max_turns: args.max_turns,
                 skills_dir: args.skills_dir.clone(),
                 approve_tools: compose::tool_list(&args.approve_tools),
-            },
-            (None, None) => AgentChoice::Scenario {
-                conformance: args.conformance_scenarios,
-            },
-            (Some(url), _) => {
-                let mut s =
-                    taskledger_infra::llm::OpenAiSettings::new(url.clone(), args.llm_model.clone());
-                s.api_key = args.llm_api_key.clone();
-                AgentChoice::OpenAi {
-                    settings: s,
-                    max_turns: args.max_turns,
-                    skills_dir: args.skills_dir.clone(),
-                    approve_tools: compose::tool_list(&args.approve_tools),
-                }
             }
+        }
     }
 }
 
@@ -518,8 +518,12 @@ fn upstream_of(args: &Args) -> Result<Option<compose::UpstreamChoice>, Box<dyn s
     };
     let policy = taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
         .map_err(|e| format!("--push-allowlist: {e}"))?;
-    let mut c = compose::UpstreamChoice::new(url, policy).map_err(|e| format!("--agent-url: {e}"))?;
-    c.token = match (&args.agent_token_file, std::env::var("TASKLEDGER_AGENT_TOKEN").ok()) {
+    let mut c =
+        compose::UpstreamChoice::new(url, policy).map_err(|e| format!("--agent-url: {e}"))?;
+    c.token = match (
+        &args.agent_token_file,
+        std::env::var("TASKLEDGER_AGENT_TOKEN").ok(),
+    ) {
         (Some(f), _) => compose::UpstreamToken::new(
             &std::fs::read_to_string(f).map_err(|e| format!("--agent-token-file: {e}"))?,
         ),

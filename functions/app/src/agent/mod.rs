@@ -6,7 +6,6 @@
 
 pub mod llm;
 pub mod scenario;
-pub mod upstream;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -20,7 +19,6 @@ use crate::error::AppError;
 
 pub use llm::{LlmAgent, DEFAULT_MAX_TURNS};
 pub use scenario::{Scenario, ScenarioAgent, ScenarioTimings};
-pub use upstream::{FollowSettings, UpstreamAgent};
 
 /// What a Lambda invocation leaves, by default, for the step in flight and the commit of a
 /// continuation: a model call may take its timeout several times over with retries.

@@ -10,7 +10,8 @@ use std::time::Duration;
 use taskledger_domain::push::AddressPolicy;
 use taskledger_infra::outbound::{Credential, OutboundHttp};
 
-use crate::agent::{Agent, FollowSettings, UpstreamAgent};
+use crate::agent::Agent;
+use crate::upstream::{FollowSettings, UpstreamAgent};
 
 /// A credential as given (a bearer token or an API key): printed as `<redacted>`.
 #[derive(Clone)]

@@ -27,11 +27,13 @@ fn refused(state: &AppState, parts: &axum::http::request::Parts) -> Option<Respo
         .as_ref()
         .and_then(|m| m.token.as_deref())
     else {
-        return Some((
-            StatusCode::FORBIDDEN,
-            "/metrics is the operator's: this server has no metrics token (--metrics-token)",
-        )
-            .into_response());
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                "/metrics is the operator's: this server has no metrics token (--metrics-token)",
+            )
+                .into_response(),
+        );
     };
     let given = crate::identity::bearer(parts).unwrap_or_default();
     let same = given.len() == expected.len()
@@ -43,12 +45,14 @@ fn refused(state: &AppState, parts: &axum::http::request::Parts) -> Option<Respo
     if same {
         None
     } else {
-        Some((
-            StatusCode::UNAUTHORIZED,
-            [(header::WWW_AUTHENTICATE, "Bearer realm=\"metrics\"")],
-            "/metrics answers to the metrics token only",
+        Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                [(header::WWW_AUTHENTICATE, "Bearer realm=\"metrics\"")],
+                "/metrics answers to the metrics token only",
+            )
+                .into_response(),
         )
-            .into_response())
     }
 }
 

@@ -34,7 +34,10 @@ fn text<'a>(v: &'a Value, key: &str, field: &str) -> Result<&'a str, AppError> {
 fn status_in(v: &Value, field: &str) -> Result<Value, AppError> {
     let state = text(v, "state", field)?;
     let state = state_in(state).ok_or_else(|| {
-        AppError::invalid_params(format!("{field}.state"), format!("{state:?} is no 0.3 state"))
+        AppError::invalid_params(
+            format!("{field}.state"),
+            format!("{state:?} is no 0.3 state"),
+        )
     })?;
     let mut out = json!({ "state": state });
     if let Some(m) = v.get("message").filter(|m| !m.is_null()) {
@@ -48,7 +51,13 @@ fn artifact_in(v: &Value, field: &str) -> Result<Value, AppError> {
         .as_object()
         .ok_or_else(|| AppError::invalid_params(field, "must be an object"))?;
     let mut out = Map::new();
-    for k in ["artifactId", "name", "description", "metadata", "extensions"] {
+    for k in [
+        "artifactId",
+        "name",
+        "description",
+        "metadata",
+        "extensions",
+    ] {
         if let Some(x) = o.get(k).filter(|x| !x.is_null()) {
             out.insert(k.into(), x.clone());
         }
@@ -123,24 +132,35 @@ mod tests {
         assert_eq!(task["task"]["status"]["message"]["role"], "ROLE_AGENT");
         assert!(task["task"]["status"].get("timestamp").is_none());
         assert_eq!(task["task"]["artifacts"][0]["parts"][0]["text"], "x");
-        let chunk = event_in(&json!({"kind": "artifact-update", "taskId": "t", "contextId": "c",
+        let chunk = event_in(
+            &json!({"kind": "artifact-update", "taskId": "t", "contextId": "c",
             "append": true, "lastChunk": true,
-            "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "y"}]}}))
+            "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "y"}]}}),
+        )
         .unwrap();
         assert_eq!(chunk["artifactUpdate"]["lastChunk"], true);
-        let status = event_in(&json!({"kind": "status-update", "taskId": "t", "contextId": "c",
-            "final": true, "status": {"state": "completed"}}))
+        let status = event_in(
+            &json!({"kind": "status-update", "taskId": "t", "contextId": "c",
+            "final": true, "status": {"state": "completed"}}),
+        )
         .unwrap();
-        assert_eq!(status["statusUpdate"]["status"]["state"], "TASK_STATE_COMPLETED");
-        let reply = event_in(&json!({"kind": "message", "messageId": "r", "role": "agent",
-            "parts": [{"kind": "text", "text": "hi"}]}))
+        assert_eq!(
+            status["statusUpdate"]["status"]["state"],
+            "TASK_STATE_COMPLETED"
+        );
+        let reply = event_in(
+            &json!({"kind": "message", "messageId": "r", "role": "agent",
+            "parts": [{"kind": "text", "text": "hi"}]}),
+        )
         .unwrap();
         assert_eq!(reply["message"]["messageId"], "r");
     }
 
     #[test]
     fn a_malformed_answer_is_refused_by_field() {
-        let e = event_in(&json!({"kind": "status-update", "taskId": "t", "status": {"state": "dancing"}}));
+        let e = event_in(
+            &json!({"kind": "status-update", "taskId": "t", "status": {"state": "dancing"}}),
+        );
         assert!(e.unwrap_err().to_string().contains("result.status.state"));
         assert!(event_in(&json!({"kind": "nope"})).is_err());
         assert!(event_in(&json!({"kind": "task", "status": {"state": "working"}})).is_err());

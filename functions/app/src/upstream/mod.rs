@@ -24,7 +24,7 @@ use taskledger_domain::task::TaskHead;
 use taskledger_domain::wire::Message;
 use tracing::{debug, warn, Instrument};
 
-use super::{Agent, TaskPort, TurnBudget, TurnEnd};
+use crate::agent::{Agent, TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
 
 pub use client::{A2aClient, Trouble, CARD_REVALIDATE_EVERY};
@@ -163,13 +163,17 @@ impl Agent for UpstreamAgent {
         let cancel = async {
             let card = self.client.card().await?;
             let Some(i) = card.still_offers(&up.interface) else {
-                return Err(Trouble::Broken("the card no longer offers the interface".into()));
+                return Err(Trouble::Broken(
+                    "the card no longer offers the interface".into(),
+                ));
             };
             self.client.cancel(i, &up.task_id).await
         };
         match tokio::time::timeout(CANCEL_TIMEOUT, cancel).await {
             Ok(Ok(())) => debug!(task_id = %head.id, "upstream task canceled"),
-            Ok(Err(e)) => warn!(task_id = %head.id, error = %e, "the upstream task was not canceled"),
+            Ok(Err(e)) => {
+                warn!(task_id = %head.id, error = %e, "the upstream task was not canceled")
+            }
             Err(_) => warn!(task_id = %head.id, "the upstream's cancel did not answer in time"),
         }
     }

@@ -111,7 +111,10 @@ impl A2aClient {
     /// The card: the one held while fresh, else revalidated (a 304 keeps it) or read anew.
     pub async fn card(&self) -> Result<UpstreamCard, Trouble> {
         let held = self.known.lock().ok().and_then(|k| k.clone());
-        if let Some(k) = held.as_ref().filter(|k| k.read_at.elapsed() < self.card_ttl) {
+        if let Some(k) = held
+            .as_ref()
+            .filter(|k| k.read_at.elapsed() < self.card_ttl)
+        {
             return Ok(k.card.clone());
         }
         let paths: Vec<&'static str> = match &held {
@@ -245,7 +248,9 @@ impl A2aClient {
             .await?;
         match answer {
             StreamResponse::Task(_) => Ok(answer),
-            _ => Err(Trouble::Broken("GetTask answered with something else than a task".into())),
+            _ => Err(Trouble::Broken(
+                "GetTask answered with something else than a task".into(),
+            )),
         }
     }
 

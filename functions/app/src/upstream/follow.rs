@@ -127,8 +127,7 @@ impl<'a> Follower<'a> {
                 .map(|m| (m.task_id.clone(), m.context_id.clone()));
             let link = link.as_ref().map(|(t, c)| (t.as_str(), c.as_str()));
             if card.streaming {
-                let events =
-                    retry(|| self.client.send_stream(&interface, &message, link)).await?;
+                let events = retry(|| self.client.send_stream(&interface, &message, link)).await?;
                 self.drain(&interface, events, Some(self.work_seq)).await?;
             } else {
                 let answer = retry(|| self.client.send(&interface, &message, link)).await?;
