@@ -544,3 +544,50 @@ async fn an_unreachable_upstream_is_retried_then_given_up_saying_why() {
     assert!(text.contains("given up after 3 attempts"), "{text}");
     assert!(!text.contains("127.0.0.1"), "{text}");
 }
+
+/// The serverless path: DynamoDB's stream relays each work request (the first message, every
+/// continuation, the user's answer) to the SQS turn queue, whose worker follows the upstream.
+#[tokio::test]
+async fn a_long_task_and_an_answer_go_through_the_dynamodb_stream_and_the_turn_queue() {
+    if !taskledger_tests::aws_endpoint() {
+        return;
+    }
+    let Some(p) = partner(Sdk::V1, &[]).await else {
+        return;
+    };
+    let mut config = test_config();
+    config.storage = taskledger_local::Storage::Dynamo {
+        prefix: format!("tl-up-{}-", uuid::Uuid::new_v4().simple()),
+        create_tables: true,
+        counter: None,
+        pollers: true,
+    };
+    config.agent = AgentChoice::Upstream(choice(&p.url, Duration::from_secs(1)));
+    config.blocking_timeout = Duration::from_secs(20);
+    let s = Server::start_with(config).await;
+    let id = s
+        .start_task(
+            json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
+            "parts": [{"text": "slow 2"}]}),
+        )
+        .await;
+    s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    let ticks: String = (1..=4).map(|i| format!("tick-{i} ")).collect();
+    assert_eq!(artifact_text(&task_of(&s, &id).await, "progress"), ticks);
+    let t = s.send_task(&format!("m-{}", tag()), "ask").await;
+    let id = t["id"].as_str().unwrap();
+    let t = s.wait_state(id, "TASK_STATE_INPUT_REQUIRED").await;
+    assert_eq!(
+        t["status"]["message"]["parts"][0]["text"],
+        "what is your name?"
+    );
+    s.send(
+        &format!("m-{}", tag()),
+        "Grace",
+        json!({"taskId": id}),
+        json!({}),
+    )
+    .await;
+    let t = s.wait_state(id, "TASK_STATE_COMPLETED").await;
+    assert_eq!(artifact_text(&t, "greeting"), "hello Grace");
+}
