@@ -7,7 +7,7 @@
 mod telemetry;
 mod upstream;
 pub use telemetry::{init_lambda, init_telemetry, report};
-pub use upstream::{follow_window, UpstreamChoice, UpstreamToken};
+pub use upstream::{api_agent, follow_window, UpstreamChoice, UpstreamToken};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -101,3 +101,17 @@ impl UpstreamChoice {
 pub fn follow_window(secs: u64) -> Duration {
     Duration::from_secs(secs.max(1))
 }
+
+/// The API function's agent: the upstream one when `TASKLEDGER_AGENT_URL` is set (our cancel
+/// reaches the upstream task; the card advertises its skills), else the scenario agent with
+/// the deployment's conformance rules (it answers direct replies). Turns run in the worker.
+pub async fn api_agent() -> Result<Arc<dyn Agent>, String> {
+    use crate::agent::{ScenarioAgent, ScenarioTimings};
+    match super::AgentChoice::from_env()? {
+        c @ super::AgentChoice::Upstream(_) => c.build(ScenarioTimings::default()).await,
+        _ => Ok(ScenarioAgent::configured(
+            ScenarioTimings::default(),
+            super::conformance_from_env()?,
+        )),
+    }
+}
