@@ -162,14 +162,13 @@ fn admit_on(head: &TaskHead, event: &TaskEvent, gate: &Admission) -> Result<(), 
         MessageAppended {
             message, acted_by, ..
         } => {
-            bounded_message(message)?;
+            let size = bounded_message(message)? as u64;
             if head.history_len >= MAX_HISTORY_MESSAGES {
                 return Err(format!(
                     "task {} holds {MAX_HISTORY_MESSAGES} messages, the most it may",
                     head.id
                 ));
             }
-            let size = json_size(message) as u64;
             if head.history_bytes.saturating_add(size) > MAX_HISTORY_BYTES {
                 return Err(format!(
                     "task {}'s history would pass {MAX_HISTORY_BYTES} bytes",
@@ -190,7 +189,7 @@ fn admit_on(head: &TaskHead, event: &TaskEvent, gate: &Admission) -> Result<(), 
             }
             status_change(head, *state)
         }
-        HelpRequested { message, .. } => bounded_message(message),
+        HelpRequested { message, .. } => bounded_message(message).map(|_| ()),
         TaskCanceled { .. } => Ok(()),
         ArtifactAdded { artifact, .. } => new_artifact(head, artifact),
         ArtifactChunkAppended {
@@ -328,8 +327,14 @@ fn extension_change(
     Ok(())
 }
 
-fn bounded_message(m: &Message) -> Result<(), String> {
-    bounded_parts(&m.parts)?;
+/// A message within the intake's bounds: its size as JSON.
+fn bounded_message(m: &Message) -> Result<usize, String> {
+    if m.parts.len() > MAX_PARTS_PER_MESSAGE {
+        return Err(format!(
+            "{} parts, past {MAX_PARTS_PER_MESSAGE}",
+            m.parts.len()
+        ));
+    }
     if let Some(meta) = &m.metadata {
         let size = json_size(meta);
         if size > MAX_MESSAGE_METADATA_BYTES {
@@ -346,7 +351,7 @@ fn bounded_message(m: &Message) -> Result<(), String> {
             m.message_id
         ));
     }
-    Ok(())
+    Ok(size)
 }
 
 fn bounded_parts(parts: &[Part]) -> Result<(), String> {
