@@ -9,6 +9,7 @@ pub mod jwks;
 pub mod lambda;
 pub mod llm;
 pub mod logging;
+pub mod mcp;
 pub mod otlp;
 pub mod outbound;
 pub mod relay;

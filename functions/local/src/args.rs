@@ -141,6 +141,19 @@ pub(crate) struct Args {
     /// Seconds one turn follows the upstream's work before it continues in a new turn.
     #[arg(long, env = "TASKLEDGER_AGENT_FOLLOW_SECS", default_value_t = 60)]
     pub(crate) agent_follow_secs: u64,
+    /// MCP servers whose tools the model agent is offered, `NAME=URL` (Streamable HTTP; the
+    /// tools as `NAME__tool`), repeatable or comma-separated; each server's bearer token from
+    /// TASKLEDGER_MCP_TOKEN_<NAME>. Their URLs follow --push-allowlist.
+    #[arg(
+        long = "mcp-server",
+        env = "TASKLEDGER_MCP_SERVERS",
+        value_delimiter = ','
+    )]
+    pub(crate) mcp_servers: Vec<String>,
+    /// Destructive MCP tools (annotated destructiveHint) that run without a person's approval:
+    /// `NAME__tool` or `NAME__*`, comma-separated.
+    #[arg(long, env = "TASKLEDGER_MCP_TRUST", default_value = "")]
+    pub(crate) mcp_trust: String,
     /// Networks webhooks may reach despite the SSRF guard (comma-separated CIDRs). The local
     /// default allows loopback (development); pass an empty value to refuse it too.
     #[arg(

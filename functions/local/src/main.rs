@@ -390,6 +390,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             ),
             _ => return Err("--archive-bucket archives from the DynamoDB table's stream: it needs --store dynamodb without --in-process-agent (on the embedded store, `taskledger export` writes the same files)".into()),
         },
+        mcp: compose::McpServerSpec::parse_list(
+            &args.mcp_servers.join(","),
+            &taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
+                .map_err(|e| format!("--push-allowlist: {e}"))?,
+        )
+        .map_err(|e| format!("--mcp-server: {e}"))?,
+        mcp_trust: compose::tool_list(&args.mcp_trust),
         agent: match upstream_of(&args)? {
             Some(upstream) => AgentChoice::Upstream(upstream),
             None => model_agent(&args),

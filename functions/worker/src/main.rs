@@ -7,15 +7,13 @@
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use taskledger_app::agent::{ScenarioTimings, TurnBudget};
-use taskledger_app::compose::{self, AgentChoice, TurnMessage, DEFAULT_TURN_MARGIN};
+use taskledger_app::compose::{self, TurnMessage, DEFAULT_TURN_MARGIN};
 use taskledger_app::{Dispatch, ServiceSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     taskledger_app::compose::init_lambda();
-    let agent = AgentChoice::from_env()?
-        .build(ScenarioTimings::default())
-        .await?;
+    let agent = compose::agent_from_env(ScenarioTimings::default()).await?;
     // New work (a sub-task, a follow-up) reaches the queue through the stream relay.
     let settings = ServiceSettings {
         dispatch: Dispatch::Feed,

@@ -4,8 +4,10 @@
 //! Lambda service set-up (`lambda_service`, and the API function's whole wiring, `lambda_api`).
 //! The only module of the crate that names infra's adapters.
 
+mod mcp;
 mod telemetry;
 mod upstream;
+pub use mcp::{mcp_tools, McpServerSpec};
 pub use telemetry::{init_lambda, init_telemetry, report};
 pub use upstream::{api_agent, follow_window, UpstreamChoice, UpstreamToken};
 
@@ -156,6 +158,15 @@ impl AgentChoice {
 
     /// The agent itself.
     pub async fn build(&self, timings: ScenarioTimings) -> Result<Arc<dyn Agent>, String> {
+        self.build_with(timings, None).await
+    }
+
+    /// The agent, a model agent with `mcp`'s tools besides its own.
+    pub async fn build_with(
+        &self,
+        timings: ScenarioTimings,
+        mcp: Option<Arc<crate::agent::llm::McpTools>>,
+    ) -> Result<Arc<dyn Agent>, String> {
         Ok(match self {
             Self::Scenario { conformance } => ScenarioAgent::configured(timings, *conformance),
             Self::Upstream(choice) => choice.build().await?,
@@ -166,11 +177,12 @@ impl AgentChoice {
                 approve_tools,
             } => {
                 let model = OpenAiCompatible::new(settings.clone()).map_err(|e| e.to_string())?;
-                LlmAgent::configured(
+                LlmAgent::with_mcp(
                     Arc::new(model),
                     *max_turns,
                     skills(skills_dir.as_deref()),
                     approve_tools.clone(),
+                    mcp,
                 )
             }
             #[cfg(feature = "bedrock")]
@@ -181,11 +193,12 @@ impl AgentChoice {
                 approve_tools,
             } => {
                 let model = Bedrock::new(Bedrock::client(None).await, model.clone());
-                LlmAgent::configured(
+                LlmAgent::with_mcp(
                     Arc::new(model),
                     *max_turns,
                     skills(skills_dir.as_deref()),
                     approve_tools.clone(),
+                    mcp,
                 )
             }
             #[cfg(not(feature = "bedrock"))]
@@ -197,6 +210,23 @@ impl AgentChoice {
             }
         })
     }
+}
+
+/// The worker's agent from its environment: `AgentChoice::from_env`, with the MCP servers of
+/// `TASKLEDGER_MCP_SERVERS` (`NAME=URL,…`, under `TASKLEDGER_PUSH_ALLOWLIST`) and the trusted
+/// destructive tools of `TASKLEDGER_MCP_TRUST`.
+pub async fn agent_from_env(timings: ScenarioTimings) -> Result<Arc<dyn Agent>, String> {
+    let policy = match var("TASKLEDGER_PUSH_ALLOWLIST") {
+        Some(list) => taskledger_domain::push::AddressPolicy::parse_allowlist(&list)
+            .map_err(|e| format!("TASKLEDGER_PUSH_ALLOWLIST: {e}"))?,
+        None => taskledger_domain::push::AddressPolicy::strict(),
+    };
+    let specs =
+        McpServerSpec::parse_list(&var("TASKLEDGER_MCP_SERVERS").unwrap_or_default(), &policy)
+            .map_err(|e| format!("TASKLEDGER_MCP_SERVERS: {e}"))?;
+    let trusted = tool_list(var("TASKLEDGER_MCP_TRUST").as_deref().unwrap_or(""));
+    let mcp = mcp_tools(&specs, trusted)?;
+    AgentChoice::from_env()?.build_with(timings, mcp).await
 }
 
 /// Tool names from a comma-separated list (`--approve-tools`), blanks dropped.

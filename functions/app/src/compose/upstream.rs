@@ -24,6 +24,11 @@ impl std::fmt::Debug for UpstreamToken {
 }
 
 impl UpstreamToken {
+    /// The credential itself, for the adapter that sends it.
+    pub(super) fn secret(&self) -> &str {
+        &self.0
+    }
+
     /// A token read from `source` (a file's contents, a variable, a secret): trimmed; empty is
     /// none.
     pub fn new(source: &str) -> Option<Self> {
@@ -87,7 +92,7 @@ impl UpstreamChoice {
         let credential = self
             .token
             .as_ref()
-            .map(|t| Credential::new(self.auth_header.as_deref(), &t.0))
+            .map(|t| Credential::new(self.auth_header.as_deref(), t.secret()))
             .transpose()
             .map_err(|e| e.to_string())?;
         let http = OutboundHttp::new(self.policy.clone(), credential).map_err(|e| e.to_string())?;
