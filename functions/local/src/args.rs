@@ -141,6 +141,10 @@ pub(crate) struct Args {
     /// Seconds one turn follows the upstream's work before it continues in a new turn.
     #[arg(long, env = "TASKLEDGER_AGENT_FOLLOW_SECS", default_value_t = 60)]
     pub(crate) agent_follow_secs: u64,
+    /// A custom agent built into this binary that does every turn (`greeter`: the example of
+    /// functions/example-agent, written against the agent port).
+    #[arg(long, env = "TASKLEDGER_CUSTOM_AGENT")]
+    pub(crate) custom_agent: Option<String>,
     /// MCP servers whose tools the model agent is offered, `NAME=URL` (Streamable HTTP; the
     /// tools as `NAME__tool`), repeatable or comma-separated; each server's bearer token from
     /// TASKLEDGER_MCP_TOKEN_<NAME>. Their URLs follow --push-allowlist.

@@ -397,9 +397,14 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         )
         .map_err(|e| format!("--mcp-server: {e}"))?,
         mcp_trust: compose::tool_list(&args.mcp_trust),
-        agent: match upstream_of(&args)? {
-            Some(upstream) => AgentChoice::Upstream(upstream),
-            None => model_agent(&args),
+        agent: match (upstream_of(&args)?, args.custom_agent.as_deref()) {
+            (Some(upstream), _) => AgentChoice::Upstream(upstream),
+            (None, Some(name)) => AgentChoice::Custom(compose::CustomAgent(
+                taskledger_example_agent::by_name(name)
+                    .ok_or_else(|| format!("--custom-agent: no agent {name:?} is built in"))?,
+                name.to_string(),
+            )),
+            (None, None) => model_agent(&args),
         },
     };
     let listeners = Listeners::bind(&config, args.listen).await.map_err(|e| {

@@ -3,6 +3,16 @@
 //! the service. The built-in agent is the model loop (`llm`) on the deterministic scripted
 //! model, behind a thin rule layer for what the conformance kit asks that no model can do
 //! (`scenario`).
+//!
+//! **The agent port is public API** (issue 52, ADR 034): a team writes its own agent in Rust by
+//! implementing `Agent` — one `run_turn` per turn, on the message that asked for it — against
+//! `TaskPort`: `view` reads the task and its history; `execute` commits `TaskCommand`s
+//! (messages, artifacts and their chunks, status changes, INPUT_REQUIRED with a question,
+//! tool approvals) through the one commit path, each decided by the task's rules and held by
+//! the gate; `spawn_subtask` and `fail_task`. A turn that runs out of its `TurnBudget` records
+//! `ContinueAgentWork` and returns `TurnEnd::Continued`. The scenario agent, the model loop,
+//! the upstream forwarder (`crate::upstream`) and the example crate `functions/example-agent`
+//! (`--custom-agent greeter`) all implement it.
 
 pub mod llm;
 pub mod scenario;

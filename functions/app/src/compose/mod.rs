@@ -68,6 +68,9 @@ pub enum AgentChoice {
     },
     /// An A2A agent the team serves does every turn (ADR 034).
     Upstream(UpstreamChoice),
+    /// An agent of the team's own, in Rust, built into the binary (the agent port:
+    /// `agent::Agent`; `functions/example-agent`).
+    Custom(CustomAgent),
     /// A Bedrock model through the Converse API (credentials and region from the environment).
     Bedrock {
         model: String,
@@ -170,6 +173,7 @@ impl AgentChoice {
         Ok(match self {
             Self::Scenario { conformance } => ScenarioAgent::configured(timings, *conformance),
             Self::Upstream(choice) => choice.build().await?,
+            Self::Custom(agent) => agent.0.clone(),
             Self::OpenAi {
                 settings,
                 max_turns,
@@ -227,6 +231,16 @@ pub async fn agent_from_env(timings: ScenarioTimings) -> Result<Arc<dyn Agent>, 
     let trusted = tool_list(var("TASKLEDGER_MCP_TRUST").as_deref().unwrap_or(""));
     let mcp = mcp_tools(&specs, trusted)?;
     AgentChoice::from_env()?.build_with(timings, mcp).await
+}
+
+/// A custom agent (`AgentChoice::Custom`), by the name it was picked with.
+#[derive(Clone)]
+pub struct CustomAgent(pub Arc<dyn Agent>, pub String);
+
+impl std::fmt::Debug for CustomAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CustomAgent({})", self.1)
+    }
 }
 
 /// Tool names from a comma-separated list (`--approve-tools`), blanks dropped.
