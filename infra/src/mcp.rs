@@ -1,7 +1,8 @@
 //! MCP servers' tools for the model agent (ADR 034), behind `agent::mcp::ToolServer`: the
 //! official Rust MCP SDK (`rmcp`) over Streamable HTTP, its HTTP client the SSRF-guarded one
 //! webhooks use (every address checked in the resolver, no redirects, no proxy), a header or
-//! bearer per server from the deployment's secrets (sensitive: never logged or echoed). The
+//! bearer per server from the deployment's secrets (sensitive: never logged or echoed); or, for
+//! the local server only, a child process spoken to over stdio (`McpServer::stdio`). The
 //! session is opened at the first use and again after it broke; the tool list is read again
 //! after the server says it changed (`notifications/tools/list_changed`). Each call has a
 //! timeout; the SDK bounds what one answer may be.
@@ -15,7 +16,7 @@ use async_trait::async_trait;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use taskledger_domain::agent::mcp::{CallResult, ListedTool, ToolServer, MAX_TOOL_RESULT_BYTES};
@@ -84,26 +85,54 @@ impl McpHeader {
 
 type Session = RunningService<RoleClient, Listener>;
 
-/// One MCP server over Streamable HTTP.
-pub struct McpHttpServer {
+/// How a server is reached.
+enum Endpoint {
+    Http {
+        url: String,
+        client: reqwest::Client,
+        headers: Vec<McpHeader>,
+    },
+    /// A program started (again, after it exited) and spoken to over its stdin and stdout.
+    Stdio { program: String, args: Vec<String> },
+}
+
+/// One MCP server.
+pub struct McpServer {
     name: String,
-    url: String,
-    client: reqwest::Client,
-    headers: Vec<McpHeader>,
+    endpoint: Endpoint,
     listener: Listener,
     session: Mutex<Option<Arc<Session>>>,
     tools: Mutex<Option<Vec<ListedTool>>>,
 }
 
-impl std::fmt::Debug for McpHttpServer {
+impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "McpHttpServer {{ name: {:?} }}", self.name)
     }
 }
 
-impl McpHttpServer {
+impl McpServer {
+    /// Server `name` run as `command` (a program and its arguments, split on blanks; no shell),
+    /// over stdio: for the local server, whose operator names the program.
+    pub fn stdio(name: &str, command: &str) -> Result<Self, McpSetupError> {
+        let mut words = command.split_whitespace().map(str::to_string);
+        let program = words
+            .next()
+            .ok_or_else(|| McpSetupError::Server(name.into(), "the command is empty".into()))?;
+        Ok(Self {
+            name: name.to_string(),
+            endpoint: Endpoint::Stdio {
+                program,
+                args: words.collect(),
+            },
+            listener: Listener::default(),
+            session: Mutex::new(None),
+            tools: Mutex::new(None),
+        })
+    }
+
     /// Server `name` at `url` (its Streamable HTTP endpoint, often `/mcp`), under `policy`.
-    pub fn new(
+    pub fn http(
         name: &str,
         url: &str,
         policy: AddressPolicy,
@@ -124,9 +153,11 @@ impl McpHttpServer {
             .map_err(|e| McpSetupError::Client(e.to_string()))?;
         Ok(Self {
             name: name.to_string(),
-            url: url.to_string(),
-            client,
-            headers,
+            endpoint: Endpoint::Http {
+                url: url.to_string(),
+                client,
+                headers,
+            },
             listener: Listener::default(),
             session: Mutex::new(None),
             tools: Mutex::new(None),
@@ -138,19 +169,39 @@ impl McpHttpServer {
         if let Some(s) = held.as_ref().filter(|s| !s.is_closed()) {
             return Ok(s.clone());
         }
-        let mut config = StreamableHttpClientTransportConfig::with_uri(self.url.clone());
-        config.max_json_response_size = MAX_ANSWER_BYTES;
-        config.max_sse_event_size = MAX_ANSWER_BYTES;
-        config.custom_headers = self
-            .headers
-            .iter()
-            .map(|h| (h.name.clone(), h.value.clone()))
-            .collect::<HashMap<_, _>>();
-        let transport = StreamableHttpClientTransport::with_client(self.client.clone(), config);
-        let opened = tokio::time::timeout(CONNECT_TIMEOUT, self.listener.clone().serve(transport))
-            .await
-            .map_err(|_| "the server did not answer initialize in time".to_string())?
-            .map_err(|e| format!("initialize failed: {e}"))?;
+        let late = || "the server did not answer initialize in time".to_string();
+        let opened = match &self.endpoint {
+            Endpoint::Http {
+                url,
+                client,
+                headers,
+            } => {
+                let mut config = StreamableHttpClientTransportConfig::with_uri(url.clone());
+                config.max_json_response_size = MAX_ANSWER_BYTES;
+                config.max_sse_event_size = MAX_ANSWER_BYTES;
+                config.custom_headers = headers
+                    .iter()
+                    .map(|h| (h.name.clone(), h.value.clone()))
+                    .collect::<HashMap<_, _>>();
+                let transport = StreamableHttpClientTransport::with_client(client.clone(), config);
+                tokio::time::timeout(CONNECT_TIMEOUT, self.listener.clone().serve(transport))
+                    .await
+                    .map_err(|_| late())?
+                    .map_err(|e| format!("initialize failed: {e}"))?
+            }
+            Endpoint::Stdio { program, args } => {
+                let mut command = tokio::process::Command::new(program);
+                command.args(args);
+                let (transport, _) = TokioChildProcess::builder(command)
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .map_err(|e| format!("the server's program does not start: {e}"))?;
+                tokio::time::timeout(CONNECT_TIMEOUT, self.listener.clone().serve(transport))
+                    .await
+                    .map_err(|_| late())?
+                    .map_err(|e| format!("initialize failed: {e}"))?
+            }
+        };
         let s = Arc::new(opened);
         *held = Some(s.clone());
         // A new session lists its tools anew.
@@ -183,7 +234,7 @@ fn text_of(blocks: &[ContentBlock]) -> String {
 }
 
 #[async_trait]
-impl ToolServer for McpHttpServer {
+impl ToolServer for McpServer {
     fn name(&self) -> &str {
         &self.name
     }

@@ -101,6 +101,11 @@ async fn chat(State(m): State<Model>, Json(req): Json<Value>) -> Json<Value> {
 }
 
 async fn server(ev: &Everything, calls: Vec<Value>, approve: &[&str]) -> (Server, Model) {
+    let spec = McpServerSpec::new("everything", &ev.url, AddressPolicy::allow_loopback());
+    server_on(spec, calls, approve).await
+}
+
+async fn server_on(spec: McpServerSpec, calls: Vec<Value>, approve: &[&str]) -> (Server, Model) {
     let model = Model {
         calls,
         seen: Arc::default(),
@@ -118,11 +123,7 @@ async fn server(ev: &Everything, calls: Vec<Value>, approve: &[&str]) -> (Server
         skills_dir: None,
         approve_tools: approve.iter().map(|s| s.to_string()).collect(),
     };
-    config.mcp = vec![McpServerSpec::new(
-        "everything",
-        &ev.url,
-        AddressPolicy::allow_loopback(),
-    )];
+    config.mcp = vec![spec];
     (Server::start_with(config).await, model)
 }
 
@@ -217,6 +218,34 @@ async fn a_tool_on_the_approval_list_waits_for_a_person_and_runs_once_approved()
     let r = responses(&s.ok("GetTask", json!({"id": id})).await);
     assert!(
         r[0]["response"]["result"].as_str().unwrap().contains("42"),
+        "{r:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_stdio_server_of_the_local_server_is_called_the_same_way() {
+    let Some(ev) = everything().await else {
+        return;
+    };
+    drop(ev);
+    let script = std::env::var("TASKLEDGER_MCP_EVERYTHING").unwrap();
+    let dir = std::path::Path::new(&script).parent().unwrap();
+    let index = dir.join("node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    let spec = McpServerSpec::stdio("everything", &format!("node {} stdio", index.display()));
+    let calls = vec![tool(
+        "c1",
+        "everything__echo",
+        json!({"message": "over stdio"}),
+    )];
+    let (s, _) = server_on(spec, calls, &[]).await;
+    let t = s.send_task("m-mcp-stdio", "echo").await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    let r = responses(&s.ok("GetTask", json!({"id": t["id"]})).await);
+    assert!(
+        r[0]["response"]["result"]
+            .as_str()
+            .unwrap()
+            .contains("over stdio"),
         "{r:?}"
     );
 }

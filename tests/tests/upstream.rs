@@ -172,6 +172,10 @@ async fn echo_reply_and_ask(sdk: Sdk) {
     let t = &answer["result"]["task"];
     assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{answer}");
     assert_eq!(artifact_text(t, "greeting"), "hello Ada");
+    // every call was counted, and its time observed
+    let m = taskledger_app::telemetry::metrics().snapshot().upstream;
+    assert!(m.counts[0].1 >= 4, "{m:?}");
+    assert!(m.latency.count >= m.counts[0].1, "{m:?}");
     // an upstream failure is ours, with its message
     let t = s.send_task(&format!("m-{}", tag()), "fail").await;
     assert_eq!(t["status"]["state"], "TASK_STATE_FAILED", "{t}");

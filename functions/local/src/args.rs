@@ -154,6 +154,10 @@ pub(crate) struct Args {
         value_delimiter = ','
     )]
     pub(crate) mcp_servers: Vec<String>,
+    /// MCP servers run as child processes spoken to over stdio, `NAME=CMD` (the program and its
+    /// arguments, split on blanks, no shell), repeatable: for the local server only.
+    #[arg(long = "mcp-command")]
+    pub(crate) mcp_commands: Vec<String>,
     /// Destructive MCP tools (annotated destructiveHint) that run without a person's approval:
     /// `NAME__tool` or `NAME__*`, comma-separated.
     #[arg(long, env = "TASKLEDGER_MCP_TRUST", default_value = "")]

@@ -395,7 +395,13 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             &taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
                 .map_err(|e| format!("--push-allowlist: {e}"))?,
         )
-        .map_err(|e| format!("--mcp-server: {e}"))?,
+        .map_err(|e| format!("--mcp-server: {e}"))?
+        .into_iter()
+        .chain(
+            compose::McpServerSpec::parse_commands(&args.mcp_commands)
+                .map_err(|e| format!("--mcp-command: {e}"))?,
+        )
+        .collect(),
         mcp_trust: compose::tool_list(&args.mcp_trust),
         agent: match (upstream_of(&args)?, args.custom_agent.as_deref()) {
             (Some(upstream), _) => AgentChoice::Upstream(upstream),
