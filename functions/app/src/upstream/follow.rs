@@ -236,7 +236,8 @@ impl<'a> Follower<'a> {
         let (state, committed) = self
             .tasks
             .execute(self.task_id, &|s| {
-                let Some(head) = s.head() else {
+                // A task finished meanwhile (canceled by its owner) records nothing more.
+                let Some(head) = s.head().filter(|h| !h.status.state.is_terminal()) else {
                     return vec![];
                 };
                 match plan_upstream(head, &batch, Timestamp::now()) {
