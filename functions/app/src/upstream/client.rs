@@ -33,6 +33,8 @@ pub enum Trouble {
     Broken(String),
     /// The SSRF rules refuse the upstream's address.
     AddressRefused,
+    /// The upstream answered a call with a JSON-RPC error (its words are for the log).
+    Refused(String),
 }
 
 impl std::fmt::Display for Trouble {
@@ -41,6 +43,7 @@ impl std::fmt::Display for Trouble {
             Trouble::Transient(e) => write!(f, "{e}"),
             Trouble::Broken(why) => write!(f, "{why}"),
             Trouble::AddressRefused => write!(f, "the address is refused by the SSRF rules"),
+            Trouble::Refused(why) => write!(f, "{why}"),
         }
     }
 }
@@ -386,7 +389,7 @@ fn result_of(data: &str) -> Result<Value, Trouble> {
             .chars()
             .take(300)
             .collect();
-        return Err(Trouble::Broken(format!(
+        return Err(Trouble::Refused(format!(
             "the agent answered JSON-RPC error {code}: {message}"
         )));
     }
@@ -431,7 +434,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32001,"message":"Task not found"}}"#,
         )
         .unwrap_err();
-        assert!(matches!(err, Trouble::Broken(m) if m.contains("-32001")));
+        assert!(matches!(err, Trouble::Refused(m) if m.contains("-32001")));
         assert!(decode(UpstreamProtocol::V1, "not json").is_err());
         assert!(decode(UpstreamProtocol::V1, r#"{"result":{"bogus":1}}"#).is_err());
     }

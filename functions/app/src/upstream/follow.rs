@@ -152,7 +152,14 @@ impl<'a> Follower<'a> {
             if std::mem::take(&mut subscribe) {
                 match retry(|| self.client.subscribe(i, &task_id)).await {
                     Ok(events) => {
-                        self.drain(i, events, None).await?;
+                        match self.drain(i, events, None).await {
+                            // The task ended between our last look and the subscription (the
+                            // upstream refuses to subscribe to a finished task): a poll reads it.
+                            Err(Stop::Trouble(Trouble::Refused(e))) => {
+                                debug!(error = %e, "the resubscription was refused; polling")
+                            }
+                            other => other?,
+                        }
                         continue;
                     }
                     Err(e) => debug!(error = %e, "no resubscription; polling instead"),
