@@ -8,7 +8,11 @@
 #      emulator path), /metrics deltas, EMF lines against the format, the template's alarms; then the black-box API tests (api,
 #      extension, llm_agent, push, generations, acts, handoff, hitl, jwt, limits, secrets, sharing,
 #      streaming, streaming_resume) a second and a third time over HTTP+JSON and over gRPC;
-#   2. the black-box API and streaming tests again with the server on DynamoDB, and a soak of
+#   2. the black-box API and streaming tests again with the server on DynamoDB; an upstream A2A
+#      agent behind taskledger (the official Python SDK's 1.x and 0.3 servers from
+#      tests/upstream/, venvs in tests/upstream/.venv1 and .venv03) on SQLite and DynamoDB,
+#      and across a kill -9 of the server (upstream_crash); the model agent's MCP tools against
+#      the official @modelcontextprotocol/server-everything (npm ci into tests/mcp); a soak of
 #      the serverless path on the emulator (200 blocking sends over two minutes), the fault
 #      harness (SIGKILLs under load, duplicate turn messages and stream batches, a throttling
 #      proxy: every acknowledged task finishes, nothing applied twice, no push lost); then the API
@@ -98,6 +102,27 @@ done
 echo "==> black-box API and streaming tests with the server on DynamoDB"
 TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent --test v03 \
   --test generations --test acts --test elicitations --test handoff --test hitl --test sharing --test streaming --test streaming_resume
+
+echo "==> upstream A2A agents behind taskledger (issue 52): a2a-sdk 1.x and 0.3 servers, on SQLite and on DynamoDB"
+for v in v1 v03; do
+  upvenv=tests/upstream/.venv${v#v}
+  if [ ! -x "$upvenv/bin/python" ] || ! "$upvenv/bin/python" -c 'import a2a, uvicorn, starlette' 2>/dev/null; then
+    python3 -m venv "$upvenv"
+    "$upvenv/bin/pip" install --quiet --disable-pip-version-check -r "tests/upstream/requirements-$v.txt"
+  fi
+done
+export TASKLEDGER_UPSTREAM_PY1="$PWD/tests/upstream/.venv1/bin/python"
+export TASKLEDGER_UPSTREAM_PY03="$PWD/tests/upstream/.venv03/bin/python"
+TASKLEDGER_REQUIRE_UPSTREAM=1 cargo test --workspace --test upstream --test upstream_crash --test upstream_redelivery
+TASKLEDGER_REQUIRE_UPSTREAM=1 TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test upstream
+
+echo "==> MCP tools for the model agent (issue 52): the official @modelcontextprotocol/server-everything over Streamable HTTP"
+mcp=tests/mcp
+if ! cmp -s "$mcp/package-lock.json" "$mcp/node_modules/.installed-lock.json"; then
+  (cd "$mcp" && npm ci --no-audit --no-fund)
+  cp "$mcp/package-lock.json" "$mcp/node_modules/.installed-lock.json"
+fi
+TASKLEDGER_MCP_EVERYTHING="$PWD/$mcp/everything_loopback.mjs" TASKLEDGER_REQUIRE_MCP=1 cargo test --workspace --test mcp
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
 cargo test --workspace --test soak -- --ignored --nocapture

@@ -9,7 +9,9 @@ pub mod jwks;
 pub mod lambda;
 pub mod llm;
 pub mod logging;
+pub mod mcp;
 pub mod otlp;
+pub mod outbound;
 pub mod relay;
 #[cfg(feature = "s3")]
 pub mod s3;

@@ -85,6 +85,31 @@ impl std::fmt::Display for Refused {
 
 impl std::error::Error for Refused {}
 
+/// An HTTP client whose every connection goes only to addresses `policy` permits (checked in
+/// the resolver, so the check and the connection use the same answer), following no redirect
+/// and using no proxy: for every call to an address a task, a card or a deployment names.
+pub(crate) fn guarded_client(policy: Arc<AddressPolicy>) -> reqwest::ClientBuilder {
+    reqwest::Client::builder()
+        .dns_resolver(Arc::new(GuardedResolver { policy }))
+        .redirect(reqwest::redirect::Policy::none())
+        .no_proxy()
+        .connect_timeout(CONNECT_TIMEOUT)
+        .user_agent(concat!("taskledger/", env!("CARGO_PKG_VERSION")))
+}
+
+/// A literal address in `url` never reaches the resolver: the policy's answer for it.
+pub(crate) fn literal_permitted(policy: &AddressPolicy, url: &reqwest::Url) -> Result<(), String> {
+    let literal = match url.host() {
+        Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
+        Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
+        _ => None,
+    };
+    match literal {
+        Some(ip) => policy.permits(ip),
+        None => Ok(()),
+    }
+}
+
 /// Signs delivery bodies: detached compact JWS (RFC 7515 appendix F), ES256.
 pub struct PushSigner {
     key: SigningKey,
@@ -178,15 +203,8 @@ impl WebhookSender {
         signer: Option<Arc<PushSigner>>,
     ) -> Result<Self, WebhookError> {
         let policy = Arc::new(policy);
-        let client = reqwest::Client::builder()
-            .dns_resolver(Arc::new(GuardedResolver {
-                policy: policy.clone(),
-            }))
-            .redirect(reqwest::redirect::Policy::none())
-            .no_proxy()
+        let client = guarded_client(policy.clone())
             .timeout(DELIVERY_TIMEOUT)
-            .connect_timeout(CONNECT_TIMEOUT)
-            .user_agent(concat!("taskledger/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| WebhookError::Client(e.to_string()))?;
         Ok(Self {
@@ -223,17 +241,10 @@ impl WebhookSender {
             }
         };
         // A literal address never reaches the resolver: check it here.
-        let literal = match url.host() {
-            Some(url::Host::Ipv4(ip)) => Some(IpAddr::V4(ip)),
-            Some(url::Host::Ipv6(ip)) => Some(IpAddr::V6(ip)),
-            _ => None,
-        };
-        if let Some(ip) = literal {
-            if let Err(why) = self.policy.permits(ip) {
-                return AttemptResult::Permanent {
-                    reason: format!("refused: {why}"),
-                };
-            }
+        if let Err(why) = literal_permitted(&self.policy, &url) {
+            return AttemptResult::Permanent {
+                reason: format!("refused: {why}"),
+            };
         }
         // The config's secrets, opened only here, for this request.
         let mut config = d.config.clone();

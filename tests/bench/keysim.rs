@@ -130,7 +130,7 @@ fn main() {
                         t.left -= 1;
                         let new_state = if t.left == 0 {
                             TaskState::Completed
-                        } else if t.left % 2 == 0 {
+                        } else if t.left.is_multiple_of(2) {
                             TaskState::InputRequired
                         } else {
                             TaskState::Working

@@ -174,6 +174,25 @@ pub fn extensions() -> Vec<AgentExtension> {
             }]
 }
 
+/// The card advertising an upstream agent's skills and modes instead of the built-in agent's
+/// (ADR 034); its interfaces, extensions and security stay ours. The task envelope's media
+/// type stays accepted: the envelope is taskledger's, whoever works on the task.
+pub fn advertise(card: &mut AgentCard, a: &crate::agent::upstream::Advertised) {
+    if !a.skills.is_empty() {
+        card.skills = a.skills.clone();
+    }
+    if !a.input_modes.is_empty() {
+        card.default_input_modes = a.input_modes.clone();
+        let envelope = crate::extensions::harness::MEDIA_TYPE.to_string();
+        if !card.default_input_modes.contains(&envelope) {
+            card.default_input_modes.push(envelope);
+        }
+    }
+    if !a.output_modes.is_empty() {
+        card.default_output_modes = a.output_modes.clone();
+    }
+}
+
 pub fn agent_card(s: &CardSettings) -> AgentCard {
     let base = s.public_url.trim_end_matches('/');
     let (security_schemes, security_requirements) = security(s.auth);

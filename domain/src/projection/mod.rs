@@ -170,7 +170,8 @@ pub fn writes_for(head: &TaskHead, event: &TaskEvent, out: &mut Vec<ReadWrite>) 
         | TaskEvent::HandoffProposed { .. }
         | TaskEvent::GateRaised { .. }
         | TaskEvent::WorkAdvanced { .. }
-        | TaskEvent::GateAnswered { .. } => {}
+        | TaskEvent::GateAnswered { .. }
+        | TaskEvent::UpstreamRecorded { .. } => {}
     }
 }
 

@@ -103,7 +103,8 @@ impl TaskEvent {
             | PushConfigDeleted { at, .. }
             | ExecutionContinued { at, .. }
             | AccessRevoked { at, .. }
-            | SubTasksAwaited { at, .. } => *at,
+            | SubTasksAwaited { at, .. }
+            | UpstreamRecorded { at, .. } => *at,
         }
     }
 }
@@ -229,6 +230,7 @@ fn admit_on(head: &TaskHead, event: &TaskEvent, gate: &Admission) -> Result<(), 
             Ok(())
         }
         ExtensionUpdated { data, by, .. } => extension_change(head, data, by.as_ref()),
+        UpstreamRecorded { upstream, .. } => super::upstream::admit(head, upstream),
         PushConfigSet { config, .. } => {
             let wire = crate::wire::TaskPushNotificationConfig {
                 tenant: None,

@@ -178,6 +178,12 @@ pub enum TaskCommand {
         messages: crate::extensions::a2ui::UiMessages,
         at: Timestamp,
     },
+    /// What the task knows of the upstream agent's task, first in the commit of a batch of its
+    /// events (`upstream_batch::plan`).
+    RecordUpstream {
+        upstream: Box<super::mirror::UpstreamHead>,
+        at: Timestamp,
+    },
     /// Asks a participant; the task waits (INPUT_REQUIRED) for that participant's reply.
     AskParticipant {
         participant_id: ParticipantId,

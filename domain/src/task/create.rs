@@ -133,5 +133,6 @@ pub(super) fn new_head(
         hitl: false,
         asked: Vec::new(),
         unshown: Vec::new(),
+        upstream: None,
     }
 }

@@ -285,6 +285,12 @@ pub enum TaskEvent {
         #[serde(with = "nanos")]
         at: Timestamp,
     },
+    /// What the task knows of the upstream agent's task after a batch of its events (ADR 034).
+    UpstreamRecorded {
+        upstream: Box<super::mirror::UpstreamHead>,
+        #[serde(with = "nanos")]
+        at: Timestamp,
+    },
 }
 
 impl TaskEvent {
@@ -324,6 +330,7 @@ impl TaskEvent {
             Self::GateRaised { .. } => "GateRaised",
             Self::WorkAdvanced { .. } => "WorkAdvanced",
             Self::GateAnswered { .. } => "GateAnswered",
+            Self::UpstreamRecorded { .. } => "UpstreamRecorded",
         }
     }
 }

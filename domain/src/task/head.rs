@@ -117,6 +117,9 @@ pub struct TaskHead {
     /// Ids of the elicitations changed since the last status update: the next one carries them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unshown: Vec<String>,
+    /// The upstream agent's task this one mirrors, when an upstream agent works on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<super::mirror::UpstreamHead>,
 }
 
 fn is_zero_u64(n: &u64) -> bool {

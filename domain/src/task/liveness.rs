@@ -74,14 +74,17 @@ pub(super) fn fail_stalled(
 ) -> Result<Vec<TaskEvent>, DomainError> {
     let deadline_secs = deadline_secs.min(MAX_STALL_DEADLINE_SECS);
     let cutoff = at.minus_secs(deadline_secs);
-    if !agent_at_work(head.status.state) || head.last_timeline >= cutoff {
+    // An upstream agent's task progresses when the upstream's events arrive, not when a turn
+    // that only follows it continues (ADR 034).
+    let progress = head.progress_at();
+    if !agent_at_work(head.status.state) || progress >= cutoff {
         return Ok(vec![]);
     }
     let text = format!(
         "No progress for more than {deadline_secs} s (the last at {}): the task was given up",
-        head.last_timeline.to_rfc3339_millis()
+        progress.to_rfc3339_millis()
     );
-    let id = format!("stalled-{}", head.last_timeline.unix_nanos());
+    let id = format!("stalled-{}", progress.unix_nanos());
     Ok(failed(head, id, text, at))
 }
 

@@ -19,6 +19,7 @@ mod help;
 pub mod intake;
 mod liveness;
 mod messages;
+mod mirror;
 mod participants;
 mod plan;
 mod recent;
@@ -28,6 +29,8 @@ mod status;
 pub mod stored;
 mod subscriptions;
 mod subtasks;
+mod upstream;
+mod upstream_batch;
 mod work;
 
 use cqrs_es::Aggregate;
@@ -53,9 +56,15 @@ pub use head::{ArtifactHead, PendingHelp, TaskAggregate, TaskHead};
 pub use help::MAX_QUESTION_BYTES;
 pub use liveness::{clip_reason, MAX_REASON_CHARS, MAX_STALL_DEADLINE_SECS};
 pub use messages::{MAX_HISTORY_BYTES, MAX_HISTORY_MESSAGES};
+pub use mirror::{
+    UpstreamArtifact, UpstreamHead, MAX_UPSTREAM_ID_CHARS, MAX_UPSTREAM_INTERFACE_CHARS,
+};
 pub use recent::{RecentHistory, RECENT_BYTES, RECENT_MESSAGES};
 pub use sharing::principal_of;
 pub use subtasks::{child_creation, MAX_CHILD_SUMMARY_CHARS};
+pub use upstream_batch::{
+    plan as plan_upstream, UpstreamBatch, UpstreamRefusal, MAX_UPSTREAM_BATCH,
+};
 pub use work::{AdvanceWork, DROPPED_SENTENCE};
 
 impl TaskAggregate {
@@ -157,6 +166,7 @@ impl TaskAggregate {
             TaskCommand::RecordUsage { model, usage, at } => {
                 agent_work::record_usage(head, model, usage, at)
             }
+            TaskCommand::RecordUpstream { upstream, at } => upstream::record(head, *upstream, at),
             TaskCommand::LoadSkill { name, at } => agent_work::load_skill(head, name, at),
             TaskCommand::UnloadSkill { name, at } => agent_work::unload_skill(head, name, at),
             // subscriptions
@@ -287,6 +297,9 @@ impl TaskAggregate {
                 agent_work::apply_usage_recorded(head, model.as_deref(), usage, *at)
             }
             TaskEvent::SkillLoaded { name, at } => agent_work::apply_skill_loaded(head, name, *at),
+            TaskEvent::UpstreamRecorded { upstream, at } => {
+                upstream::apply_recorded(head, upstream, *at)
+            }
             TaskEvent::SkillUnloaded { name, at } => {
                 agent_work::apply_skill_unloaded(head, name, *at)
             }

@@ -7,16 +7,14 @@
 //! the turn queue (ADR 016).
 
 use lambda_http::{run, run_with_streaming_response, Error};
-use taskledger_app::agent::{ScenarioAgent, ScenarioTimings};
 use taskledger_app::compose::{self, ResponseMode};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     taskledger_app::compose::init_lambda();
-    // The scenario agent answers direct replies (with its conformance rules on, if the
-    // deployment turned them on); its turns run in the worker.
-    let agent =
-        ScenarioAgent::configured(ScenarioTimings::default(), compose::conformance_from_env()?);
+    // The upstream agent when the deployment names one (our cancel reaches its task, the card
+    // advertises its skills), else the scenario agent (direct replies); turns run in the worker.
+    let agent = compose::api_agent().await?;
     let api = compose::lambda_api(agent).await?;
     tracing::info!(mode = ?api.mode, "serving");
     match api.mode {

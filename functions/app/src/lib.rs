@@ -3,7 +3,8 @@
 //! (`agent`), the A2A bindings (`http`; `grpc` with the `grpc` feature) and the request rules
 //! they share (`request`), the loops that drive the service (`runners`), who is calling
 //! (`identity`) and how often it may (`limits`), the A2A 0.3 shapes the bindings translate at
-//! their edge (`v03`), and the composition the binaries share (`compose`).
+//! their edge (`v03`), an upstream A2A agent as the worker (`upstream`, an `Agent` beside
+//! the built-in ones), and the composition the binaries share (`compose`).
 //!
 //! Rooms depend downwards only: the bindings (`http`, `grpc`) → `v03` (the 0.3 edge, which
 //! translates to and from `operations`' requests and results) → `operations` (a request typed
@@ -30,6 +31,7 @@ pub mod request;
 pub mod runners;
 pub mod service;
 pub mod telemetry;
+pub mod upstream;
 pub mod v03;
 
 pub use error::AppError;

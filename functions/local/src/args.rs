@@ -127,6 +127,41 @@ pub(crate) struct Args {
     /// names; kagent hitl/v1). A task's extension data can name more (`approve_tools`).
     #[arg(long, env = "TASKLEDGER_APPROVE_TOOLS", default_value = "")]
     pub(crate) approve_tools: String,
+    /// An A2A agent (1.x or 0.3, its card under this URL) that does every turn instead of the
+    /// built-in agent; taskledger keeps the task (ADR 034). Its URLs follow --push-allowlist.
+    #[arg(long, env = "TASKLEDGER_AGENT_URL")]
+    pub(crate) agent_url: Option<String>,
+    /// A file holding the credential for --agent-url (a bearer token, or the value of
+    /// --agent-auth-header); TASKLEDGER_AGENT_TOKEN gives it directly. Never logged.
+    #[arg(long, env = "TASKLEDGER_AGENT_TOKEN_FILE")]
+    pub(crate) agent_token_file: Option<PathBuf>,
+    /// The header the agent's credential goes in (default: Authorization: Bearer).
+    #[arg(long, env = "TASKLEDGER_AGENT_AUTH_HEADER")]
+    pub(crate) agent_auth_header: Option<String>,
+    /// Seconds one turn follows the upstream's work before it continues in a new turn.
+    #[arg(long, env = "TASKLEDGER_AGENT_FOLLOW_SECS", default_value_t = 60)]
+    pub(crate) agent_follow_secs: u64,
+    /// A custom agent built into this binary that does every turn (`greeter`: the example of
+    /// functions/example-agent, written against the agent port).
+    #[arg(long, env = "TASKLEDGER_CUSTOM_AGENT")]
+    pub(crate) custom_agent: Option<String>,
+    /// MCP servers whose tools the model agent is offered, `NAME=URL` (Streamable HTTP; the
+    /// tools as `NAME__tool`), repeatable or comma-separated; each server's bearer token from
+    /// TASKLEDGER_MCP_TOKEN_<NAME>. Their URLs follow --push-allowlist.
+    #[arg(
+        long = "mcp-server",
+        env = "TASKLEDGER_MCP_SERVERS",
+        value_delimiter = ','
+    )]
+    pub(crate) mcp_servers: Vec<String>,
+    /// MCP servers run as child processes spoken to over stdio, `NAME=CMD` (the program and its
+    /// arguments, split on blanks, no shell), repeatable: for the local server only.
+    #[arg(long = "mcp-command")]
+    pub(crate) mcp_commands: Vec<String>,
+    /// Destructive MCP tools (annotated destructiveHint) that run without a person's approval:
+    /// `NAME__tool` or `NAME__*`, comma-separated.
+    #[arg(long, env = "TASKLEDGER_MCP_TRUST", default_value = "")]
+    pub(crate) mcp_trust: String,
     /// Networks webhooks may reach despite the SSRF guard (comma-separated CIDRs). The local
     /// default allows loopback (development); pass an empty value to refuse it too.
     #[arg(

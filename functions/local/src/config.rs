@@ -66,6 +66,10 @@ pub struct Config {
     /// The agent: the built-in one (the scripted model behind the conformance rules), or a
     /// model behind an OpenAI-compatible endpoint or Bedrock.
     pub agent: AgentChoice,
+    /// MCP servers whose tools the model agent is offered (ADR 034).
+    pub mcp: Vec<taskledger_app::compose::McpServerSpec>,
+    /// Destructive MCP tools that run without an approval (`NAME__tool`, `NAME__*`).
+    pub mcp_trust: Vec<String>,
     pub push: PushSettings,
     /// Which revision of the A2A error table HTTP statuses and gRPC codes follow.
     pub error_table: taskledger_domain::error::ErrorTable,
@@ -171,6 +175,8 @@ impl Config {
             timings: ScenarioTimings::default(),
             cursor_key: None,
             agent: AgentChoice::Scenario { conformance: false },
+            mcp: Vec::new(),
+            mcp_trust: Vec::new(),
             push: PushSettings::default(),
             error_table: Default::default(),
             grpc: None,

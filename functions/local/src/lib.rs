@@ -201,7 +201,11 @@ async fn build_bindings(
         stores.reads,
         config
             .agent
-            .build(config.timings.clone())
+            .build_with(
+                config.timings.clone(),
+                taskledger_app::compose::mcp_tools(&config.mcp, config.mcp_trust.clone())
+                    .map_err(LocalError::Agent)?,
+            )
             .await
             .map_err(LocalError::Agent)?,
         CursorCodec::new(cursor_key(config)?),

@@ -390,30 +390,27 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
             ),
             _ => return Err("--archive-bucket archives from the DynamoDB table's stream: it needs --store dynamodb without --in-process-agent (on the embedded store, `taskledger export` writes the same files)".into()),
         },
-        agent: match (
-            &args.llm_base_url.clone().filter(|u| !u.is_empty()),
-            &args.bedrock_model.clone().filter(|m| !m.is_empty()),
-        ) {
-            (None, Some(model)) => AgentChoice::Bedrock {
-                model: model.clone(),
-                max_turns: args.max_turns,
-                skills_dir: args.skills_dir.clone(),
-                approve_tools: compose::tool_list(&args.approve_tools),
-            },
-            (None, None) => AgentChoice::Scenario {
-                conformance: args.conformance_scenarios,
-            },
-            (Some(url), _) => {
-                let mut s =
-                    taskledger_infra::llm::OpenAiSettings::new(url.clone(), args.llm_model.clone());
-                s.api_key = args.llm_api_key.clone();
-                AgentChoice::OpenAi {
-                    settings: s,
-                    max_turns: args.max_turns,
-                    skills_dir: args.skills_dir.clone(),
-                    approve_tools: compose::tool_list(&args.approve_tools),
-                }
-            }
+        mcp: compose::McpServerSpec::parse_list(
+            &args.mcp_servers.join(","),
+            &taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
+                .map_err(|e| format!("--push-allowlist: {e}"))?,
+        )
+        .map_err(|e| format!("--mcp-server: {e}"))?
+        .into_iter()
+        .chain(
+            compose::McpServerSpec::parse_commands(&args.mcp_commands)
+                .map_err(|e| format!("--mcp-command: {e}"))?,
+        )
+        .collect(),
+        mcp_trust: compose::tool_list(&args.mcp_trust),
+        agent: match (upstream_of(&args)?, args.custom_agent.as_deref()) {
+            (Some(upstream), _) => AgentChoice::Upstream(upstream),
+            (None, Some(name)) => AgentChoice::Custom(compose::CustomAgent(
+                taskledger_example_agent::by_name(name)
+                    .ok_or_else(|| format!("--custom-agent: no agent {name:?} is built in"))?,
+                name.to_string(),
+            )),
+            (None, None) => model_agent(&args),
         },
     };
     let listeners = Listeners::bind(&config, args.listen).await.map_err(|e| {
@@ -501,4 +498,57 @@ fn jwt_settings(args: &Args) -> Result<Option<JwtSettings>, String> {
         max_lifetime: jwt::max_lifetime(args.jwt_max_lifetime_secs)
             .map_err(|e| format!("--jwt-max-lifetime-secs: {e}"))?,
     }))
+}
+
+/// The model agent (or the built-in one) of the flags.
+fn model_agent(args: &Args) -> AgentChoice {
+    match (
+        &args.llm_base_url.clone().filter(|u| !u.is_empty()),
+        &args.bedrock_model.clone().filter(|m| !m.is_empty()),
+    ) {
+        (None, Some(model)) => AgentChoice::Bedrock {
+            model: model.clone(),
+            max_turns: args.max_turns,
+            skills_dir: args.skills_dir.clone(),
+            approve_tools: compose::tool_list(&args.approve_tools),
+        },
+        (None, None) => AgentChoice::Scenario {
+            conformance: args.conformance_scenarios,
+        },
+        (Some(url), _) => {
+            let mut s =
+                taskledger_infra::llm::OpenAiSettings::new(url.clone(), args.llm_model.clone());
+            s.api_key = args.llm_api_key.clone();
+            AgentChoice::OpenAi {
+                settings: s,
+                max_turns: args.max_turns,
+                skills_dir: args.skills_dir.clone(),
+                approve_tools: compose::tool_list(&args.approve_tools),
+            }
+        }
+    }
+}
+
+/// `--agent-url` and its credential: the upstream A2A agent as the worker (ADR 034).
+fn upstream_of(args: &Args) -> Result<Option<compose::UpstreamChoice>, Box<dyn std::error::Error>> {
+    let Some(url) = args.agent_url.as_deref().filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    let policy = taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
+        .map_err(|e| format!("--push-allowlist: {e}"))?;
+    let mut c =
+        compose::UpstreamChoice::new(url, policy).map_err(|e| format!("--agent-url: {e}"))?;
+    c.token = match (
+        &args.agent_token_file,
+        std::env::var("TASKLEDGER_AGENT_TOKEN").ok(),
+    ) {
+        (Some(f), _) => compose::UpstreamToken::new(
+            &std::fs::read_to_string(f).map_err(|e| format!("--agent-token-file: {e}"))?,
+        ),
+        (None, Some(t)) => compose::UpstreamToken::new(&t),
+        (None, None) => None,
+    };
+    c.auth_header = args.agent_auth_header.clone();
+    c.follow.window = compose::follow_window(args.agent_follow_secs);
+    Ok(Some(c))
 }

@@ -7,15 +7,18 @@
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use taskledger_app::agent::{ScenarioTimings, TurnBudget};
-use taskledger_app::compose::{self, AgentChoice, TurnMessage, DEFAULT_TURN_MARGIN};
+use taskledger_app::compose::{self, TurnMessage, DEFAULT_TURN_MARGIN};
 use taskledger_app::{Dispatch, ServiceSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     taskledger_app::compose::init_lambda();
-    let agent = AgentChoice::from_env()?
-        .build(ScenarioTimings::default())
-        .await?;
+    // A custom agent built in (functions/example-agent), else the deployment's choice.
+    let agent = match std::env::var("TASKLEDGER_CUSTOM_AGENT").ok().as_deref() {
+        Some(name) if !name.is_empty() => taskledger_example_agent::by_name(name)
+            .ok_or_else(|| format!("TASKLEDGER_CUSTOM_AGENT: no agent {name:?} is built in"))?,
+        _ => compose::agent_from_env(ScenarioTimings::default()).await?,
+    };
     // New work (a sub-task, a follow-up) reaches the queue through the stream relay.
     let settings = ServiceSettings {
         dispatch: Dispatch::Feed,

@@ -323,7 +323,7 @@ impl StreamPoller {
         let mut finished: Vec<String> = Vec::new();
         let mut polls = 0u32;
         loop {
-            if polls % SHARD_REFRESH_POLLS == 0 {
+            if polls.is_multiple_of(SHARD_REFRESH_POLLS) {
                 if let Err(e) = self.refresh(&mut shards, &finished).await {
                     tracing::warn!(error = %e, "stream poller cannot list shards");
                 }

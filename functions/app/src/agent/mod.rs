@@ -4,6 +4,16 @@
 //! model, behind a thin rule layer for what the conformance kits ask that no model can do
 //! (`scenario`: the a2a-tck kit's `messageId` prefixes, ACTS's text prefixes in `acts`; the
 //! steps both play, in `steps`).
+//!
+//! **The agent port is public API** (issue 52, ADR 034): a team writes its own agent in Rust by
+//! implementing `Agent` — one `run_turn` per turn, on the message that asked for it — against
+//! `TaskPort`: `view` reads the task and its history; `execute` commits `TaskCommand`s
+//! (messages, artifacts and their chunks, status changes, INPUT_REQUIRED with a question,
+//! tool approvals) through the one commit path, each decided by the task's rules and held by
+//! the gate; `spawn_subtask` and `fail_task`. A turn that runs out of its `TurnBudget` records
+//! `ContinueAgentWork` and returns `TurnEnd::Continued`. The scenario agent, the model loop,
+//! the upstream forwarder (`crate::upstream`) and the example crate `functions/example-agent`
+//! (`--custom-agent greeter`) all implement it.
 
 pub mod acts;
 pub mod llm;
@@ -15,7 +25,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use taskledger_domain::ids::{ParticipantId, TaskId};
-use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
+use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent, TaskHead};
 use taskledger_domain::wire::Message;
 
 use crate::error::AppError;
@@ -90,6 +100,12 @@ impl TurnBudget {
         Self::until(tokio::time::Instant::now() + left, margin)
     }
 
+    /// Time left before no further step should start (none: no deadline).
+    pub fn remaining(&self) -> Option<Duration> {
+        self.stop_at
+            .map(|t| t.saturating_duration_since(tokio::time::Instant::now()))
+    }
+
     /// True once no further step should start.
     pub fn exhausted(&self) -> bool {
         self.stop_at
@@ -123,6 +139,16 @@ pub trait Agent: Send + Sync + 'static {
         input: Option<Message>,
         budget: TurnBudget,
     ) -> Result<TurnEnd, AppError>;
+
+    /// The task was canceled (the commit is made): whoever works on it elsewhere is told —
+    /// the upstream forwarder cancels the upstream task. Nothing by default.
+    async fn canceled(&self, _head: &TaskHead) {}
+
+    /// What the deployment's card advertises of the agent besides its own (an upstream's
+    /// skills and modes); none by default.
+    fn advertised(&self) -> Option<taskledger_domain::agent::upstream::Advertised> {
+        None
+    }
 }
 
 #[cfg(test)]

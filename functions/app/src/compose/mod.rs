@@ -4,8 +4,12 @@
 //! Lambda service set-up (`lambda_service`, and the API function's whole wiring, `lambda_api`).
 //! The only module of the crate that names infra's adapters.
 
+mod mcp;
 mod telemetry;
+mod upstream;
+pub use mcp::{mcp_tools, McpServerSpec};
 pub use telemetry::{init_lambda, init_telemetry, report};
+pub use upstream::{api_agent, follow_window, UpstreamChoice, UpstreamToken};
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -62,6 +66,11 @@ pub enum AgentChoice {
         /// Tools every task asks a person to approve before they run (kagent hitl/v1).
         approve_tools: Vec<String>,
     },
+    /// An A2A agent the team serves does every turn (ADR 034).
+    Upstream(UpstreamChoice),
+    /// An agent of the team's own, in Rust, built into the binary (the agent port:
+    /// `agent::Agent`; `functions/example-agent`).
+    Custom(CustomAgent),
     /// A Bedrock model through the Converse API (credentials and region from the environment).
     Bedrock {
         model: String,
@@ -116,6 +125,14 @@ impl AgentChoice {
         };
         let skills_dir = var("TASKLEDGER_SKILLS_DIR").map(PathBuf::from);
         let approve_tools = tool_list(var("TASKLEDGER_APPROVE_TOOLS").as_deref().unwrap_or(""));
+        if let Some(url) = var("TASKLEDGER_AGENT_URL") {
+            let policy = match var("TASKLEDGER_PUSH_ALLOWLIST") {
+                Some(list) => taskledger_domain::push::AddressPolicy::parse_allowlist(&list)
+                    .map_err(|e| format!("TASKLEDGER_PUSH_ALLOWLIST: {e}"))?,
+                None => taskledger_domain::push::AddressPolicy::strict(),
+            };
+            return Ok(Self::Upstream(UpstreamChoice::from_env(&url, policy)?));
+        }
         if let Some(model) = var("TASKLEDGER_BEDROCK_MODEL") {
             return Ok(Self::Bedrock {
                 model,
@@ -144,8 +161,19 @@ impl AgentChoice {
 
     /// The agent itself.
     pub async fn build(&self, timings: ScenarioTimings) -> Result<Arc<dyn Agent>, String> {
+        self.build_with(timings, None).await
+    }
+
+    /// The agent, a model agent with `mcp`'s tools besides its own.
+    pub async fn build_with(
+        &self,
+        timings: ScenarioTimings,
+        mcp: Option<Arc<crate::agent::llm::McpTools>>,
+    ) -> Result<Arc<dyn Agent>, String> {
         Ok(match self {
             Self::Scenario { conformance } => ScenarioAgent::configured(timings, *conformance),
+            Self::Upstream(choice) => choice.build().await?,
+            Self::Custom(agent) => agent.0.clone(),
             Self::OpenAi {
                 settings,
                 max_turns,
@@ -153,11 +181,12 @@ impl AgentChoice {
                 approve_tools,
             } => {
                 let model = OpenAiCompatible::new(settings.clone()).map_err(|e| e.to_string())?;
-                LlmAgent::configured(
+                LlmAgent::with_mcp(
                     Arc::new(model),
                     *max_turns,
                     skills(skills_dir.as_deref()),
                     approve_tools.clone(),
+                    mcp,
                 )
             }
             #[cfg(feature = "bedrock")]
@@ -168,11 +197,12 @@ impl AgentChoice {
                 approve_tools,
             } => {
                 let model = Bedrock::new(Bedrock::client(None).await, model.clone());
-                LlmAgent::configured(
+                LlmAgent::with_mcp(
                     Arc::new(model),
                     *max_turns,
                     skills(skills_dir.as_deref()),
                     approve_tools.clone(),
+                    mcp,
                 )
             }
             #[cfg(not(feature = "bedrock"))]
@@ -183,6 +213,33 @@ impl AgentChoice {
                 )
             }
         })
+    }
+}
+
+/// The worker's agent from its environment: `AgentChoice::from_env`, with the MCP servers of
+/// `TASKLEDGER_MCP_SERVERS` (`NAME=URL,…`, under `TASKLEDGER_PUSH_ALLOWLIST`) and the trusted
+/// destructive tools of `TASKLEDGER_MCP_TRUST`.
+pub async fn agent_from_env(timings: ScenarioTimings) -> Result<Arc<dyn Agent>, String> {
+    let policy = match var("TASKLEDGER_PUSH_ALLOWLIST") {
+        Some(list) => taskledger_domain::push::AddressPolicy::parse_allowlist(&list)
+            .map_err(|e| format!("TASKLEDGER_PUSH_ALLOWLIST: {e}"))?,
+        None => taskledger_domain::push::AddressPolicy::strict(),
+    };
+    let specs =
+        McpServerSpec::parse_list(&var("TASKLEDGER_MCP_SERVERS").unwrap_or_default(), &policy)
+            .map_err(|e| format!("TASKLEDGER_MCP_SERVERS: {e}"))?;
+    let trusted = tool_list(var("TASKLEDGER_MCP_TRUST").as_deref().unwrap_or(""));
+    let mcp = mcp_tools(&specs, trusted)?;
+    AgentChoice::from_env()?.build_with(timings, mcp).await
+}
+
+/// A custom agent (`AgentChoice::Custom`), by the name it was picked with.
+#[derive(Clone)]
+pub struct CustomAgent(pub Arc<dyn Agent>, pub String);
+
+impl std::fmt::Debug for CustomAgent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CustomAgent({})", self.1)
     }
 }
 

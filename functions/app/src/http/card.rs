@@ -61,12 +61,13 @@ pub(super) fn public_card(
     extensions: &Extensions,
 ) -> (PublicCard, Base) {
     let base = guard::base(&state.settings, headers, extensions);
-    let card = card_at(
+    let card = card_advertising(
         &state.settings,
         state.auth.card_auth(),
         state.service.push_enabled(),
         base.url.clone(),
         base.configured,
+        state.service.agent().advertised().as_ref(),
     );
     (card, base)
 }
@@ -81,7 +82,20 @@ pub fn card_at(
     base: String,
     configured: bool,
 ) -> PublicCard {
-    let card = agent_card(&CardSettings {
+    card_advertising(settings, auth, push, base, configured, None)
+}
+
+/// `card_at`, advertising what the agent says of itself besides (an upstream agent's skills
+/// and modes: `Agent::advertised`) — our interfaces, extensions and security stay ours.
+fn card_advertising(
+    settings: &HttpSettings,
+    auth: CardAuth,
+    push: bool,
+    base: String,
+    configured: bool,
+    advertised: Option<&taskledger_domain::agent::upstream::Advertised>,
+) -> PublicCard {
+    let mut card = agent_card(&CardSettings {
         grpc_url: grpc_url(settings.grpc.as_ref(), &base),
         public_url: base.clone(),
         name: settings.name.clone(),
@@ -91,6 +105,9 @@ pub fn card_at(
         push_notifications: push,
         extended_card: auth != CardAuth::None,
     });
+    if let Some(a) = advertised {
+        taskledger_domain::card::advertise(&mut card, a);
+    }
     let signer = settings.card_signer.clone().filter(|_| configured);
     PublicCard::new(card, signer, &base)
 }

@@ -17,15 +17,19 @@ impl Service {
         req: CancelTaskRequest,
     ) -> Result<Task, AppError> {
         let task_id = task_id_of(&req.id)?;
-        let state = self
+        let done = self
             .execute(Change::to(Actor::Client(who), &task_id), |_| {
                 vec![TaskCommand::CancelTask {
                     at: Timestamp::now(),
                     by: Some(who.clone()),
                 }]
             })
-            .await?
-            .state;
+            .await?;
+        let state = done.state;
+        // Whoever works on the task elsewhere (an upstream agent) hears of it once.
+        if let (false, Some(head)) = (done.events.is_empty(), state.head()) {
+            self.agent().canceled(head).await;
+        }
         match state.head() {
             Some(head) => self.answer_from(who, head, HistoryLength::All).await,
             None => Err(AppError::task_not_found(task_id.as_str())),

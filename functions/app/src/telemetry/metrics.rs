@@ -120,6 +120,8 @@ pub struct Metrics {
     push_latency: Histogram,
     open_streams: AtomicI64,
     spans_dropped: AtomicU64,
+    upstream: super::calls::Calls,
+    mcp: super::calls::Calls,
 }
 
 static METRICS: LazyLock<Metrics> = LazyLock::new(Metrics::new);
@@ -145,6 +147,8 @@ impl Metrics {
             push_latency: Histogram::default(),
             open_streams: AtomicI64::new(0),
             spans_dropped: AtomicU64::new(0),
+            upstream: Default::default(),
+            mcp: Default::default(),
         }
     }
 
@@ -204,6 +208,16 @@ impl Metrics {
         self.push_latency.observe(took, self.sampling());
     }
 
+    /// A call to the upstream A2A agent (ADR 034).
+    pub fn upstream(&self, outcome: super::calls::CallOutcome, took: Duration) {
+        self.upstream.record(outcome, took, self.sampling());
+    }
+
+    /// A call to an MCP server's tool (ADR 034).
+    pub fn mcp(&self, outcome: super::calls::CallOutcome, took: Duration) {
+        self.mcp.record(outcome, took, self.sampling());
+    }
+
     /// A stream opened; the guard counts it until dropped.
     pub fn stream_opened(&'static self) -> OpenStream {
         self.open_streams.fetch_add(1, Ordering::Relaxed);
@@ -260,6 +274,8 @@ impl Metrics {
             push_samples: self.take_if_sampling(&self.push_latency),
             open_streams: self.open_streams.load(Ordering::Relaxed).max(0) as u64,
             spans_dropped: load(&self.spans_dropped),
+            upstream: self.upstream.snapshot(),
+            mcp: self.mcp.snapshot(),
         }
     }
 
@@ -308,4 +324,6 @@ pub struct Snapshot {
     pub push_samples: Vec<f64>,
     pub open_streams: u64,
     pub spans_dropped: u64,
+    pub upstream: super::calls::CallsSnapshot,
+    pub mcp: super::calls::CallsSnapshot,
 }

@@ -4,6 +4,7 @@
 //! the Lambda functions after each invocation. The log and span exporters are adapters, set up
 //! by the composition (`compose::telemetry`).
 
+pub mod calls;
 pub mod emf;
 pub mod histogram;
 mod incident;
@@ -13,6 +14,7 @@ pub mod trace;
 
 use std::sync::{LazyLock, Mutex};
 
+pub use calls::CallOutcome;
 pub use incident::incident;
 pub use metrics::{
     metrics, Binding, LatencySeries, Metrics, OpenStream, PushOutcome, Snapshot, TokenKind,

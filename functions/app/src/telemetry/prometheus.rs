@@ -183,5 +183,27 @@ pub fn render(s: &Snapshot, tasks: Option<&[(TaskState, u64)]>) -> String {
         "taskledger_trace_spans_dropped_total {}",
         s.spans_dropped
     );
+    calls(&mut out, "upstream", "the upstream A2A agent", &s.upstream);
+    calls(&mut out, "mcp", "MCP servers' tools", &s.mcp);
     out
+}
+
+/// `calls` as Prometheus text: `<name>_calls_total{outcome}` and `<name>_call_duration_seconds`.
+fn calls(out: &mut String, name: &str, what: &str, calls: &super::calls::CallsSnapshot) {
+    let total = format!("taskledger_{name}_calls_total");
+    let _ = writeln!(
+        out,
+        "# HELP {total} Calls to {what} by outcome (ok, error, timeout)."
+    );
+    let _ = writeln!(out, "# TYPE {total} counter");
+    for (o, n) in &calls.counts {
+        let _ = writeln!(out, "{total}{{outcome=\"{}\"}} {n}", o.label());
+    }
+    let duration = format!("taskledger_{name}_call_duration_seconds");
+    let _ = writeln!(
+        out,
+        "# HELP {duration} Time a call to {what} took, in seconds."
+    );
+    let _ = writeln!(out, "# TYPE {duration} histogram");
+    histogram(out, &duration, "", &calls.latency);
 }

@@ -16,6 +16,7 @@
 //! Only the front door (`crate::call`: `Line`, `Entry`) reaches this module (a layout test
 //! checks it): bindings ask the line, never the 0.3 shapes.
 
+pub mod answers;
 pub mod card;
 pub mod grpc;
 pub mod jsonrpc;

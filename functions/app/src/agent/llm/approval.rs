@@ -5,6 +5,7 @@
 //! run and the model is told why.
 
 use taskledger_domain::agent::llm::ToolCall;
+use taskledger_domain::agent::mcp::approval_covers;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::task::{RequestToolApproval, TaskCommand, TaskHead, ToolCallAsked};
 use taskledger_domain::time::Timestamp;
@@ -23,12 +24,13 @@ enum Gatekeeping {
 }
 
 impl LlmAgent {
+    /// A tool the deployment's or the task's list names (an MCP tool also by `NAME__*`), or an
+    /// MCP tool annotated destructive that the deployment does not trust.
     fn needs_approval(&self, head: &TaskHead, tool: &str) -> bool {
-        self.approve_tools.iter().any(|t| t == tool)
-            || head
-                .ext
-                .as_ref()
-                .is_some_and(|d| d.approve_tools.iter().any(|t| t == tool))
+        let listed = |list: &[String]| list.iter().any(|t| approval_covers(t, tool));
+        listed(&self.approve_tools)
+            || head.ext.as_ref().is_some_and(|d| listed(&d.approve_tools))
+            || self.mcp.as_ref().is_some_and(|m| m.destructive(tool))
     }
 
     fn gatekeeping(&self, head: &TaskHead, call: &ToolCall) -> Gatekeeping {

@@ -7,6 +7,7 @@
 //! `kagent.dev/a2a/part-type` = `function_call` / `function_response`.
 
 mod approval;
+mod mcp;
 mod prompt;
 mod skills;
 mod tools;
@@ -26,6 +27,7 @@ use tracing::{debug, warn, Instrument};
 
 use super::{Agent, TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
+pub use mcp::McpTools;
 
 /// Model turns one execution may take before the task fails.
 pub const DEFAULT_MAX_TURNS: u32 = 50;
@@ -36,6 +38,8 @@ pub struct LlmAgent {
     skills: Arc<SkillCatalog>,
     /// Tools that wait for a person's approval on every task (the deployment's list).
     approve_tools: Vec<String>,
+    /// Tools of MCP servers offered beside the intrinsic ones (ADR 034).
+    mcp: Option<Arc<McpTools>>,
 }
 
 /// Why a loop stopped.
@@ -67,11 +71,23 @@ impl LlmAgent {
         skills: SkillCatalog,
         approve_tools: Vec<String>,
     ) -> Arc<Self> {
+        Self::with_mcp(model, max_turns, skills, approve_tools, None)
+    }
+
+    /// With skills, approvals, and MCP servers' tools.
+    pub fn with_mcp(
+        model: Arc<dyn LanguageModel>,
+        max_turns: u32,
+        skills: SkillCatalog,
+        approve_tools: Vec<String>,
+        mcp: Option<Arc<McpTools>>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             model,
             max_turns,
             skills: Arc::new(skills),
             approve_tools,
+            mcp,
         })
     }
 
@@ -139,10 +155,16 @@ impl LlmAgent {
                 .and_then(|d| d.reasoning_effort)
                 .map(|e| format!("{e:?}").to_lowercase()),
             messages: self.chat(&state, &history),
-            tools: if ext.is_some() {
-                taskledger_domain::agent::tools::specs()
-            } else {
-                vec![]
+            tools: {
+                let mut tools = if ext.is_some() {
+                    taskledger_domain::agent::tools::specs()
+                } else {
+                    vec![]
+                };
+                if let Some(m) = &self.mcp {
+                    tools.extend(m.specs().await);
+                }
+                tools
             },
         };
         // A model that answers at once (polled once) has nothing to wait for.

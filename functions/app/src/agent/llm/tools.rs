@@ -74,6 +74,11 @@ impl LlmAgent {
         call: &ToolCall,
         loaded: &[String],
     ) -> ToolOutcome {
+        if let Some(m) = self.mcp.as_ref().filter(|m| m.offers(&call.name)) {
+            let result = m.call(call).await;
+            commit_result(tasks, task_id, call, result, vec![]).await;
+            return ToolOutcome::Continue;
+        }
         let at = Timestamp::now();
         let action = match tools::plan_call(call, None, at) {
             Ok(a) => a,

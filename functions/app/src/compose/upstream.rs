@@ -1,0 +1,122 @@
+//! The upstream A2A agent as the worker, composed (ADR 034): its URL, the deployment's
+//! credential for it (a token from a file or the environment, on AWS from Secrets Manager —
+//! never logged: it prints as `<redacted>` and lives only in the adapter's sensitive header),
+//! the SSRF policy every outgoing URL follows (webhooks' allowlist), and how long a turn follows
+//! it before continuing in a new one.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use taskledger_domain::push::AddressPolicy;
+use taskledger_infra::outbound::{Credential, OutboundHttp};
+
+use crate::agent::Agent;
+use crate::upstream::{FollowSettings, UpstreamAgent};
+
+/// A credential as given (a bearer token or an API key): printed as `<redacted>`.
+#[derive(Clone)]
+pub struct UpstreamToken(String);
+
+impl std::fmt::Debug for UpstreamToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+impl UpstreamToken {
+    /// The credential itself, for the adapter that sends it.
+    pub(super) fn secret(&self) -> &str {
+        &self.0
+    }
+
+    /// A token read from `source` (a file's contents, a variable, a secret): trimmed; empty is
+    /// none.
+    pub fn new(source: &str) -> Option<Self> {
+        let t = source.trim();
+        (!t.is_empty()).then(|| Self(t.to_string()))
+    }
+}
+
+/// An upstream agent to put behind taskledger.
+#[derive(Debug, Clone)]
+pub struct UpstreamChoice {
+    /// Where its card is (`<url>/.well-known/agent-card.json`).
+    pub url: String,
+    pub token: Option<UpstreamToken>,
+    /// The header the token goes in (default `Authorization: Bearer`).
+    pub auth_header: Option<String>,
+    /// The SSRF rules for the upstream's URLs (the card's interfaces too).
+    pub policy: AddressPolicy,
+    pub follow: FollowSettings,
+}
+
+impl UpstreamChoice {
+    /// The URL checked: http or https, with a host.
+    pub fn new(url: &str, policy: AddressPolicy) -> Result<Self, String> {
+        let parsed = url::Url::parse(url).map_err(|e| format!("the agent URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.host_str().is_none() {
+            return Err("the agent URL must be http(s)://host[:port][/path]".into());
+        }
+        Ok(Self {
+            url: url.to_string(),
+            token: None,
+            auth_header: None,
+            policy,
+            follow: FollowSettings::default(),
+        })
+    }
+
+    /// From the environment of a Lambda function (or the local server's): `TASKLEDGER_AGENT_URL`,
+    /// the token from `TASKLEDGER_AGENT_TOKEN` or the file `TASKLEDGER_AGENT_TOKEN_FILE`,
+    /// `TASKLEDGER_AGENT_AUTH_HEADER`, `TASKLEDGER_AGENT_FOLLOW_SECS`; the SSRF allowlist is
+    /// webhooks' (`TASKLEDGER_PUSH_ALLOWLIST`).
+    pub fn from_env(url: &str, policy: AddressPolicy) -> Result<Self, String> {
+        let mut c = Self::new(url, policy)?;
+        c.token = match super::var("TASKLEDGER_AGENT_TOKEN") {
+            Some(t) => UpstreamToken::new(&t),
+            None => match super::var("TASKLEDGER_AGENT_TOKEN_FILE") {
+                Some(path) => UpstreamToken::new(
+                    &std::fs::read_to_string(&path)
+                        .map_err(|e| format!("TASKLEDGER_AGENT_TOKEN_FILE: {e}"))?,
+                ),
+                None => None,
+            },
+        };
+        c.auth_header = super::var("TASKLEDGER_AGENT_AUTH_HEADER");
+        c.follow.window = super::secs_from_env("TASKLEDGER_AGENT_FOLLOW_SECS", c.follow.window)?;
+        Ok(c)
+    }
+
+    /// The agent, its card read once (a card that cannot be read yet is read at the first turn).
+    pub async fn build(&self) -> Result<Arc<dyn Agent>, String> {
+        let credential = self
+            .token
+            .as_ref()
+            .map(|t| Credential::new(self.auth_header.as_deref(), t.secret()))
+            .transpose()
+            .map_err(|e| e.to_string())?;
+        let http = OutboundHttp::new(self.policy.clone(), credential).map_err(|e| e.to_string())?;
+        let agent = UpstreamAgent::new(Arc::new(http), &self.url, self.follow);
+        agent.discover().await;
+        Ok(agent)
+    }
+}
+
+/// The follow window from seconds (at least one).
+pub fn follow_window(secs: u64) -> Duration {
+    Duration::from_secs(secs.max(1))
+}
+
+/// The API function's agent: the upstream one when `TASKLEDGER_AGENT_URL` is set (our cancel
+/// reaches the upstream task; the card advertises its skills), else the scenario agent with
+/// the deployment's conformance rules (it answers direct replies). Turns run in the worker.
+pub async fn api_agent() -> Result<Arc<dyn Agent>, String> {
+    use crate::agent::{ScenarioAgent, ScenarioTimings};
+    match super::AgentChoice::from_env()? {
+        c @ super::AgentChoice::Upstream(_) => c.build(ScenarioTimings::default()).await,
+        _ => Ok(ScenarioAgent::configured(
+            ScenarioTimings::default(),
+            super::conformance_from_env()?,
+        )),
+    }
+}

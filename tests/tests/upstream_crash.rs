@@ -1,0 +1,95 @@
+//! A long upstream task followed across a kill -9 of taskledger (issue 52, ADR 034): the server
+//! binary on SQLite follows an a2a-sdk 1.x agent's task in turns of a second; it is killed with
+//! SIGKILL mid-task and started again on the same data directory; the task completes with every
+//! tick of the upstream's artifact exactly once (the mirror of the upstream task, committed with
+//! each batch, tells the restarted follower where it stands; nothing is sent upstream twice).
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use taskledger_tests::binary::{free_port, ServerProcess};
+
+#[tokio::test]
+async fn a_long_upstream_task_survives_a_kill_9_of_the_server() {
+    let py = match std::env::var("TASKLEDGER_UPSTREAM_PY1") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            assert!(std::env::var("TASKLEDGER_REQUIRE_UPSTREAM").is_err());
+            eprintln!("skipped: no TASKLEDGER_UPSTREAM_PY1 (scripts/test.sh sets it)");
+            return;
+        }
+    };
+    let port = free_port();
+    let mut partner = Command::new(py)
+        .arg(format!(
+            "{}/upstream/agent_v1.py",
+            env!("CARGO_MANIFEST_DIR")
+        ))
+        .arg(port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("the partner starts");
+    let url = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    for _ in 0..200 {
+        if client
+            .get(format!("{url}/.well-known/agent-card.json"))
+            .send()
+            .await
+            .is_ok()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let dir = std::env::temp_dir().join(format!("tl-upcrash-{}", uuid::Uuid::new_v4().simple()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let flags = ["--agent-url", url.as_str(), "--agent-follow-secs", "1"];
+    let server = ServerProcess::sqlite_with(&dir, &flags).await;
+    let sent = server
+        .call(
+            "SendMessage",
+            json!({"message": {"messageId": "m-crash", "role": "ROLE_USER",
+                "parts": [{"text": "slow 4"}]}, "configuration": {"returnImmediately": true}}),
+        )
+        .await;
+    let id = sent["result"]["task"]["id"].as_str().unwrap().to_string();
+    let ticks = |t: &Value| {
+        t["result"]["artifacts"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .flat_map(|a| a["parts"].as_array().cloned().unwrap_or_default())
+            .map(|p| p["text"].as_str().unwrap_or_default().to_string())
+            .collect::<String>()
+    };
+    // mid-task: some ticks in, then SIGKILL
+    for _ in 0..200 {
+        let t = server.call("GetTask", json!({"id": id})).await;
+        if ticks(&t).contains("tick-2 ") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    drop(server);
+    let server = ServerProcess::sqlite_with(&dir, &flags).await;
+    let mut last = Value::Null;
+    for _ in 0..400 {
+        last = server.call("GetTask", json!({"id": id})).await;
+        if last["result"]["status"]["state"] == "TASK_STATE_COMPLETED" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    assert_eq!(
+        last["result"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{last}"
+    );
+    let want: String = (1..=8).map(|i| format!("tick-{i} ")).collect();
+    assert_eq!(ticks(&last), want, "every tick once");
+    let _ = partner.kill();
+    let _ = partner.wait();
+    let _ = std::fs::remove_dir_all(&dir);
+}
