@@ -18,7 +18,8 @@ use taskledger_local::runtime;
 pub(crate) struct Args {
     #[command(subcommand)]
     pub(crate) command: Option<Command>,
-    /// Where tasks are stored; `auto` is DynamoDB when AWS_ENDPOINT_URL(_DYNAMODB) is set.
+    /// Where tasks are stored; `auto` is DynamoDB when AWS_ENDPOINT_URL(_DYNAMODB) is set
+    /// (and --in-memory is not).
     #[arg(long, env = "TASKLEDGER_STORE", value_enum, default_value_t = StoreKind::Auto)]
     pub(crate) store: StoreKind,
     /// DynamoDB table name prefix (tables are `<prefix>tasks`).

@@ -116,6 +116,8 @@ fn uses_dynamo(args: &Args) -> bool {
     match args.store {
         StoreKind::Dynamodb => true,
         StoreKind::Sqlite => false,
+        // `--in-memory` asks for the embedded store, whatever endpoint the environment names.
+        StoreKind::Auto if args.in_memory => false,
         StoreKind::Auto => {
             std::env::var_os("AWS_ENDPOINT_URL").is_some()
                 || std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some()
