@@ -73,19 +73,6 @@ impl OtlpSettings {
             service_name: service_name.to_string(),
         }))
     }
-
-    /// From the standard `OTEL_EXPORTER_OTLP_*` variables (and `OTEL_SERVICE_NAME`).
-    pub fn from_env(default_service: &str) -> Result<Option<Self>, String> {
-        let var = |k: &str| std::env::var(k).ok();
-        Self::new(
-            var("OTEL_EXPORTER_OTLP_ENDPOINT").as_deref(),
-            var("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT").as_deref(),
-            var("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
-                .or_else(|| var("OTEL_EXPORTER_OTLP_PROTOCOL"))
-                .as_deref(),
-            &var("OTEL_SERVICE_NAME").unwrap_or_else(|| default_service.to_string()),
-        )
-    }
 }
 
 /// The exporter's HTTP client: the process's reqwest (rustls), bounded in time.

@@ -13,7 +13,7 @@ pub const ARCHIVE_CONTENT_TYPE: &str = "application/x-ndjson";
 /// An S3 client configured from the environment (region, credentials, endpoint).
 pub async fn client_from_env() -> aws_sdk_s3::Client {
     let shared = aws_config::load_from_env().await;
-    let emulated = std::env::var("AWS_ENDPOINT_URL").is_ok_and(|e| !e.is_empty());
+    let emulated = shared.endpoint_url().is_some_and(|e| !e.is_empty());
     let config = aws_sdk_s3::config::Builder::from(&shared)
         .force_path_style(emulated)
         .build();

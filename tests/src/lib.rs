@@ -79,6 +79,7 @@ pub fn aws_endpoint() -> bool {
 pub fn test_storage() -> Storage {
     if std::env::var("TASKLEDGER_TEST_STORE").as_deref() == Ok("dynamodb") {
         Storage::Dynamo {
+            index_shards: 1,
             prefix: format!("tl-api-{}-", uuid::Uuid::new_v4().simple()),
             create_tables: true,
             counter: None,

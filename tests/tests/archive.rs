@@ -87,6 +87,7 @@ async fn sqlite_to_file_to_dynamodb_to_file_gives_the_same_bytes() {
     assert_eq!(out.tasks, ids.len() as u64);
     let prefix = format!("tl-arch-{}-", uuid::Uuid::new_v4().simple());
     let dynamo = |create_tables| Storage::Dynamo {
+        index_shards: 1,
         prefix: prefix.clone(),
         create_tables,
         counter: None,

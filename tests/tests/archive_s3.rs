@@ -25,6 +25,7 @@ fn temp(name: &str) -> PathBuf {
 
 fn dynamo(prefix: &str, create_tables: bool, pollers: bool) -> Storage {
     Storage::Dynamo {
+        index_shards: 1,
         prefix: prefix.to_string(),
         create_tables,
         counter: None,

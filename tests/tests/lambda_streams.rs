@@ -145,6 +145,7 @@ impl Rig {
         // The relay and the worker, on the table the Lambda uses (created here).
         let mut c = Config::in_memory().with_conformance_scenarios();
         c.storage = Storage::Dynamo {
+            index_shards: 1,
             prefix: prefix.clone(),
             create_tables: true,
             counter: None,

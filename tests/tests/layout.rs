@@ -183,9 +183,15 @@ fn only_the_ledger_appends_to_the_store() {
 fn only_the_front_door_reaches_the_0_3_shapes() {
     // Issue 54: a request's protocol line is a value (`call::Line`) that owns what varies by
     // line; the bindings, runners and service ask it, never the 0.3 translation (`v03/`).
-    // The card's own module signs the card 0.3 fetchers read (ADR 031).
+    // The card's own module signs the card 0.3 fetchers read (ADR 031); the upstream client is
+    // the outgoing edge, speaking the 0.3 wire to an upstream agent that serves 0.3 (ADR 034).
     let app = root().join("functions/app/src");
-    let allowed = [app.join("call.rs"), app.join("card.rs"), app.join("lib.rs")];
+    let allowed = [
+        app.join("call.rs"),
+        app.join("card.rs"),
+        app.join("lib.rs"),
+        app.join("upstream/client.rs"),
+    ];
     let found: Vec<String> = rust_files(&app)
         .into_iter()
         .filter(|f| !is_test_file(f) && !f.starts_with(app.join("v03")) && !allowed.contains(f))
@@ -199,5 +205,27 @@ fn only_the_front_door_reaches_the_0_3_shapes() {
     assert!(
         found.is_empty(),
         "the 0.3 shapes reached outside call.rs: {found:?}"
+    );
+}
+
+#[test]
+fn only_the_settings_read_the_environment() {
+    // Issue 54: one settings model (`compose::settings`) reads every variable, for the local
+    // server and every Lambda alike; everything else is handed the values. Build scripts read
+    // Cargo's variables.
+    let settings = root().join("functions/app/src/compose/settings");
+    let found: Vec<String> = product_files()
+        .iter()
+        .filter(|f| !f.starts_with(&settings) && f.file_name().is_some_and(|n| n != "build.rs"))
+        .filter(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            product.contains("env::var")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        found.is_empty(),
+        "the environment read outside the settings: {found:?}"
     );
 }

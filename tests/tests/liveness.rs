@@ -153,6 +153,7 @@ async fn serverless(lease_secs: u32, stall: Duration) -> Server {
 async fn serverless_on(prefix: &str, lease_secs: u32, stall: Duration) -> Server {
     let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dynamo {
+        index_shards: 1,
         prefix: prefix.to_string(),
         create_tables: true,
         counter: None,

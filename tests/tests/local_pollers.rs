@@ -13,6 +13,7 @@ use taskledger_tests::{aws_endpoint, fast_timings, Server};
 async fn serverless_server() -> Server {
     let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dynamo {
+        index_shards: 1,
         prefix: format!("tl-poll-{}-", uuid::Uuid::new_v4().simple()),
         create_tables: true,
         counter: None,

@@ -130,6 +130,7 @@ async fn on_dynamodb_every_item_of_a_finished_task_carries_its_expiry() {
     let prefix = format!("tl-ret-{}-", uuid::Uuid::new_v4().simple());
     let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dynamo {
+        index_shards: 1,
         prefix: prefix.clone(),
         create_tables: true,
         counter: None,

@@ -26,6 +26,7 @@ async fn two_hundred_blocking_sends_over_two_minutes_all_complete() {
     }
     let mut c = Config::in_memory().with_conformance_scenarios();
     c.storage = Storage::Dynamo {
+        index_shards: 1,
         prefix: format!("tl-soak-{}-", uuid::Uuid::new_v4().simple()),
         create_tables: true,
         counter: None,

@@ -292,6 +292,7 @@ async fn one_send_is_one_trace_from_request_to_turn_to_webhook() {
     one_trace(&collector, Storage::Memory, "sqlite").await;
     if aws_endpoint() {
         let storage = Storage::Dynamo {
+            index_shards: 1,
             prefix: format!("tl-trace-{}-", uuid::Uuid::new_v4().simple()),
             create_tables: true,
             counter: None,

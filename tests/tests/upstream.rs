@@ -561,6 +561,7 @@ async fn a_long_task_and_an_answer_go_through_the_dynamodb_stream_and_the_turn_q
     };
     let mut config = test_config();
     config.storage = taskledger_local::Storage::Dynamo {
+        index_shards: 1,
         prefix: format!("tl-up-{}-", uuid::Uuid::new_v4().simple()),
         create_tables: true,
         counter: None,

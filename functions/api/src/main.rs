@@ -11,11 +11,11 @@ use taskledger_app::compose::{self, ResponseMode};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::compose::init_lambda();
+    let (settings, lambda) = compose::init_lambda()?;
     // The upstream agent when the deployment names one (our cancel reaches its task, the card
     // advertises its skills), else the scenario agent (direct replies); turns run in the worker.
-    let agent = compose::api_agent().await?;
-    let api = compose::lambda_api(agent).await?;
+    let agent = compose::api_agent(&settings).await?;
+    let api = compose::lambda_api(agent, &settings, &lambda).await?;
     tracing::info!(mode = ?api.mode, "serving");
     match api.mode {
         ResponseMode::Buffered => run(api.router).await,

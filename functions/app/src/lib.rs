@@ -34,6 +34,7 @@ pub mod telemetry;
 pub mod upstream;
 pub mod v03;
 
+pub use compose::settings;
 pub use error::AppError;
 pub use http::{router, router_with, AppState, GrpcAddress, HttpSettings};
 pub use service::{Dispatch, Service, ServiceSettings};

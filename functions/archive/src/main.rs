@@ -9,6 +9,7 @@ use std::sync::Arc;
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
+use taskledger_app::compose;
 use taskledger_app::runners::Archiver;
 use taskledger_infra::relay::committed;
 use taskledger_infra::s3::{self, BucketName, S3Archive};
@@ -40,14 +41,12 @@ async fn handle(
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::compose::init_lambda();
-    let bucket = std::env::var("TASKLEDGER_ARCHIVE_BUCKET")
-        .map_err(|_| "TASKLEDGER_ARCHIVE_BUCKET must name the archive bucket")?;
-    let bucket =
-        BucketName::parse(&bucket).map_err(|e| format!("TASKLEDGER_ARCHIVE_BUCKET: {e}"))?;
-    let store = taskledger_infra::lambda::store_from_env().await?;
+    let (settings, _) = compose::init_lambda()?;
+    let bucket = BucketName::parse(&settings.archive_bucket)
+        .map_err(|e| format!("TASKLEDGER_ARCHIVE_BUCKET must name the archive bucket: {e}"))?;
+    let store = compose::lambda_store(&settings).await?;
     let sink = Arc::new(S3Archive::new(s3::client_from_env().await, bucket));
-    let signer = taskledger_infra::lambda::push_from_env()?.signer;
+    let signer = compose::PushParts::lambda(&settings)?.signer;
     let archiver = Archiver::new(store, sink).signed_by(signer.map(|s| s as _));
     run(service_fn(|event| handle(&archiver, event))).await
 }

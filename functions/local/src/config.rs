@@ -13,7 +13,7 @@ use taskledger_domain::ids::Principal;
 use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::dynamo;
 
-use crate::http_server::HEADER_READ_TIMEOUT;
+use taskledger_app::settings::Settings;
 
 /// Where the data lives.
 #[derive(Debug, Clone)]
@@ -25,6 +25,8 @@ pub enum Storage {
     /// DynamoDB tables named `<prefix>tasks`; created at start when `create_tables`.
     Dynamo {
         prefix: String,
+        /// Write shards of the list indexes (`--index-shards`, 1 to 64).
+        index_shards: u32,
         create_tables: bool,
         /// Counts calls (round-trip budget tests and benches).
         counter: Option<dynamo::counting::CallCounter>,
@@ -140,7 +142,8 @@ pub struct PushSettings {
 impl Default for PushSettings {
     fn default() -> Self {
         Self {
-            policy: AddressPolicy::allow_loopback(),
+            policy: AddressPolicy::parse_allowlist(taskledger_app::settings::LOCAL_PUSH_ALLOWLIST)
+                .unwrap_or_else(|e| unreachable!("the local allowlist parses: {e}")),
             signing_key_pem: None,
             retry: RetryPolicy::default(),
         }
@@ -157,41 +160,14 @@ impl Config {
         self
     }
 
+    /// A server in memory with every setting and flag at its default (the defaults are
+    /// written once, on the flags: `Settings`, `LocalFlags`).
     pub fn in_memory() -> Self {
-        Self {
-            storage: Storage::Memory,
-            public_url: None,
-            tokens: HashMap::new(),
-            jwt: None,
-            rate_limit: None,
-            task_limit: None,
-            max_streams: None,
-            body_read_timeout: taskledger_app::http::BODY_READ_TIMEOUT,
-            header_read_timeout: HEADER_READ_TIMEOUT,
-            secrets_key_file: None,
-            blocking_timeout: Duration::from_secs(
-                taskledger_app::compose::LOCAL_BLOCKING_TIMEOUT_SECS,
-            ),
-            timings: ScenarioTimings::default(),
-            cursor_key: None,
-            agent: AgentChoice::Scenario { conformance: false },
-            mcp: Vec::new(),
-            mcp_trust: Vec::new(),
-            push: PushSettings::default(),
-            error_table: Default::default(),
-            grpc: None,
-            stream_keep_alive: taskledger_app::http::DEFAULT_KEEP_ALIVE,
-            stream_poll: taskledger_app::service::DEFAULT_STREAM_POLL,
-            allowed_hosts: Vec::new(),
-            metrics_token: None,
-            proxies: taskledger_app::http::Proxies::None,
-            board_image_origins: Vec::new(),
-            board_session_ttl: taskledger_app::board::DEFAULT_SESSION_TTL,
-            stall_deadline_secs: Some(taskledger_app::runners::DEFAULT_STALL_DEADLINE_SECS),
-            turn_lease_secs: crate::pollers::DEFAULT_TURN_LEASE_SECS,
-            retention: Default::default(),
-            archive_bucket: None,
-        }
+        let flags = crate::flags::LocalFlags::defaults();
+        let mut config = Self::from_flags(&Settings::defaults(), &flags, |_| None)
+            .unwrap_or_else(|e| unreachable!("the defaults are valid: {e}"));
+        config.storage = Storage::Memory;
+        config
     }
 }
 
@@ -225,6 +201,8 @@ pub enum LocalError {
     Queues(String),
     #[error("--archive-bucket: {0}")]
     Archive(String),
+    #[error(transparent)]
+    Settings(#[from] taskledger_app::settings::SettingsError),
     #[error("server failed: {0}")]
     Serve(#[from] std::io::Error),
     #[error(transparent)]

@@ -80,9 +80,6 @@ pub(crate) fn cursor_key(config: &Config) -> Result<Vec<u8>, LocalError> {
         )
         .into_bytes()
     };
-    if let Ok(k) = std::env::var("TASKLEDGER_CURSOR_KEY") {
-        return Ok(k.into_bytes());
-    }
     let Storage::Dir(dir) = storage else {
         return Ok(fresh());
     };

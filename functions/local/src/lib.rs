@@ -14,18 +14,16 @@ use taskledger_app::identity::jwt::JwtAuthenticator;
 use taskledger_app::identity::{Authenticator, TokenAuthenticator};
 use taskledger_app::runners::push::run_outbox_worker;
 use taskledger_app::runners::{run_feed, InProcessTurns, Relay};
-use taskledger_app::{
-    router_with, AppState, Dispatch, GrpcAddress, HttpSettings, Service, ServiceSettings,
-};
+use taskledger_app::{router_with, AppState, Dispatch, GrpcAddress, Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ports::{EventStore, Housekeeping, TaskReadModel};
 use taskledger_domain::retention::Retention;
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
-use taskledger_infra::webhook::{PushSigner, WebhookSender};
 
 pub mod archive;
 mod config;
+pub mod flags;
 mod http_server;
 mod keys;
 pub mod operator;
@@ -34,6 +32,7 @@ pub mod runtime;
 pub mod sessions;
 
 pub use config::{Config, GrpcSettings, LocalError, PushSettings, Storage};
+pub use flags::{LocalFlags, StoreKind};
 use http_server::serve_http;
 pub use http_server::{HEADER_READ_TIMEOUT, MAX_HEADER_BYTES};
 pub use keys::archive_keys;
@@ -127,6 +126,7 @@ pub async fn open_store(storage: &Storage, retention: &Retention) -> Result<Stor
         Storage::Memory => sqlite(SqliteStore::in_memory()),
         Storage::Dynamo {
             prefix,
+            index_shards,
             create_tables,
             counter,
             pollers,
@@ -141,7 +141,9 @@ pub async fn open_store(storage: &Storage, retention: &Retention) -> Result<Stor
                 }
             }
             let s = Arc::new(
-                DynamoStore::new(client.clone(), prefix).with_retention(retention.clone()),
+                DynamoStore::new(client.clone(), prefix)
+                    .with_retention(retention.clone())
+                    .with_index_shards(*index_shards),
             );
             s.check().await?;
             let serverless = if *pollers {
@@ -186,11 +188,14 @@ async fn build_bindings(
     } else {
         Dispatch::InProcess
     };
-    let secrets = secrets(config)?;
-    let signer = match &config.push.signing_key_pem {
-        Some(pem) => Some(Arc::new(PushSigner::from_pem(pem)?)),
-        None => None,
-    };
+    // What pushes, signs and seals: assembled as every deployment does (`compose::PushParts`).
+    let push = compose::PushParts::new(
+        stores.embedded.is_some() || stores.serverless.is_some(),
+        config.push.policy.clone(),
+        config.push.signing_key_pem.as_deref(),
+        secrets(config)?,
+        config.push.retry,
+    )?;
     let housekeeping = stores.housekeeping.clone();
     let task_counts = stores.housekeeping.clone();
     let outbox = stores.embedded.clone().map(|db| {
@@ -212,27 +217,25 @@ async fn build_bindings(
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,
             dispatch,
-            push_enabled: stores.embedded.is_some() || stores.serverless.is_some(),
-            push_policy: config.push.policy.clone(),
+            push_enabled: push.enabled,
+            push_policy: push.policy.clone(),
             stream_poll: config.stream_poll,
             retention: config.retention.clone(),
             rate_limit: config.rate_limit,
             task_limit: config.task_limit,
             max_streams: config.max_streams,
-            secrets: Some(Arc::new(taskledger_infra::secrets::Seal(secrets.clone()))),
+            secrets: Some(push.seal()),
             ..Default::default()
         },
     );
     if let Some(db) = stores.embedded {
         // The embedded path: the feed drives the relay, turns run here, deliveries wait in
         // the outbox for the push worker.
-        let sender = WebhookSender::new(config.push.policy.clone(), signer.clone())?
-            .with_secrets(secrets.clone());
         tokio::spawn(run_outbox_worker(
             service.pushes_queued(),
             db.clone(),
-            Arc::new(sender),
-            config.push.retry,
+            Arc::new(push.sender()?),
+            push.retry,
         ));
         let relay = Relay::new(InProcessTurns::new(service.clone()))
             .with_push(db.clone(), db.clone(), Some(service.pushes_queued()))
@@ -274,9 +277,8 @@ async fn build_bindings(
         tokio::spawn(pollers::run_turn_dlq_poller(service.clone(), sl.turns_dlq));
         tokio::spawn(pollers::run_push_poller(
             sl.push,
-            WebhookSender::new(config.push.policy.clone(), signer.clone())?
-                .with_secrets(secrets.clone()),
-            config.push.retry,
+            push.sender()?,
+            push.retry,
         ));
     }
     if config.stall_deadline_secs.is_some() || !config.retention.is_forever() {
@@ -302,31 +304,24 @@ async fn build_bindings(
         Some(addr) => Some(GrpcAddress::Fixed(addr.clone())),
         None => grpc_port.map(GrpcAddress::Port),
     });
-    let http = HttpSettings {
-        public_url: config.public_url.clone(),
-        name: "taskledger".into(),
-        description: "An event-sourced A2A task backend (local server).".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        jwks: signer.as_ref().map(|s| s.jwks()),
-        card_signer: signer
-            .clone()
-            .map(|s| s as Arc<dyn taskledger_domain::ports::CardSigner>),
-        board: Some(taskledger_app::http::BoardSettings {
-            outbox,
-            ..board_settings(config)?
-        }),
-        allowed_hosts: config.allowed_hosts.clone(),
-        proxies: config.proxies.clone(),
-        grpc: grpc_address,
-        error_table: config.error_table,
-        path_prefix: None,
-        stream_keep_alive: config.stream_keep_alive,
-        body_read_timeout: config.body_read_timeout,
-        metrics: Some(taskledger_app::http::MetricsSettings {
-            tasks: Some(task_counts),
-            token: config.metrics_token.clone(),
-        }),
-    };
+    let mut http = push.http_settings(
+        config.public_url.clone(),
+        "An event-sourced A2A task backend (local server).",
+        config.allowed_hosts.clone(),
+        config.error_table,
+        config.stream_keep_alive,
+    );
+    http.board = Some(taskledger_app::http::BoardSettings {
+        outbox,
+        ..board_settings(config)?
+    });
+    http.proxies = config.proxies.clone();
+    http.grpc = grpc_address;
+    http.body_read_timeout = config.body_read_timeout;
+    http.metrics = Some(taskledger_app::http::MetricsSettings {
+        tasks: Some(task_counts),
+        token: config.metrics_token.clone(),
+    });
     // gRPC has no Host header: its card's URLs are the public URL's, or the HTTP listener's.
     let card_base = match (&config.public_url, http_addr) {
         (Some(u), _) => u.trim_end_matches('/').to_string(),

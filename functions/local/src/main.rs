@@ -1,24 +1,14 @@
 //! `taskledger`: the local all-in-one server. One command, an embedded durable store.
 
-use std::path::PathBuf;
-use std::time::Duration;
 use taskledger_infra::logging::LogFormat;
-use taskledger_infra::otlp::OtlpSettings;
 
 use clap::Parser;
 
 mod args;
-use args::{Args, Command, StoreKind};
-use taskledger_app::agent::ScenarioTimings;
-use taskledger_app::compose;
-use taskledger_app::grpc::TlsPem;
-use taskledger_app::identity::jwt::{self, JwksSource, JwtSettings};
-use taskledger_app::identity::TokenAuthenticator;
+use args::{Args, Command};
 use taskledger_domain::ids::TaskId;
 use taskledger_infra::dynamo::{self, DynamoStore};
-use taskledger_local::{
-    runtime, serve_listeners, AgentChoice, Config, GrpcSettings, Listeners, Storage,
-};
+use taskledger_local::{runtime, serve_listeners, Config, Listeners, Storage};
 
 /// mimalloc instead of glibc's malloc (ADR 025): a quarter of the CPU under load went to
 /// malloc, free and their arena locks.
@@ -53,7 +43,7 @@ fn main() {
     lean_allocator();
     let args = Args::parse();
     // Colour codes only for a person at a terminal, never into a file or a pipe.
-    let format = if args.log_format == "json" {
+    let format = if args.local.log_format == "json" {
         LogFormat::Json { timestamps: true }
     } else {
         LogFormat::Pretty {
@@ -61,24 +51,16 @@ fn main() {
         }
     };
     // Spans to a collector: `--otlp-endpoint`, else the standard OTEL_EXPORTER_OTLP_* variables.
-    let otlp = match args.otlp_endpoint.as_deref().filter(|e| !e.is_empty()) {
-        Some(e) => OtlpSettings::new(
-            Some(e),
-            None,
-            std::env::var("OTEL_EXPORTER_OTLP_PROTOCOL").ok().as_deref(),
-            "taskledger",
-        ),
-        None => OtlpSettings::from_env("taskledger"),
-    };
+    let otlp = args.settings.otlp();
     let otlp = match otlp {
         Ok(o) => o,
         Err(e) => {
-            eprintln!("taskledger: --otlp-endpoint: {e}");
+            eprintln!("taskledger: {e}");
             std::process::exit(2);
         }
     };
     private_files();
-    let workers = args.workers.unwrap_or_else(runtime::workers_here);
+    let workers = args.local.workers.unwrap_or_else(runtime::workers_here);
     let rt = match runtime::build(workers) {
         Ok(rt) => rt,
         Err(e) => {
@@ -112,44 +94,17 @@ fn private_files() {
     }
 }
 
-fn uses_dynamo(args: &Args) -> bool {
-    match args.store {
-        StoreKind::Dynamodb => true,
-        StoreKind::Sqlite => false,
-        // `--in-memory` asks for the embedded store, whatever endpoint the environment names.
-        StoreKind::Auto if args.in_memory => false,
-        StoreKind::Auto => {
-            std::env::var_os("AWS_ENDPOINT_URL").is_some()
-                || std::env::var_os("AWS_ENDPOINT_URL_DYNAMODB").is_some()
-        }
-    }
-}
-
-/// `--retention` and `--retention-tenants`, checked.
 /// The keys and webhook policy `export` and `import` work with: the server's own.
 fn archive_keys_of(
     args: &Args,
 ) -> Result<taskledger_local::archive::ArchiveKeys, Box<dyn std::error::Error>> {
-    let pem = match &args.push_signing_key_file {
-        Some(path) => Some(
-            std::fs::read_to_string(path)
-                .map_err(|e| format!("--push-signing-key-file {}: {e}", path.display()))?,
-        ),
-        None => None,
-    };
-    let policy = taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
-        .map_err(|e| format!("--push-allowlist: {e}"))?;
+    let s = &args.settings;
     Ok(taskledger_local::archive_keys(
-        &storage_of(args),
-        args.secrets_key_file.as_deref(),
-        pem.as_deref(),
-        policy,
+        &args.local.storage(s),
+        s.secrets_key_file.as_deref(),
+        s.signing_key_pem()?.as_deref(),
+        s.address_policy(taskledger_app::settings::Deployment::Local)?,
     )?)
-}
-
-fn retention_of(args: &Args) -> Result<taskledger_domain::retention::Retention, String> {
-    taskledger_domain::retention::Retention::parse(&args.retention, &args.retention_tenants)
-        .map_err(|e| format!("--retention / --retention-tenants: {e}"))
 }
 
 async fn rebuild(
@@ -157,12 +112,14 @@ async fn rebuild(
     task: Option<String>,
     all: bool,
 ) -> Result<(), Box<dyn std::error::Error>> {
-    if !uses_dynamo(args) {
+    if !args.local.uses_dynamo() {
         return Err("rebuild works on the DynamoDB store (set --store dynamodb); the SQLite read model is written in the same transaction as its events".into());
     }
     // Rebuilt heads keep a finished task's expiry.
-    let store = DynamoStore::new(dynamo::client_from_env().await, &args.table_prefix)
-        .with_retention(retention_of(args)?);
+    let s = &args.settings;
+    let store = DynamoStore::new(dynamo::client_from_env().await, &s.table_prefix)
+        .with_retention(s.retention()?)
+        .with_index_shards(s.index_shards);
     store.check().await?;
     if let Some(id) = task {
         let id = TaskId::parse(id)?;
@@ -196,10 +153,10 @@ async fn rebuild(
 /// `taskledger-push` redrive runs there).
 async fn dead_letters(args: &Args, redrive: bool) -> Result<(), Box<dyn std::error::Error>> {
     use taskledger_domain::ports::PushOutbox;
-    if uses_dynamo(args) {
+    if args.local.uses_dynamo() {
         return Err("on DynamoDB, dead letters are in the push DLQ: redrive them with `aws sqs start-message-move-task` or the push worker's TASKLEDGER_REDRIVE mode (see README)".into());
     }
-    let store = taskledger_infra::SqliteStore::open(&args.data_dir)?;
+    let store = taskledger_infra::SqliteStore::open(&args.local.data_dir)?;
     if redrive {
         let n = store.redrive().await?;
         println!("{n} deliveries back in the outbox; a running server sends them now");
@@ -219,47 +176,6 @@ async fn dead_letters(args: &Args, redrive: bool) -> Result<(), Box<dyn std::err
     Ok(())
 }
 
-/// `--grpc-listen` and its TLS files, read now so a missing file stops the start.
-fn grpc_settings(args: &Args) -> Result<Option<GrpcSettings>, String> {
-    let Some(listen) = args.grpc_listen else {
-        if args.grpc_tls_cert.is_some() {
-            return Err("--grpc-tls-cert/--grpc-tls-key need --grpc-listen".into());
-        }
-        return Ok(None);
-    };
-    let read = |flag: &str, path: &PathBuf| {
-        std::fs::read_to_string(path).map_err(|e| format!("{flag} {}: {e}", path.display()))
-    };
-    let tls = match (&args.grpc_tls_cert, &args.grpc_tls_key) {
-        (Some(cert), Some(key)) => Some(TlsPem {
-            cert: read("--grpc-tls-cert", cert)?,
-            key: read("--grpc-tls-key", key)?,
-        }),
-        _ => None,
-    };
-    Ok(Some(GrpcSettings {
-        listen,
-        tls,
-        public_addr: args.grpc_public_addr.clone().filter(|a| !a.is_empty()),
-    }))
-}
-
-/// The store the flags name.
-fn storage_of(args: &Args) -> Storage {
-    if uses_dynamo(args) {
-        Storage::Dynamo {
-            prefix: args.table_prefix.clone(),
-            create_tables: args.create_tables,
-            counter: None,
-            pollers: !args.in_process_agent,
-        }
-    } else if args.in_memory {
-        Storage::Memory
-    } else {
-        Storage::Dir(args.data_dir.clone())
-    }
-}
-
 async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     match &args.command {
         Some(Command::Rebuild { task, all }) => return rebuild(&args, task.clone(), *all).await,
@@ -272,8 +188,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }) => {
             let artifacts = serde_json::from_str(artifacts)
                 .map_err(|e| format!("--artifacts: not a list of work artifacts: {e}"))?;
-            let storage = storage_of(&args);
-            let retention = retention_of(&args)?;
+            let storage = args.local.storage(&args.settings);
+            let retention = args.settings.retention()?;
             let t = taskledger_local::operator::advance_work(
                 &storage, &retention, task, status, artifacts,
             )
@@ -295,8 +211,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 _ => return Err("name a task with --task, a tenant with --tenant, or --all".into()),
             };
             let r = taskledger_local::archive::export(
-                &storage_of(&args),
-                &retention_of(&args)?,
+                &args.local.storage(&args.settings),
+                &args.settings.retention()?,
                 &selection,
                 &archive_keys_of(&args)?,
                 out.as_deref(),
@@ -315,8 +231,8 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
                 require_signed: *require_signed,
             };
             let r = taskledger_local::archive::import(
-                &storage_of(&args),
-                &retention_of(&args)?,
+                &args.local.storage(&args.settings),
+                &args.settings.retention()?,
                 &archive_keys_of(&args)?,
                 &flags,
                 file,
@@ -330,99 +246,21 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         }
         Some(Command::Serve) | None => {}
     }
-    let push = taskledger_local::PushSettings {
-        policy: taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
-            .map_err(|e| format!("--push-allowlist: {e}"))?,
-        signing_key_pem: match &args.push_signing_key_file {
-            Some(path) => Some(
-                std::fs::read_to_string(path)
-                    .map_err(|e| format!("--push-signing-key-file {}: {e}", path.display()))?,
-            ),
-            None => None,
-        },
-        retry: taskledger_domain::push::RetryPolicy {
-            horizon: Duration::from_secs(args.push_retry_horizon_secs),
-            ..Default::default()
-        },
-    };
-    let grpc = grpc_settings(&args)?;
-    let tokens = TokenAuthenticator::parse_table(&args.tokens)
-        .map_err(|e| format!("--tokens / TASKLEDGER_TOKENS: {e}"))?;
-    let storage = storage_of(&args);
-    let jwt = jwt_settings(&args)?;
-    let config = Config {
-        storage,
-        public_url: args.public_url.clone(),
-        tokens,
-        jwt,
-        rate_limit: taskledger_app::limits::RateLimit::per_second(args.rate_limit),
-        task_limit: taskledger_app::limits::RateLimit::tasks_per_minute(args.tasks_per_minute),
-        max_streams: (args.max_streams > 0).then_some(args.max_streams),
-        body_read_timeout: Duration::from_secs(args.body_read_timeout_secs.max(1)),
-        header_read_timeout: Duration::from_secs(args.header_read_timeout_secs.max(1)),
-        secrets_key_file: args.secrets_key_file.clone(),
-        blocking_timeout: Duration::from_secs(args.blocking_timeout_secs),
-        timings: ScenarioTimings::default(),
-        cursor_key: None,
-        push,
-        grpc,
-        error_table: args.error_table,
-        stream_keep_alive: Duration::from_millis(args.stream_keep_alive_ms.max(1)),
-        stream_poll: Duration::from_millis(args.stream_poll_ms.max(1)),
-        metrics_token: args.metrics_token.clone().filter(|t| !t.is_empty()),
-        allowed_hosts: taskledger_app::http::guard::parse_allowed_hosts(&args.allowed_hosts)
-            .map_err(|e| format!("--allowed-hosts: {e}"))?,
-        proxies: taskledger_app::http::Proxies::parse(&args.trusted_proxies)
-            .map_err(|e| format!("--trusted-proxies: {e}"))?,
-        board_image_origins: taskledger_app::board::ImageOrigins::parse(&args.board_image_origins)
-            .map_err(|e| format!("--board-image-origins: {e}"))?
-            .origins()
-            .to_vec(),
-        board_session_ttl: session_ttl(args.board_session_ttl_secs)?,
-        stall_deadline_secs: taskledger_app::runners::stall_deadline(args.stall_deadline_secs)
-            .map_err(|e| format!("--stall-deadline-secs: {e}"))?,
-        turn_lease_secs: taskledger_local::pollers::turn_lease(args.turn_lease_secs)
-            .map_err(|e| format!("--turn-lease-secs: {e}"))?,
-        retention: retention_of(&args)?,
-        archive_bucket: match args.archive_bucket.as_str() {
-            "" => None,
-            b if uses_dynamo(&args) && !args.in_process_agent => Some(
-                taskledger_infra::s3::BucketName::parse(b)
-                    .map_err(|e| format!("--archive-bucket: {e}"))?,
-            ),
-            _ => return Err("--archive-bucket archives from the DynamoDB table's stream: it needs --store dynamodb without --in-process-agent (on the embedded store, `taskledger export` writes the same files)".into()),
-        },
-        mcp: compose::McpServerSpec::parse_list(
-            &args.mcp_servers.join(","),
-            &taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
-                .map_err(|e| format!("--push-allowlist: {e}"))?,
-        )
-        .map_err(|e| format!("--mcp-server: {e}"))?
-        .into_iter()
-        .chain(
-            compose::McpServerSpec::parse_commands(&args.mcp_commands)
-                .map_err(|e| format!("--mcp-command: {e}"))?,
-        )
-        .collect(),
-        mcp_trust: compose::tool_list(&args.mcp_trust),
-        agent: match (upstream_of(&args)?, args.custom_agent.as_deref()) {
-            (Some(upstream), _) => AgentChoice::Upstream(upstream),
-            (None, Some(name)) => AgentChoice::Custom(compose::CustomAgent(
-                taskledger_example_agent::by_name(name)
-                    .ok_or_else(|| format!("--custom-agent: no agent {name:?} is built in"))?,
-                name.to_string(),
-            )),
-            (None, None) => model_agent(&args),
-        },
-    };
-    let listeners = Listeners::bind(&config, args.listen).await.map_err(|e| {
-        format!(
-            "cannot listen on {} (or the gRPC address): {e}",
-            args.listen
-        )
-    })?;
+    let config = Config::from_flags(
+        &args.settings,
+        &args.local,
+        taskledger_example_agent::by_name,
+    )?;
+    let listeners = Listeners::bind(&config, args.local.listen)
+        .await
+        .map_err(|e| {
+            format!(
+                "cannot listen on {} (or the gRPC address): {e}",
+                args.local.listen
+            )
+        })?;
     let addr = listeners.http.local_addr()?;
-    let base = args
+    let base = config
         .public_url
         .clone()
         .unwrap_or_else(|| format!("http://{addr}"));
@@ -437,7 +275,7 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
         base.trim_end_matches('/')
     );
     if let Some(grpc) = &listeners.grpc {
-        let tls = if args.grpc_tls_cert.is_some() {
+        let tls = if args.local.grpc_tls_cert.is_some() {
             "TLS"
         } else {
             "plaintext h2c"
@@ -455,102 +293,4 @@ async fn run(args: Args) -> Result<(), Box<dyn std::error::Error>> {
     })
     .await?;
     Ok(())
-}
-
-/// `--board-session-ttl-secs`: 1 s to `MAX_SESSION_TTL`.
-fn session_ttl(secs: u64) -> Result<Duration, String> {
-    let max = taskledger_app::board::MAX_SESSION_TTL;
-    if secs == 0 || secs > max.as_secs() {
-        return Err(format!(
-            "--board-session-ttl-secs: {secs} is not between 1 and {} (30 days)",
-            max.as_secs()
-        ));
-    }
-    Ok(Duration::from_secs(secs))
-}
-
-/// The JWT settings the flags name (none without `--jwt-issuer`).
-fn jwt_settings(args: &Args) -> Result<Option<JwtSettings>, String> {
-    let Some(issuer) = args.jwt_issuer.clone().filter(|i| !i.is_empty()) else {
-        return Ok(None);
-    };
-    let audiences: Vec<String> = args
-        .jwt_audience
-        .split(',')
-        .map(str::trim)
-        .filter(|a| !a.is_empty())
-        .map(str::to_string)
-        .collect();
-    if audiences.is_empty() {
-        return Err("--jwt-issuer needs --jwt-audience".into());
-    }
-    let jwks = args
-        .jwt_jwks
-        .as_deref()
-        .filter(|j| !j.is_empty())
-        .ok_or("--jwt-issuer needs --jwt-jwks (a JWKS URL or file)")?;
-    Ok(Some(JwtSettings {
-        issuer,
-        audiences,
-        algorithms: jwt::parse_algorithms(&args.jwt_algorithms)
-            .map_err(|e| format!("--jwt-algorithms: {e}"))?,
-        jwks: JwksSource::parse(jwks),
-        tenant_claim: args.jwt_tenant_claim.clone(),
-        refetch_min: jwt::JWKS_REFETCH_MIN,
-        max_lifetime: jwt::max_lifetime(args.jwt_max_lifetime_secs)
-            .map_err(|e| format!("--jwt-max-lifetime-secs: {e}"))?,
-    }))
-}
-
-/// The model agent (or the built-in one) of the flags.
-fn model_agent(args: &Args) -> AgentChoice {
-    match (
-        &args.llm_base_url.clone().filter(|u| !u.is_empty()),
-        &args.bedrock_model.clone().filter(|m| !m.is_empty()),
-    ) {
-        (None, Some(model)) => AgentChoice::Bedrock {
-            model: model.clone(),
-            max_turns: args.max_turns,
-            skills_dir: args.skills_dir.clone(),
-            approve_tools: compose::tool_list(&args.approve_tools),
-        },
-        (None, None) => AgentChoice::Scenario {
-            conformance: args.conformance_scenarios,
-        },
-        (Some(url), _) => {
-            let mut s =
-                taskledger_infra::llm::OpenAiSettings::new(url.clone(), args.llm_model.clone());
-            s.api_key = args.llm_api_key.clone();
-            AgentChoice::OpenAi {
-                settings: s,
-                max_turns: args.max_turns,
-                skills_dir: args.skills_dir.clone(),
-                approve_tools: compose::tool_list(&args.approve_tools),
-            }
-        }
-    }
-}
-
-/// `--agent-url` and its credential: the upstream A2A agent as the worker (ADR 034).
-fn upstream_of(args: &Args) -> Result<Option<compose::UpstreamChoice>, Box<dyn std::error::Error>> {
-    let Some(url) = args.agent_url.as_deref().filter(|u| !u.is_empty()) else {
-        return Ok(None);
-    };
-    let policy = taskledger_domain::push::AddressPolicy::parse_allowlist(&args.push_allowlist)
-        .map_err(|e| format!("--push-allowlist: {e}"))?;
-    let mut c =
-        compose::UpstreamChoice::new(url, policy).map_err(|e| format!("--agent-url: {e}"))?;
-    c.token = match (
-        &args.agent_token_file,
-        std::env::var("TASKLEDGER_AGENT_TOKEN").ok(),
-    ) {
-        (Some(f), _) => compose::UpstreamToken::new(
-            &std::fs::read_to_string(f).map_err(|e| format!("--agent-token-file: {e}"))?,
-        ),
-        (None, Some(t)) => compose::UpstreamToken::new(&t),
-        (None, None) => None,
-    };
-    c.auth_header = args.agent_auth_header.clone();
-    c.follow.window = compose::follow_window(args.agent_follow_secs);
-    Ok(Some(c))
 }

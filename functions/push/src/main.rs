@@ -6,7 +6,8 @@
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use taskledger_app::compose::process_push_batch;
+use taskledger_app::compose::{process_push_batch, PushParts};
+use taskledger_app::settings::LambdaSettings;
 use taskledger_domain::push::RetryPolicy;
 use taskledger_infra::sqs::{self, ReceivedPush, SqsPushQueue};
 use taskledger_infra::webhook::WebhookSender;
@@ -33,22 +34,28 @@ async fn handle(
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::compose::init_lambda();
-    let url = std::env::var("TASKLEDGER_PUSH_QUEUE_URL")
-        .map_err(|_| "TASKLEDGER_PUSH_QUEUE_URL must name the push queue")?;
-    let dlq = std::env::var("TASKLEDGER_PUSH_DLQ_URL")
-        .map_err(|_| "TASKLEDGER_PUSH_DLQ_URL must name the push dead-letter queue")?;
-    let env = taskledger_infra::lambda::push_from_env()?;
-    let queue = SqsPushQueue::new(sqs::client_from_env().await, url, dlq);
+    let (settings, lambda) = taskledger_app::compose::init_lambda()?;
+    let url = LambdaSettings::required(
+        &lambda.push_queue_url,
+        "TASKLEDGER_PUSH_QUEUE_URL",
+        "the push queue",
+    )?;
+    let dlq = LambdaSettings::required(
+        &lambda.push_dlq_url,
+        "TASKLEDGER_PUSH_DLQ_URL",
+        "the push dead-letter queue",
+    )?;
+    let push = PushParts::lambda(&settings)?;
+    let queue = SqsPushQueue::new(
+        sqs::client_from_env().await,
+        url.to_string(),
+        dlq.to_string(),
+    );
     if std::env::args().nth(1).as_deref() == Some("redrive") {
         let n = queue.redrive().await?;
         println!("moved {n} dead letters back to the push queue");
         return Ok(());
     }
-    let worker = (
-        queue,
-        WebhookSender::new(env.policy, env.signer)?.with_secrets(env.secrets),
-        env.retry,
-    );
+    let worker = (queue, push.sender()?, push.retry);
     run(service_fn(|event| handle(&worker, event))).await
 }

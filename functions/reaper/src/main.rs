@@ -11,8 +11,8 @@ use taskledger_domain::time::Timestamp;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::compose::init_lambda();
-    let reaper = compose::lambda_reaper().await?;
+    let (settings, _) = compose::init_lambda()?;
+    let reaper = compose::lambda_reaper(&settings).await?;
     if reaper.is_none() {
         tracing::info!("TASKLEDGER_STALL_DEADLINE_SECS is 0: each pass does nothing");
     }

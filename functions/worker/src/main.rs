@@ -6,26 +6,22 @@
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use taskledger_app::agent::{ScenarioTimings, TurnBudget};
-use taskledger_app::compose::{self, TurnMessage, DEFAULT_TURN_MARGIN};
+use taskledger_app::agent::TurnBudget;
+use taskledger_app::compose::{self, TurnMessage};
 use taskledger_app::{Dispatch, ServiceSettings};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    taskledger_app::compose::init_lambda();
-    // A custom agent built in (functions/example-agent), else the deployment's choice.
-    let agent = match std::env::var("TASKLEDGER_CUSTOM_AGENT").ok().as_deref() {
-        Some(name) if !name.is_empty() => taskledger_example_agent::by_name(name)
-            .ok_or_else(|| format!("TASKLEDGER_CUSTOM_AGENT: no agent {name:?} is built in"))?,
-        _ => compose::agent_from_env(ScenarioTimings::default()).await?,
-    };
+    let (settings, lambda) = compose::init_lambda()?;
+    // The deployment's agent (a custom one built in: functions/example-agent).
+    let agent = compose::worker_agent(&settings, taskledger_example_agent::by_name).await?;
     // New work (a sub-task, a follow-up) reaches the queue through the stream relay.
-    let settings = ServiceSettings {
+    let service = ServiceSettings {
         dispatch: Dispatch::Feed,
         ..Default::default()
     };
-    let svc = compose::lambda_service(agent, settings).await?;
-    let margin = compose::secs_from_env("TASKLEDGER_TURN_MARGIN_SECS", DEFAULT_TURN_MARGIN)?;
+    let svc = compose::lambda_service(agent, service, &settings).await?;
+    let margin = lambda.turn_margin();
     run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)

@@ -26,9 +26,6 @@ pub const PUSH_ATTR: &str = "push";
 
 pub(super) type Item = HashMap<String, AttributeValue>;
 
-/// Environment variable naming the list indexes' write shards (default 1: unsharded). Fixed for
-/// a table's life: every function of a deployment must agree, and a change needs `rebuild`.
-pub const INDEX_SHARDS_ENV: &str = "TASKLEDGER_INDEX_SHARDS";
 /// Most write shards the list indexes may have (a list page reads every shard).
 pub const MAX_INDEX_SHARDS: u32 = 64;
 
@@ -40,16 +37,6 @@ pub struct DynamoStore {
     pub(super) index_shards: u32,
     /// How long finished tasks are kept: their items carry the expiry the table's TTL reads.
     pub(super) retention: Retention,
-}
-
-/// The list indexes' shard count `TASKLEDGER_INDEX_SHARDS` asks for (1 to `MAX_INDEX_SHARDS`).
-pub fn parse_index_shards(v: &str) -> Result<u32, String> {
-    match v.trim().parse::<u32>() {
-        Ok(n) if (1..=MAX_INDEX_SHARDS).contains(&n) => Ok(n),
-        _ => Err(format!(
-            "{INDEX_SHARDS_ENV} must be a whole number from 1 to {MAX_INDEX_SHARDS}, not {v:?}"
-        )),
-    }
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -130,16 +117,11 @@ pub(super) fn snapshot_of(item: &Item) -> Result<TaskAggregate, StoreError> {
 }
 
 impl DynamoStore {
-    /// The store on `<prefix>tasks`, its list indexes sharded as `TASKLEDGER_INDEX_SHARDS`
-    /// says (an invalid value is reported and the default kept).
+    /// The store on `<prefix>tasks`, its list indexes unsharded (`with_index_shards`: the
+    /// deployment's `--index-shards`, fixed for a table's life — every function of a deployment
+    /// must agree, and a change needs `rebuild`).
     pub fn new(client: Client, table_prefix: &str) -> Self {
-        let index_shards = match std::env::var(INDEX_SHARDS_ENV) {
-            Err(_) => 1,
-            Ok(v) => parse_index_shards(&v).unwrap_or_else(|e| {
-                tracing::error!(error = %e, "ignoring the index shard setting");
-                1
-            }),
-        };
+        let index_shards = 1;
         Self {
             client,
             table: schema::table_name(table_prefix, &schema::TASKS),

@@ -57,7 +57,7 @@ impl McpServerSpec {
     }
 
     /// `NAME=URL,NAME=URL`: names that are function-name material without `__`, each once;
-    /// the token of each from `TASKLEDGER_MCP_TOKEN_<NAME>` (upper case, `-` as `_`).
+    /// each server's token is the settings' (`TASKLEDGER_MCP_TOKEN_<NAME>`).
     pub fn parse_list(list: &str, policy: &AddressPolicy) -> Result<Vec<Self>, String> {
         let mut out: Vec<Self> = Vec::new();
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
@@ -69,13 +69,7 @@ impl McpServerSpec {
             if out.iter().any(|s| s.name == name) {
                 return Err(format!("MCP server {name} is named twice"));
             }
-            let mut spec = Self::new(name, url.trim(), policy.clone());
-            let var = format!(
-                "TASKLEDGER_MCP_TOKEN_{}",
-                name.to_ascii_uppercase().replace('-', "_")
-            );
-            spec.token = super::var(&var).and_then(|t| UpstreamToken::new(&t));
-            out.push(spec);
+            out.push(Self::new(name, url.trim(), policy.clone()));
         }
         Ok(out)
     }

@@ -7,6 +7,8 @@ use std::sync::{Arc, OnceLock};
 use taskledger_infra::logging::{self, LogFormat};
 use taskledger_infra::otlp::{DroppedSpans, OtlpSettings, Tracing};
 
+use crate::settings::{LambdaSettings, Settings, SettingsError};
+
 use crate::telemetry::{self, metrics, trace};
 
 /// The span exporter, when one runs (flushed at a Lambda invocation's end).
@@ -27,17 +29,22 @@ pub fn init_telemetry(format: LogFormat, otlp: Option<&OtlpSettings>) -> Result<
     Ok(())
 }
 
-/// A Lambda function's start (on its runtime): JSON logs, spans to the collector the standard
-/// `OTEL_EXPORTER_OTLP_*` variables name (the ADOT layer's), and metrics kept for EMF reports.
-pub fn init_lambda() {
-    let otlp = OtlpSettings::from_env("taskledger").unwrap_or_else(|e| {
+/// A Lambda function's start (on its runtime): its settings read (`Settings::from_env`,
+/// `LambdaSettings::from_env`), JSON logs, spans to the collector the settings name (else the
+/// standard `OTEL_EXPORTER_OTLP_*` variables: the ADOT layer's), and metrics kept for EMF
+/// reports under the settings' namespace.
+pub fn init_lambda() -> Result<(Settings, LambdaSettings), SettingsError> {
+    let settings = Settings::from_env()?;
+    let lambda = LambdaSettings::from_env()?;
+    let otlp = settings.otlp().unwrap_or_else(|e| {
         eprintln!("tracing off: {e}");
         None
     });
     if let Err(e) = init_telemetry(LogFormat::Json { timestamps: false }, otlp.as_ref()) {
         eprintln!("{e}");
     }
-    telemetry::keep_for_emf();
+    telemetry::keep_for_emf(&lambda.metrics_namespace);
+    Ok((settings, lambda))
 }
 
 /// After each Lambda invocation: the spans it made go to the collector (before the sandbox

@@ -66,27 +66,6 @@ impl UpstreamChoice {
         })
     }
 
-    /// From the environment of a Lambda function (or the local server's): `TASKLEDGER_AGENT_URL`,
-    /// the token from `TASKLEDGER_AGENT_TOKEN` or the file `TASKLEDGER_AGENT_TOKEN_FILE`,
-    /// `TASKLEDGER_AGENT_AUTH_HEADER`, `TASKLEDGER_AGENT_FOLLOW_SECS`; the SSRF allowlist is
-    /// webhooks' (`TASKLEDGER_PUSH_ALLOWLIST`).
-    pub fn from_env(url: &str, policy: AddressPolicy) -> Result<Self, String> {
-        let mut c = Self::new(url, policy)?;
-        c.token = match super::var("TASKLEDGER_AGENT_TOKEN") {
-            Some(t) => UpstreamToken::new(&t),
-            None => match super::var("TASKLEDGER_AGENT_TOKEN_FILE") {
-                Some(path) => UpstreamToken::new(
-                    &std::fs::read_to_string(&path)
-                        .map_err(|e| format!("TASKLEDGER_AGENT_TOKEN_FILE: {e}"))?,
-                ),
-                None => None,
-            },
-        };
-        c.auth_header = super::var("TASKLEDGER_AGENT_AUTH_HEADER");
-        c.follow.window = super::secs_from_env("TASKLEDGER_AGENT_FOLLOW_SECS", c.follow.window)?;
-        Ok(c)
-    }
-
     /// The agent, its card read once (a card that cannot be read yet is read at the first turn).
     pub async fn build(&self) -> Result<Arc<dyn Agent>, String> {
         let credential = self
@@ -105,18 +84,4 @@ impl UpstreamChoice {
 /// The follow window from seconds (at least one).
 pub fn follow_window(secs: u64) -> Duration {
     Duration::from_secs(secs.max(1))
-}
-
-/// The API function's agent: the upstream one when `TASKLEDGER_AGENT_URL` is set (our cancel
-/// reaches the upstream task; the card advertises its skills), else the scenario agent with
-/// the deployment's conformance rules (it answers direct replies). Turns run in the worker.
-pub async fn api_agent() -> Result<Arc<dyn Agent>, String> {
-    use crate::agent::{ScenarioAgent, ScenarioTimings};
-    match super::AgentChoice::from_env()? {
-        c @ super::AgentChoice::Upstream(_) => c.build(ScenarioTimings::default()).await,
-        _ => Ok(ScenarioAgent::configured(
-            ScenarioTimings::default(),
-            super::conformance_from_env()?,
-        )),
-    }
 }

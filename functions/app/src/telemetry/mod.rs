@@ -12,7 +12,7 @@ mod metrics;
 pub mod prometheus;
 pub mod trace;
 
-use std::sync::{LazyLock, Mutex};
+use std::sync::{Mutex, OnceLock};
 
 pub use calls::CallOutcome;
 pub use incident::incident;
@@ -21,18 +21,18 @@ pub use metrics::{
     TurnOutcome,
 };
 
-static REPORTER: LazyLock<Mutex<emf::Reporter>> = LazyLock::new(|| {
-    let namespace = std::env::var("TASKLEDGER_METRICS_NAMESPACE")
-        .ok()
-        .filter(|n| !n.is_empty())
-        .unwrap_or_else(|| emf::DEFAULT_NAMESPACE.to_string());
-    Mutex::new(emf::Reporter::new(namespace))
-});
+/// The EMF reporter, from a Lambda function's start (`keep_for_emf`).
+static REPORTER: OnceLock<Mutex<emf::Reporter>> = OnceLock::new();
 
-/// Keep latency samples for EMF reports from now on (a Lambda function's start).
-pub fn keep_for_emf() {
+/// Keep latency samples for EMF reports under `namespace` from now on (a Lambda function's
+/// start; a blank namespace is `emf::DEFAULT_NAMESPACE`).
+pub fn keep_for_emf(namespace: &str) {
     metrics().keep_samples();
-    LazyLock::force(&REPORTER);
+    let namespace = match namespace.trim() {
+        "" => emf::DEFAULT_NAMESPACE,
+        n => n,
+    };
+    let _ = REPORTER.set(Mutex::new(emf::Reporter::new(namespace.to_string())));
 }
 
 /// Writes what changed in the metrics since the last report as EMF lines on standard output
@@ -40,7 +40,10 @@ pub fn keep_for_emf() {
 pub fn write_emf() {
     let now = metrics().snapshot();
     let at = taskledger_domain::time::Timestamp::now().unix_nanos() / 1_000_000;
-    let lines = match REPORTER.lock() {
+    let Some(reporter) = REPORTER.get() else {
+        return;
+    };
+    let lines = match reporter.lock() {
         Ok(mut r) => r.report(now, at),
         Err(_) => return,
     };
