@@ -13,8 +13,6 @@ use taskledger_domain::ids::Principal;
 use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::dynamo;
 
-use taskledger_app::settings::Settings;
-
 /// Where the data lives.
 #[derive(Debug, Clone)]
 pub enum Storage {
@@ -158,16 +156,6 @@ impl Config {
             *conformance = true;
         }
         self
-    }
-
-    /// A server in memory with every setting and flag at its default (the defaults are
-    /// written once, on the flags: `Settings`, `LocalFlags`).
-    pub fn in_memory() -> Self {
-        let flags = crate::flags::LocalFlags::defaults();
-        let mut config = Self::from_flags(&Settings::defaults(), &flags, |_| None)
-            .unwrap_or_else(|e| unreachable!("the defaults are valid: {e}"));
-        config.storage = Storage::Memory;
-        config
     }
 }
 

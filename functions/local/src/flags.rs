@@ -251,6 +251,15 @@ impl LocalFlags {
 }
 
 impl Config {
+    /// A server in memory with every setting and flag at its default (the defaults are
+    /// written once, on the flags: `Settings`, `LocalFlags`).
+    pub fn in_memory() -> Self {
+        let mut config = Self::from_flags(&Settings::defaults(), &LocalFlags::defaults(), |_| None)
+            .unwrap_or_else(|e| unreachable!("the defaults are valid: {e}"));
+        config.storage = Storage::Memory;
+        config
+    }
+
     /// The local server's configuration from its settings and flags: every value parsed and
     /// checked here, once (a bad one stops the start, naming its flag). `custom` finds an
     /// agent built into the binary by name (`--custom-agent`).

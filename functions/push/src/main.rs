@@ -7,7 +7,6 @@
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use taskledger_app::compose::{process_push_batch, PushParts};
-use taskledger_app::settings::LambdaSettings;
 use taskledger_domain::push::RetryPolicy;
 use taskledger_infra::sqs::{self, ReceivedPush, SqsPushQueue};
 use taskledger_infra::webhook::WebhookSender;
@@ -35,22 +34,9 @@ async fn handle(
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (settings, lambda) = taskledger_app::compose::init_lambda()?;
-    let url = LambdaSettings::required(
-        &lambda.push_queue_url,
-        "TASKLEDGER_PUSH_QUEUE_URL",
-        "the push queue",
-    )?;
-    let dlq = LambdaSettings::required(
-        &lambda.push_dlq_url,
-        "TASKLEDGER_PUSH_DLQ_URL",
-        "the push dead-letter queue",
-    )?;
+    let (url, dlq) = lambda.push_queues()?;
     let push = PushParts::lambda(&settings)?;
-    let queue = SqsPushQueue::new(
-        sqs::client_from_env().await,
-        url.to_string(),
-        dlq.to_string(),
-    );
+    let queue = SqsPushQueue::new(sqs::client_from_env().await, url, dlq);
     if std::env::args().nth(1).as_deref() == Some("redrive") {
         let n = queue.redrive().await?;
         println!("moved {n} dead letters back to the push queue");

@@ -68,6 +68,21 @@ impl LambdaSettings {
             .ok_or_else(|| SettingsError::invalid(name, format!("must name {what}")))
     }
 
+    /// The push queue and its dead-letter queue, which the push worker cannot run without.
+    pub fn push_queues(&self) -> Result<(String, String), SettingsError> {
+        let queue = Self::required(
+            &self.push_queue_url,
+            "TASKLEDGER_PUSH_QUEUE_URL",
+            "the push queue",
+        )?;
+        let dlq = Self::required(
+            &self.push_dlq_url,
+            "TASKLEDGER_PUSH_DLQ_URL",
+            "the push dead-letter queue",
+        )?;
+        Ok((queue.to_string(), dlq.to_string()))
+    }
+
     pub fn turn_margin(&self) -> Duration {
         Duration::from_secs(self.turn_margin_secs)
     }
