@@ -139,12 +139,17 @@ impl Relay {
             event_type = %event.event_type
         );
         trace::set_parent(&span, parent.as_ref());
-        trace::within(parent, self.relay_in_trace(event).instrument(span)).await
+        // What the relay queues carries the relay's own trace, as data.
+        let here = trace::recorded(&span, parent.as_ref()).map(|t| t.to_stored());
+        trace::within(parent, self.relay_in_trace(event, here).instrument(span)).await
     }
 
-    async fn relay_in_trace(&self, event: &CommittedEvent) -> Result<Relayed, RelayError> {
+    async fn relay_in_trace(
+        &self,
+        event: &CommittedEvent,
+        here: Option<String>,
+    ) -> Result<Relayed, RelayError> {
         let mut done = Relayed::default();
-        let here = trace::current().map(|t| t.to_stored());
         if let Some(mut turn) = event.turn() {
             turn.trace = here.clone();
             self.turns

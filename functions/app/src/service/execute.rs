@@ -24,13 +24,18 @@ pub struct Change<'a> {
 }
 
 impl<'a> Change<'a> {
-    /// A change of an existing task `actor` may see (else TaskNotFound).
+    /// A change of an existing task `actor` may see (else TaskNotFound), in the trace of the
+    /// work that makes it (the request's or the turn's: read here, once, and carried to the
+    /// commit as data).
     pub fn to(actor: Actor<'a>, task_id: &'a TaskId) -> Self {
         Self {
             actor,
             task_id,
             target: Target::Existing,
-            keys: Keys::default(),
+            keys: Keys {
+                trace: crate::telemetry::trace::current(),
+                ..Keys::default()
+            },
             known: None,
         }
     }
@@ -43,7 +48,10 @@ impl<'a> Change<'a> {
     /// The task must not exist yet: a lost race is reported, not decided again.
     pub(crate) fn creating(mut self, keys: Keys) -> Self {
         self.target = Target::New;
-        self.keys = keys;
+        self.keys = Keys {
+            trace: self.keys.trace.take(),
+            ..keys
+        };
         self
     }
 
@@ -129,8 +137,8 @@ mod tests {
     use taskledger_domain::time::Timestamp;
     use taskledger_domain::wire::{SendMessageResponse, TaskState};
 
-    use super::Change;
-    use crate::service::{Dispatch, Service, ServiceSettings};
+    use super::{Change, Target};
+    use crate::service::{Actor, Dispatch, Service, ServiceSettings};
 
     /// A change decided on a state the caller holds that is out of date loses one race, then
     /// is decided on the stored state: it never retries on what it held.
@@ -185,5 +193,56 @@ mod tests {
         let head = canceled.state.head().unwrap();
         assert_eq!(head.status.state, TaskState::Canceled);
         assert!(canceled.state.version > moved.state.version);
+    }
+
+    /// The trace a commit records is the change's data: handed in with it, outside any
+    /// request's scope, it is what the turn the commit asks for carries.
+    #[tokio::test]
+    async fn the_trace_a_commit_records_is_the_changes_own() {
+        let store = Arc::new(taskledger_infra::SqliteStore::in_memory());
+        let settings = ServiceSettings {
+            dispatch: Dispatch::Feed,
+            ..ServiceSettings::default()
+        };
+        let svc = Service::new(
+            store.clone(),
+            store,
+            crate::agent::ScenarioAgent::new(Default::default()),
+            taskledger_domain::cursor::CursorCodec::new(b"k".to_vec()),
+            settings,
+        );
+        let who = Principal::new("acme", "alice").unwrap();
+        let send = json!({"message": {"messageId": "m-2", "role": "ROLE_USER",
+            "parts": [{"text": "hi"}]}, "configuration": {"returnImmediately": true}});
+        let SendMessageResponse::Task(task) = svc
+            .send_message(&who, serde_json::from_value(send).unwrap(), None)
+            .await
+            .unwrap()
+        else {
+            panic!("a task")
+        };
+        let id = TaskId::parse(task.id).unwrap();
+        let trace = taskledger_domain::trace::TraceContext::parse(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+            None,
+        );
+        let work = svc.ledger().current(&id).await.unwrap().unwrap();
+        let keys = super::Keys {
+            trace: trace.clone(),
+            ..Default::default()
+        };
+        let continued = svc
+            .ledger()
+            .commit(Actor::Agent, &id, Target::Existing, keys, None, |_| {
+                vec![TaskCommand::ContinueAgentWork {
+                    after: work.head().unwrap().work_requested,
+                    steps_taken: 1,
+                    at: Timestamp::now(),
+                }]
+            })
+            .await
+            .unwrap();
+        assert_eq!(continued.turns.len(), 1, "{:?}", continued.events);
+        assert_eq!(continued.turns[0].trace, trace.map(|t| t.to_stored()));
     }
 }

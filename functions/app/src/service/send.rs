@@ -276,6 +276,7 @@ impl Service {
                     fingerprint: fingerprint.clone(),
                     task_id: task_id.clone(),
                 }),
+            trace: None,
         };
         let created = self
             .execute(

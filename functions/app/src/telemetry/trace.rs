@@ -84,6 +84,19 @@ pub fn current() -> Option<TraceContext> {
     own.map(|o| o.with_origin(origin))
 }
 
+/// The trace a commit records: its own span's when spans are exported (the work after it joins
+/// the commit), else the work's as handed in — with the work's `tracestate` and origin.
+pub fn recorded(span: &Span, work: Option<&TraceContext>) -> Option<TraceContext> {
+    let origin = work.and_then(|w| w.origin().cloned());
+    if is_exporting() {
+        if let Some(c) = of_span(span) {
+            let state = work.and_then(|w| w.tracestate().map(str::to_string));
+            return Some(c.with_state(state).with_origin(origin));
+        }
+    }
+    work.cloned()
+}
+
 /// Makes `span` the root of a trace of its own, linked to `from` (the work it follows without
 /// being its child): what leaves for another principal or a provider names this trace, not
 /// the caller's (exporting only).

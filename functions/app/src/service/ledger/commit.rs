@@ -14,6 +14,7 @@ use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{CommitBuilder, IdempotencyRecord, MessageKey, StoreError};
 use taskledger_domain::task::{TaskAggregate, TaskCommand, TaskEvent};
 use taskledger_domain::time::Timestamp;
+use taskledger_domain::trace::TraceContext;
 use tracing::debug;
 
 use taskledger_domain::task::admission::Admission;
@@ -36,11 +37,15 @@ pub(crate) enum Target {
     New,
 }
 
-/// Idempotency items written with the commit.
+/// What a commit writes beside its events: its idempotency items, and the trace of the work
+/// that makes it (the work after the commit — relay, turn, delivery — joins it through the
+/// commit's span, ADR 033). The trace is the change's data, handed in, never read from
+/// ambient state here.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct Keys {
     pub message: Option<MessageKey>,
     pub idempotency: Option<IdempotencyRecord>,
+    pub trace: Option<TraceContext>,
 }
 
 /// The state a commit reached and the events it appended (none: nothing to do), with the work
@@ -137,9 +142,9 @@ impl Ledger {
         commit.idempotency = keys.idempotency.clone();
         let span =
             crate::exported_span!("commit", task_id = %task_id, events = events.len(), attempt);
-        commit.trace = span
-            .in_scope(crate::telemetry::trace::current)
-            .map(|t| t.to_stored());
+        crate::telemetry::trace::set_parent(&span, keys.trace.as_ref());
+        commit.trace =
+            crate::telemetry::trace::recorded(&span, keys.trace.as_ref()).map(|t| t.to_stored());
         let pushes = !commit.pushes.is_empty();
         let mut turns = turns_from(task_id, &commit.events);
         turns
