@@ -295,12 +295,18 @@ log=$(mktemp)
 "${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
   --tokens "tok-alice=acme/alice,tok-bob=acme/bob,tok-carol=acme/carol" >"$log" 2>&1 &
 pids+=($!)
-# A second server runs the model agent against the mock Chat Completions endpoint board.mjs serves.
+# A second server runs the model agent against the mock Chat Completions endpoint board.mjs serves,
+# with the official MCP test server's tools (its echo needs a person's approval, given on the page).
 agent_port=$(free_port)
 mock_port=$(free_port)
+everything_port=$(free_port)
 agent_log=$(mktemp)
+node tests/mcp/everything_loopback.mjs "$everything_port" >/dev/null 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$everything_port/mcp" && break; sleep 0.1; done
 "${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$agent_port" --in-memory \
   --tokens "tok-alice=acme/alice" --llm-base-url "http://127.0.0.1:$mock_port/v1" --llm-model mock-1 \
+  --mcp-server "everything=http://127.0.0.1:$everything_port/mcp" --approve-tools everything__echo \
   >"$agent_log" 2>&1 &
 pids+=($!)
 wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"

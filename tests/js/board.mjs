@@ -206,8 +206,15 @@ function serveMock(port) {
     req.on('end', async () => {
       const messages = JSON.parse(body).messages ?? [];
       const made = messages.reduce((n, m) => n + (m.tool_calls?.length ?? 0), 0);
+      const mcp = messages.some((m) => m.role === 'user' && JSON.stringify(m.content ?? '').includes('echo it'));
       let answer;
-      if (made === 0) {
+      if (mcp && made === 0) {
+        // The MCP scenario: the official test server's echo, which needs a person's approval.
+        answer = reply({ role: 'assistant', content: null, tool_calls: [call('e0', 'everything__echo', { message: 'hello from the board' })] });
+      } else if (mcp) {
+        const last = [...messages].reverse().find((m) => m.role === 'tool')?.content ?? '';
+        answer = reply({ role: 'assistant', content: `the echo said: ${last}` });
+      } else if (made === 0) {
         await new Promise((r) => setTimeout(r, 2500));
         answer = reply({ role: 'assistant', content: null, tool_calls: [call('c0', 'complete_step', { step: 'Build', output: 'built in 3 minutes' })] });
       } else if (made === 1) {
@@ -269,9 +276,44 @@ async function agentScenario(browser) {
     );
     const history = await page.textContent('ol.history');
     check('the agent was told the call was rejected', /reject/i.test(history), history.slice(-300));
+    await mcpScenario(page);
   } finally {
     mock.close();
   }
 }
+// An MCP tool (server-everything's echo, `--approve-tools everything__echo`) waits for a person:
+// alice approves it on the task's page, the tool runs on the MCP server, the agent reads its
+// result and finishes.
+async function mcpScenario(page) {
+  const r = await fetch(`${agentBase}/a2a`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: 'Bearer tok-alice',
+      'A2A-Extensions': HITL_URI,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', extensions: [HITL_URI], parts: [{ text: 'echo it' }] },
+      configuration: { returnImmediately: true },
+    } }),
+  });
+  const id = (await r.json()).result.task.id;
+  await page.goto(`${agentBase}/board/tasks/${id}`);
+  await page.waitForSelector('form[data-rpc=approve-tools]', { timeout: 15_000 }).then(
+    () => check('the MCP tool call waits for approval on the page', true),
+    (e) => check('the MCP tool call waits for approval on the page', false, e.message),
+  );
+  const form = await page.textContent('form[data-rpc=approve-tools]');
+  check('the approval names the MCP tool', form.includes('everything__echo'), form);
+  await page.screenshot({ path: `${shots}/mcp-approval.png`, fullPage: true });
+  await page.check('form[data-rpc=approve-tools] input[value=approve]');
+  await page.click('form[data-rpc=approve-tools] button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#task')?.dataset.state === 'TASK_STATE_COMPLETED', null, { timeout: 15_000 }).then(
+    () => check('approving the MCP call lets the agent finish with its result', true),
+    async () => check('approving the MCP call lets the agent finish with its result', false, await page.getAttribute('#task', 'data-state')),
+  );
+  const history = await page.textContent('ol.history');
+  check('the MCP server\'s answer reached the agent', history.includes('hello from the board'), history.slice(-300));
+}
+
 console.log(`${passed} passed, ${failed} failed`);
 process.exit(failed > 0 ? 1 : 0);
