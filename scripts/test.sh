@@ -17,7 +17,8 @@
 #      harness (SIGKILLs under load, duplicate turn messages and stream batches, a throttling
 #      proxy: every acknowledged task finishes, nothing applied twice, no push lost); then the API
 #      function's own binary as Lambda runs it, streamed and buffered, through cargo lambda's
-#      emulated runtime API (cargo-lambda installed into .tools/lambda-venv);
+#      emulated runtime API (cargo-lambda installed into .tools/lambda-venv), and the worker
+#      function's binary following a long upstream task across invocations;
 #   3. cfn-lint on template.yaml (and `sam validate --lint` when aws-sam-cli is installed);
 #   4. the official Python client (a2a-sdk 1.x) against a freshly started local server, over
 #      JSON-RPC and HTTP+JSON, then over gRPC against a server started with --grpc-listen: the
@@ -137,11 +138,15 @@ if [ ! -x "$lambda/bin/cargo-lambda" ]; then
   python3 -m venv "$lambda"
   "$lambda/bin/pip" install --quiet --disable-pip-version-check 'cargo-lambda==1.9.2'
 fi
-# Built as it is deployed: the api package's own features (no gRPC).
-cargo build --quiet -p taskledger-api
+# Built as they are deployed: the api and worker packages' own features (no gRPC).
+cargo build --quiet -p taskledger-api -p taskledger-worker
 TASKLEDGER_CARGO_LAMBDA="$PWD/$lambda/bin/cargo-lambda" \
 TASKLEDGER_API_BIN="$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)/api" \
   cargo test --workspace --test lambda_streams -- --ignored
+echo "==> the worker function as Lambda runs it, following a long upstream task across invocations (issue 52)"
+TASKLEDGER_CARGO_LAMBDA="$PWD/$lambda/bin/cargo-lambda" TASKLEDGER_REQUIRE_UPSTREAM=1 \
+TASKLEDGER_WORKER_BIN="$(cd "${CARGO_TARGET_DIR:-target}/debug" && pwd)/worker" \
+  cargo test --workspace --test lambda_worker -- --ignored --nocapture
 
 echo "==> template.yaml"
 "$tools/bin/cfn-lint" template.yaml

@@ -12,6 +12,7 @@ pub mod proxy;
 pub mod receiver;
 pub mod source;
 pub mod stream;
+pub mod upstream;
 
 pub use binding::{binding, Binding, GrpcEndpoint};
 

@@ -10,7 +10,6 @@
 //! `TASKLEDGER_UPSTREAM_PY03`: the venvs' interpreters); without them these tests say "skipped"
 //! (unless `TASKLEDGER_REQUIRE_UPSTREAM` is set).
 
-use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -22,79 +21,8 @@ use serde_json::{json, Value};
 use taskledger_app::compose::{AgentChoice, UpstreamChoice};
 use taskledger_domain::push::AddressPolicy;
 use taskledger_tests::binary::free_port;
+use taskledger_tests::upstream::{partner, Sdk};
 use taskledger_tests::{test_config, Server};
-
-/// A Python partner, killed when dropped.
-struct Partner {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Partner {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-#[derive(Clone, Copy, PartialEq, Debug)]
-enum Sdk {
-    V1,
-    V03,
-}
-
-fn python(sdk: Sdk) -> Option<String> {
-    let var = match sdk {
-        Sdk::V1 => "TASKLEDGER_UPSTREAM_PY1",
-        Sdk::V03 => "TASKLEDGER_UPSTREAM_PY03",
-    };
-    match std::env::var(var) {
-        Ok(p) if !p.is_empty() => Some(p),
-        _ => {
-            assert!(
-                std::env::var("TASKLEDGER_REQUIRE_UPSTREAM").is_err(),
-                "{var} is required"
-            );
-            eprintln!("skipped: no {var} (scripts/test.sh sets it)");
-            None
-        }
-    }
-}
-
-async fn partner(sdk: Sdk, flags: &[&str]) -> Option<Partner> {
-    let py = python(sdk)?;
-    let port = free_port();
-    let script = match sdk {
-        Sdk::V1 => "agent_v1.py",
-        Sdk::V03 => "agent_v03.py",
-    };
-    let path = format!("{}/upstream/{script}", env!("CARGO_MANIFEST_DIR"));
-    let mut child = Command::new(py)
-        .arg(path)
-        .arg(port.to_string())
-        .args(flags)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("the Python partner starts");
-    let url = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    let card = if flags.contains(&"--legacy-card") {
-        "agent.json"
-    } else {
-        "agent-card.json"
-    };
-    for _ in 0..200 {
-        let r = client.get(format!("{url}/.well-known/{card}")).send().await;
-        if r.is_ok_and(|r| r.status().is_success()) {
-            return Some(Partner { child, url });
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("the {sdk:?} partner did not come up");
-}
 
 fn choice(url: &str, window: Duration) -> UpstreamChoice {
     let mut c = UpstreamChoice::new(url, AddressPolicy::allow_loopback()).unwrap();
