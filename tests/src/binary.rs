@@ -120,3 +120,18 @@ impl Drop for ServerProcess {
         let _ = self.child.wait();
     }
 }
+
+/// A child process, killed when dropped.
+pub struct Proc(pub std::process::Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A tool's path from the environment variable `var` (set by `scripts/test.sh`), else `default`.
+pub fn tool(var: &str, default: PathBuf) -> PathBuf {
+    std::env::var_os(var).map_or(default, PathBuf::from)
+}

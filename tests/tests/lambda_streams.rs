@@ -12,14 +12,15 @@
 //! `api` binary and runs it (`TASKLEDGER_CARGO_LAMBDA`, `TASKLEDGER_API_BIN`).
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use taskledger_app::agent::ScenarioTimings;
 use taskledger_domain::ids::Principal;
 use taskledger_local::{Config, Storage};
-use taskledger_tests::{aws_endpoint, binary::free_port};
+use taskledger_tests::aws_endpoint;
+use taskledger_tests::binary::{free_port, tool, Proc};
 
 /// The caller of the fixture's event, as `IamAuthenticator` maps it.
 const TENANT: &str = "111122223333";
@@ -27,20 +28,6 @@ const SUBJECT: &str = "arn:aws:sts::111122223333:assumed-role/a2a-client";
 /// How long the Lambda keeps a stream open, and how long the worker keeps the task WORKING.
 const STREAM_MAX_SECS: u64 = 4;
 const WORKING_FOR: Duration = Duration::from_secs(10);
-
-/// A child process, killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn tool(var: &str, default: PathBuf) -> PathBuf {
-    std::env::var_os(var).map_or(default, PathBuf::from)
-}
 
 /// One SSE event: its `id:`, its `data:` as JSON, and when it was read.
 #[derive(Debug, Clone)]

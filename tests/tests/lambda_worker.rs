@@ -13,8 +13,8 @@
 //! failure. Ignored by `cargo test`: `scripts/test.sh` builds the `worker` binary and runs it
 //! (`TASKLEDGER_CARGO_LAMBDA`, `TASKLEDGER_WORKER_BIN`, `TASKLEDGER_UPSTREAM_PY1`).
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -27,28 +27,15 @@ use taskledger_domain::wire::{SendMessageResponse, TaskState};
 use taskledger_infra::dynamo::{self, DynamoStore};
 use taskledger_infra::sqs::{self, SqsTurnQueue};
 use taskledger_infra::streams::StreamPoller;
+use taskledger_tests::aws_endpoint;
+use taskledger_tests::binary::{free_port, tool, Proc};
 use taskledger_tests::upstream::{partner, Sdk};
-use taskledger_tests::{aws_endpoint, binary::free_port};
 
 /// How long one invocation follows the upstream before the work continues in a new turn.
 const FOLLOW_SECS: u64 = 1;
 /// What an invocation may take beyond its follow window (the card, the commits, the emulator).
 const INVOCATION_SLACK: Duration = Duration::from_secs(4);
 const CURSOR_KEY: &str = "a-test-key-of-32-characters-....";
-
-/// A child process, killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn tool(var: &str, default: PathBuf) -> PathBuf {
-    std::env::var_os(var).map(PathBuf::from).unwrap_or(default)
-}
 
 /// An SQS event of one turn message, as the event source mapping hands it to the function.
 fn sqs_event(body: &str, receives: u32, queue: &str) -> Value {

@@ -123,11 +123,13 @@ async fn a_turn_delivered_again_sends_nothing_twice_and_applies_each_event_once(
         1,
         "sent upstream once"
     );
-    // and once more after it finished: nothing
+    // and once more after it finished: nothing (a finished task needs no record of the turn:
+    // a redelivery finds it terminal), and nothing more upstream
     assert_eq!(
         handle_turn(&svc, &turn).await.unwrap(),
-        TurnOutcome::Duplicate
+        TurnOutcome::Nothing
     );
+    assert_eq!(upstream_tasks(&client, &url).await.len(), 1);
     let _ = partner.kill();
     let _ = partner.wait();
 }

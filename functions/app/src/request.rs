@@ -260,6 +260,19 @@ pub fn decode<T: DeserializeOwned>(value: Value, root: &str) -> Result<T, AppErr
 }
 
 /// `GetExtendedAgentCard`: the card declares no extended card.
+/// A path segment percent-decoded; empty or not UTF-8 is refused, naming `what` (both REST
+/// route tables, 1.x and 0.3).
+pub fn path_segment(raw: &str, what: &str) -> Result<String, AppError> {
+    let s = percent_encoding::percent_decode_str(raw)
+        .decode_utf8()
+        .map_err(|_| AppError::invalid_params(what, "is not UTF-8 once percent-decoded"))?
+        .into_owned();
+    if s.is_empty() {
+        return Err(AppError::invalid_params(what, "must not be empty"));
+    }
+    Ok(s)
+}
+
 pub fn extended_card_unsupported() -> AppError {
     AppError::protocol(
         ErrorKind::UnsupportedOperation,

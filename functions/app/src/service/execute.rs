@@ -140,13 +140,11 @@ mod tests {
     use super::{Change, Target};
     use crate::service::{Actor, Dispatch, Service, ServiceSettings};
 
-    /// A change decided on a state the caller holds that is out of date loses one race, then
-    /// is decided on the stored state: it never retries on what it held.
-    #[tokio::test]
-    async fn a_stale_state_the_caller_holds_loses_one_race_then_the_store_decides() {
+    /// A service whose turns nothing runs and whose commits no kept state stands in for, with
+    /// a task a client sent.
+    async fn a_task() -> (Arc<Service>, TaskId) {
         let store = Arc::new(taskledger_infra::SqliteStore::in_memory());
         let settings = ServiceSettings {
-            // Nothing runs the turn, and no kept state stands in for the store.
             dispatch: Dispatch::Feed,
             state_cache: 0,
             ..ServiceSettings::default()
@@ -168,7 +166,14 @@ mod tests {
         else {
             panic!("a task")
         };
-        let id = TaskId::parse(task.id).unwrap();
+        (svc, TaskId::parse(task.id).unwrap())
+    }
+
+    /// A change decided on a state the caller holds that is out of date loses one race, then
+    /// is decided on the stored state: it never retries on what it held.
+    #[tokio::test]
+    async fn a_stale_state_the_caller_holds_loses_one_race_then_the_store_decides() {
+        let (svc, id) = a_task().await;
         let held = svc.ledger().current(&id).await.unwrap().unwrap();
         // Another change moves the task on.
         let moved = svc
@@ -199,29 +204,7 @@ mod tests {
     /// request's scope, it is what the turn the commit asks for carries.
     #[tokio::test]
     async fn the_trace_a_commit_records_is_the_changes_own() {
-        let store = Arc::new(taskledger_infra::SqliteStore::in_memory());
-        let settings = ServiceSettings {
-            dispatch: Dispatch::Feed,
-            ..ServiceSettings::default()
-        };
-        let svc = Service::new(
-            store.clone(),
-            store,
-            crate::agent::ScenarioAgent::new(Default::default()),
-            taskledger_domain::cursor::CursorCodec::new(b"k".to_vec()),
-            settings,
-        );
-        let who = Principal::new("acme", "alice").unwrap();
-        let send = json!({"message": {"messageId": "m-2", "role": "ROLE_USER",
-            "parts": [{"text": "hi"}]}, "configuration": {"returnImmediately": true}});
-        let SendMessageResponse::Task(task) = svc
-            .send_message(&who, serde_json::from_value(send).unwrap(), None)
-            .await
-            .unwrap()
-        else {
-            panic!("a task")
-        };
-        let id = TaskId::parse(task.id).unwrap();
+        let (svc, id) = a_task().await;
         let trace = taskledger_domain::trace::TraceContext::parse(
             "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
             None,

@@ -16,18 +16,6 @@ fn refused(kind: ErrorKind, what: String) -> AppError {
     AppError::protocol(kind, what)
 }
 
-/// A path segment percent-decoded; empty or not UTF-8 is refused, naming `what`.
-fn decode(raw: &str, what: &str) -> Result<String, AppError> {
-    let s = percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .map_err(|_| AppError::invalid_params(what, "is not UTF-8 once percent-decoded"))?
-        .into_owned();
-    if s.is_empty() {
-        return Err(AppError::invalid_params(what, "must not be empty"));
-    }
-    Ok(s)
-}
-
 /// A 0.3 route: the method, the ids its path names, and whether it reads a body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Route03 {
@@ -64,7 +52,9 @@ fn route_below(
     };
     let mut r = Route03 {
         method: Method03::Get,
-        tenant: tenant.map(|t| decode(t, "tenant")).transpose()?,
+        tenant: tenant
+            .map(|t| crate::request::path_segment(t, "tenant"))
+            .transpose()?,
         task: None,
         config: None,
     };
@@ -85,25 +75,25 @@ fn route_below(
             };
             match (verb, http) {
                 (Some("cancel"), "POST") => {
-                    r.task = Some(decode(raw, "id")?);
+                    r.task = Some(crate::request::path_segment(raw, "id")?);
                     with(r, Method03::Cancel)
                 }
                 (Some("cancel"), _) => not_allowed("POST"),
                 // The spec's text says POST, the proto and the 0.3 Python client GET.
                 (Some("subscribe"), "GET" | "POST") => {
-                    r.task = Some(decode(raw, "id")?);
+                    r.task = Some(crate::request::path_segment(raw, "id")?);
                     with(r, Method03::Resubscribe)
                 }
                 (Some("subscribe"), _) => not_allowed("GET, POST"),
                 (_, "GET") => {
-                    r.task = Some(decode(last, "id")?);
+                    r.task = Some(crate::request::path_segment(last, "id")?);
                     with(r, Method03::Get)
                 }
                 _ => not_allowed("GET"),
             }
         }
         ["tasks", id, "pushNotificationConfigs"] => {
-            r.task = Some(decode(id, "taskId")?);
+            r.task = Some(crate::request::path_segment(id, "taskId")?);
             match http {
                 "POST" => with(r, Method03::SetPushConfig),
                 "GET" => with(r, Method03::ListPushConfigs),
@@ -111,8 +101,8 @@ fn route_below(
             }
         }
         ["tasks", id, "pushNotificationConfigs", config] => {
-            r.task = Some(decode(id, "taskId")?);
-            r.config = Some(decode(config, "configId")?);
+            r.task = Some(crate::request::path_segment(id, "taskId")?);
+            r.config = Some(crate::request::path_segment(config, "configId")?);
             match http {
                 "GET" => with(r, Method03::GetPushConfig),
                 "DELETE" => with(r, Method03::DeletePushConfig),

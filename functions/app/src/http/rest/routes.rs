@@ -26,18 +26,6 @@ const RESOURCES: [&str; 4] = [
     "extendedAgentCard",
 ];
 
-/// A path segment percent-decoded; empty or not UTF-8 is refused, naming `what`.
-pub(super) fn decode(raw: &str, what: &str) -> Result<String, AppError> {
-    let s = percent_encoding::percent_decode_str(raw)
-        .decode_utf8()
-        .map_err(|_| AppError::invalid_params(what, "is not UTF-8 once percent-decoded"))?
-        .into_owned();
-    if s.is_empty() {
-        return Err(AppError::invalid_params(what, "must not be empty"));
-    }
-    Ok(s)
-}
-
 fn not_found(path: &str) -> AppError {
     AppError::protocol(
         ErrorKind::MethodNotFound,
@@ -68,7 +56,10 @@ pub fn route(http_method: &str, path: &str) -> Result<Route, AppError> {
     let mut fields = Map::new();
     let rest: &[&str] = match segments.first() {
         Some(first) if !first.is_empty() && !RESOURCES.contains(first) => {
-            fields.insert("tenant".into(), json!(decode(first, "tenant")?));
+            fields.insert(
+                "tenant".into(),
+                json!(crate::request::path_segment(first, "tenant")?),
+            );
             &segments[1..]
         }
         _ => &segments,
@@ -101,24 +92,36 @@ pub fn route(http_method: &str, path: &str) -> Result<Route, AppError> {
             let (raw_id, verb) = split_verb(last);
             match verb {
                 Some("cancel") => {
-                    fields.insert("id".into(), json!(decode(raw_id, "id")?));
+                    fields.insert(
+                        "id".into(),
+                        json!(crate::request::path_segment(raw_id, "id")?),
+                    );
                     only(post, "POST").map(|()| make(Method::CancelTask, fields, false))
                 }
                 Some("subscribe") => {
-                    fields.insert("id".into(), json!(decode(raw_id, "id")?));
+                    fields.insert(
+                        "id".into(),
+                        json!(crate::request::path_segment(raw_id, "id")?),
+                    );
                     only(get || post, "GET, POST")
                         .map(|()| make(Method::SubscribeToTask, fields, get))
                 }
                 Some(other) if !get => Err(not_found(&format!("tasks/{{id}}:{other}"))),
                 _ => {
                     // No verb (or, on GET, an id that holds a `:`): the task itself.
-                    fields.insert("id".into(), json!(decode(last, "id")?));
+                    fields.insert(
+                        "id".into(),
+                        json!(crate::request::path_segment(last, "id")?),
+                    );
                     only(get, "GET").map(|()| make(Method::GetTask, fields, true))
                 }
             }
         }
         ["tasks", id, "pushNotificationConfigs"] => {
-            fields.insert("taskId".into(), json!(decode(id, "taskId")?));
+            fields.insert(
+                "taskId".into(),
+                json!(crate::request::path_segment(id, "taskId")?),
+            );
             match http_method {
                 "POST" => Ok(make(
                     Method::CreateTaskPushNotificationConfig,
@@ -130,8 +133,14 @@ pub fn route(http_method: &str, path: &str) -> Result<Route, AppError> {
             }
         }
         ["tasks", id, "pushNotificationConfigs", config] => {
-            fields.insert("taskId".into(), json!(decode(id, "taskId")?));
-            fields.insert("id".into(), json!(decode(config, "configId")?));
+            fields.insert(
+                "taskId".into(),
+                json!(crate::request::path_segment(id, "taskId")?),
+            );
+            fields.insert(
+                "id".into(),
+                json!(crate::request::path_segment(config, "configId")?),
+            );
             match (get, delete) {
                 (true, _) => Ok(make(Method::GetTaskPushNotificationConfig, fields, true)),
                 (_, true) => Ok(make(Method::DeleteTaskPushNotificationConfig, fields, true)),
