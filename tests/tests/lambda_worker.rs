@@ -143,7 +143,8 @@ async fn a_long_upstream_task_is_followed_across_worker_invocations() {
             .env("TASKLEDGER_AGENT_URL", &upstream.url)
             .env("TASKLEDGER_PUSH_ALLOWLIST", "127.0.0.0/8")
             .env("TASKLEDGER_AGENT_FOLLOW_SECS", FOLLOW_SECS.to_string())
-            .env("TASKLEDGER_TURN_MARGIN_SECS", "5")
+            // cargo lambda watch gives an invocation Lambda's default 3 s.
+            .env("TASKLEDGER_TURN_MARGIN_SECS", "1")
             .stdout(log("worker.out"))
             .stderr(log("worker.err"))
             .spawn()

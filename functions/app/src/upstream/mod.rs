@@ -31,6 +31,11 @@ pub use client::{A2aClient, Trouble, CARD_REVALIDATE_EVERY};
 
 /// How long one turn follows an upstream task before it continues in a new turn.
 pub const DEFAULT_FOLLOW_WINDOW: Duration = Duration::from_secs(60);
+/// Every turn follows the upstream at least this long, whatever its budget (the model loop's
+/// rule: a turn always takes its first step): a turn that had none left would only record a
+/// continuation, and the next the same, without ever reading the upstream. The margin before
+/// a Lambda invocation's deadline covers it.
+pub const MIN_FOLLOW_WINDOW: Duration = Duration::from_secs(1);
 /// The first pause between two polls of an upstream task that does not stream; it doubles
 /// while nothing changes, up to `MAX_POLL_PAUSE`.
 pub const MIN_POLL_PAUSE: Duration = Duration::from_millis(250);
@@ -117,10 +122,7 @@ impl Agent for UpstreamAgent {
             let Some(head) = state.head().filter(|h| !h.status.state.is_terminal()) else {
                 return Ok(TurnEnd::Finished);
             };
-            let window = match budget.remaining() {
-                Some(left) => left.min(self.follow.window),
-                None => self.follow.window,
-            };
+            let window = follow_window(self.follow.window, budget.remaining());
             let mut follower = follow::Follower::new(
                 &self.client,
                 tasks.as_ref(),
@@ -180,5 +182,32 @@ impl Agent for UpstreamAgent {
 
     fn advertised(&self) -> Option<Advertised> {
         self.client.cached().map(|c| c.advertised)
+    }
+}
+
+/// How long a turn follows: its window, less when the turn's budget has less left, never less
+/// than `MIN_FOLLOW_WINDOW`.
+fn follow_window(window: Duration, left: Option<Duration>) -> Duration {
+    left.map_or(window, |left| left.min(window))
+        .max(MIN_FOLLOW_WINDOW)
+}
+
+#[cfg(test)]
+mod window_tests {
+    use super::*;
+
+    #[test]
+    fn a_turn_follows_its_window_less_when_its_budget_is_shorter_never_less_than_the_minimum() {
+        let w = Duration::from_secs(60);
+        assert_eq!(follow_window(w, None), w);
+        assert_eq!(
+            follow_window(w, Some(Duration::from_secs(10))),
+            Duration::from_secs(10)
+        );
+        assert_eq!(follow_window(w, Some(MIN_FOLLOW_WINDOW)), MIN_FOLLOW_WINDOW);
+        // A budget already spent still looks at the upstream once.
+        let under = MIN_FOLLOW_WINDOW - Duration::from_millis(1);
+        assert_eq!(follow_window(w, Some(under)), MIN_FOLLOW_WINDOW);
+        assert_eq!(follow_window(w, Some(Duration::ZERO)), MIN_FOLLOW_WINDOW);
     }
 }
