@@ -8,12 +8,18 @@
 //! cargo build --release -p taskledger-local -p taskledger-tests
 //! target/release/loadbench [--clients 16] [--seconds 10] [--server target/release/taskledger]
 //!                          [--binding jsonrpc|rest|grpc|jsonrpc03] [--alternate N]
+//!                          [--peer URL [--peer-pid PID]]
 //! `jsonrpc03` is A2A 0.3's JSON-RPC (`message/send`, `tasks/get`, no version header) on the
 //! same endpoint: with `--alternate N` it prints its req/s against 1.0's (ADR 031).
 //! With `--alternate N`, one server serves both bindings and N rounds alternate a JSON-RPC phase
 //! and a `--binding` phase (GetTask rounds, then SendMessage rounds, ≤ 5 s each, in A B / B A
 //! order), printing the ratio per round
 //! and the median (the binding cost comparison of issue 11).
+//! With `--peer URL` (another A2A 1.0 server's JSON-RPC endpoint, e.g. turul-a2a's echo agent at
+//! `http://127.0.0.1:3000/jsonrpc`) the same load alternates between that server and taskledger
+//! (`--alternate N` rounds, 3 by default), printing taskledger/peer per round and the median,
+//! so anyone can reproduce the side-by-side ratios (issue 55); `--peer-pid` adds the peer's CPU
+//! per request.
 
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -41,6 +47,9 @@ struct Args {
     binding: Binding,
     /// Pairs of alternating phases (JSON-RPC, then `binding`) on one server: 0 = off.
     alternate: usize,
+    /// Another A2A server's JSON-RPC endpoint to alternate with, and its process (for its CPU).
+    peer: Option<String>,
+    peer_pid: Option<u32>,
 }
 
 fn args() -> Args {
@@ -50,6 +59,8 @@ fn args() -> Args {
         server: "target/release/taskledger".into(),
         binding: Binding::JsonRpc,
         alternate: 0,
+        peer: None,
+        peer_pid: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -59,6 +70,8 @@ fn args() -> Args {
             "--seconds" => a.seconds = value.parse().unwrap_or(a.seconds),
             "--server" => a.server = value,
             "--alternate" => a.alternate = value.parse().unwrap_or(0),
+            "--peer" => a.peer = Some(value),
+            "--peer-pid" => a.peer_pid = value.parse().ok(),
             "--binding" => {
                 a.binding = match value.as_str() {
                     "jsonrpc" => Binding::JsonRpc,
@@ -491,6 +504,18 @@ fn report(name: &str, lat: &[Duration], elapsed: Duration, cpu: Cpu) {
     );
 }
 
+/// A phase's figures when the server's process is not ours to read (a peer without its pid).
+fn report_without_cpu(name: &str, lat: &[Duration], elapsed: Duration) {
+    println!(
+        "{name:<28} {:>8} req  {:>9.0} req/s  p50 {:>7.2} ms  p99 {:>7.2} ms  max {:>7.2} ms",
+        lat.len(),
+        lat.len() as f64 / elapsed.as_secs_f64(),
+        percentile(lat, 0.50).as_secs_f64() * 1e3,
+        percentile(lat, 0.99).as_secs_f64() * 1e3,
+        lat.last().copied().unwrap_or_default().as_secs_f64() * 1e3,
+    );
+}
+
 #[tokio::main]
 async fn main() {
     let a = args();
@@ -530,12 +555,43 @@ async fn main() {
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
+    if let Some(peer) = &a.peer {
+        let peer_apis = (0..a.clients.max(1))
+            .map(|_| Api::JsonRpc {
+                client: client.clone(),
+                url: peer.clone(),
+            })
+            .collect();
+        let sides = [
+            Side {
+                name: "peer",
+                apis: Arc::new(peer_apis),
+                pid: a.peer_pid,
+            },
+            Side {
+                name: "taskledger",
+                apis: connect(Binding::JsonRpc, a.clients, &client, &base, grpc_port).await,
+                pid: Some(pid),
+            },
+        ];
+        println!("taskledger (JSON-RPC, embedded SQLite on disk) against the peer at {peer}");
+        alternate(&a, sides, a.alternate.max(1)).await;
+        return;
+    }
     if a.alternate > 0 {
-        let mut sides = Vec::new();
-        for binding in [Binding::JsonRpc, a.binding] {
-            sides.push(connect(binding, a.clients, &client, &base, grpc_port).await);
-        }
-        alternate(&a, pid, sides).await;
+        let sides = [
+            Side {
+                name: "JSON-RPC",
+                apis: connect(Binding::JsonRpc, a.clients, &client, &base, grpc_port).await,
+                pid: Some(pid),
+            },
+            Side {
+                name: "binding",
+                apis: connect(a.binding, a.clients, &client, &base, grpc_port).await,
+                pid: Some(pid),
+            },
+        ];
+        alternate(&a, sides, a.alternate).await;
         return;
     }
     let apis = connect(a.binding, a.clients, &client, &base, grpc_port).await;
@@ -664,26 +720,38 @@ async fn connect(
     Arc::new(apis)
 }
 
-/// `a.alternate` pairs of a JSON-RPC phase and a `a.binding` phase against one server, first
-/// for GetTask, then for SendMessage (so the agent work a send phase leaves behind does not
-/// fall on a read phase), each pair in alternating order (A B, then B A): req/s and server CPU
-/// per request of each, the ratio per pair, and the median ratio.
-async fn alternate(a: &Args, pid: u32, sides: Vec<Arc<Vec<Api>>>) {
+/// One side of an alternating comparison: its connections, and its server's process.
+struct Side {
+    name: &'static str,
+    apis: Arc<Vec<Api>>,
+    pid: Option<u32>,
+}
+
+/// `rounds` pairs of a phase on each side, first for GetTask, then for SendMessage (so the
+/// agent work a send phase leaves behind does not fall on a read phase), each pair in
+/// alternating order (A B, then B A): req/s and server CPU per request of each, the second
+/// side's ratio to the first per pair, and the median ratio.
+async fn alternate(a: &Args, sides: [Side; 2], rounds: usize) {
+    // Tasks to read back, made on each side (the same server's when both sides are one).
     let mut ids = Vec::new();
-    for i in 0..200 {
-        ids.push(sides[0][0].send(i).await);
+    for side in &sides {
+        let mut made = Vec::new();
+        for i in 0..200 {
+            made.push(side.apis[0].send(i).await);
+        }
+        ids.push(Arc::new(made));
     }
-    let ids = Arc::new(ids);
     let seconds = a.seconds.clamp(1, 5);
+    let (first, second) = (sides[0].name, sides[1].name);
     for op in ["GetTask", "SendMessage"] {
         let mut ratios: Vec<(f64, f64)> = Vec::new();
-        for round in 0..a.alternate {
-            let mut row = [(0.0, 0.0); 2];
+        for round in 0..rounds {
+            let mut row = [(0.0, f64::NAN); 2];
             let order = if round % 2 == 0 { [0, 1] } else { [1, 0] };
             for side in order {
-                let (apis, ids2) = (sides[side].clone(), ids.clone());
+                let (apis, ids2) = (sides[side].apis.clone(), ids[side].clone());
                 let base = (round * 2 + side) * 10_000_000 + 1_000_000;
-                let mark = CpuMark::now(pid);
+                let mark = sides[side].pid.map(CpuMark::now);
                 let (lat, el) = phase(a.clients, seconds, move |cl, i| {
                     let api = apis[cl].clone();
                     let id = ids2[(cl * 7919 + i) % ids2.len()].clone();
@@ -696,17 +764,20 @@ async fn alternate(a: &Args, pid: u32, sides: Vec<Arc<Vec<Api>>>) {
                     }
                 })
                 .await;
-                let cpu = mark.since();
-                print!("round {round} side {side} ");
-                report(op, &lat, el, cpu);
+                let cpu = mark.map(|m| m.since());
+                print!("round {round} {} ", sides[side].name);
+                match cpu {
+                    Some(cpu) => report(op, &lat, el, cpu),
+                    None => report_without_cpu(op, &lat, el),
+                }
                 row[side] = (
                     lat.len() as f64 / el.as_secs_f64(),
-                    per_request(&cpu, lat.len()),
+                    cpu.map_or(f64::NAN, |c| per_request(&c, lat.len())),
                 );
             }
             let r = (row[1].0 / row[0].0, row[1].1 / row[0].1);
             println!(
-                "round {round}: {op} binding/JSON-RPC req/s {:.3}, server cpu/req {:.3}",
+                "round {round}: {op} {second}/{first} req/s {:.3}, server cpu/req {:.3}",
                 r.0, r.1
             );
             ratios.push(r);
@@ -717,7 +788,7 @@ async fn alternate(a: &Args, pid: u32, sides: Vec<Arc<Vec<Api>>>) {
             v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
         };
         println!(
-            "median {op} binding/JSON-RPC over {} rounds: req/s {:.3}, server cpu/req {:.3}",
+            "median {op} {second}/{first} over {} rounds: req/s {:.3}, server cpu/req {:.3}",
             ratios.len(),
             median(|r| r.0),
             median(|r| r.1)
