@@ -4,46 +4,18 @@
 //! tick of the upstream's artifact exactly once (the mirror of the upstream task, committed with
 //! each batch, tells the restarted follower where it stands; nothing is sent upstream twice).
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use taskledger_tests::binary::{free_port, ServerProcess};
+use taskledger_tests::binary::ServerProcess;
+use taskledger_tests::upstream::{partner, Sdk};
 
 #[tokio::test]
 async fn a_long_upstream_task_survives_a_kill_9_of_the_server() {
-    let py = match std::env::var("TASKLEDGER_UPSTREAM_PY1") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            assert!(std::env::var("TASKLEDGER_REQUIRE_UPSTREAM").is_err());
-            eprintln!("skipped: no TASKLEDGER_UPSTREAM_PY1 (scripts/test.sh sets it)");
-            return;
-        }
+    let Some(partner) = partner(Sdk::V1, &[]).await else {
+        return;
     };
-    let port = free_port();
-    let mut partner = Command::new(py)
-        .arg(format!(
-            "{}/upstream/agent_v1.py",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .arg(port.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("the partner starts");
-    let url = format!("http://127.0.0.1:{port}");
-    let client = reqwest::Client::new();
-    for _ in 0..200 {
-        if client
-            .get(format!("{url}/.well-known/agent-card.json"))
-            .send()
-            .await
-            .is_ok()
-        {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let url = partner.url.clone();
     let dir = std::env::temp_dir().join(format!("tl-upcrash-{}", uuid::Uuid::new_v4().simple()));
     std::fs::create_dir_all(&dir).unwrap();
     let flags = ["--agent-url", url.as_str(), "--agent-follow-secs", "1"];
@@ -89,7 +61,5 @@ async fn a_long_upstream_task_survives_a_kill_9_of_the_server() {
     );
     let want: String = (1..=8).map(|i| format!("tick-{i} ")).collect();
     assert_eq!(ticks(&last), want, "every tick once");
-    let _ = partner.kill();
-    let _ = partner.wait();
     let _ = std::fs::remove_dir_all(&dir);
 }

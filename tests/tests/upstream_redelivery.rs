@@ -5,7 +5,6 @@
 //! the turn delivered once more after it finished does nothing. Against the official Python
 //! SDK's 1.x server (`TASKLEDGER_UPSTREAM_PY1`, set by scripts/test.sh; skipped without it).
 
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -18,7 +17,7 @@ use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::WorkFeed;
 use taskledger_domain::push::AddressPolicy;
 use taskledger_infra::SqliteStore;
-use taskledger_tests::binary::free_port;
+use taskledger_tests::upstream::{partner, Sdk};
 
 async fn upstream_tasks(client: &reqwest::Client, url: &str) -> Vec<Value> {
     let v: Value = client
@@ -36,37 +35,11 @@ async fn upstream_tasks(client: &reqwest::Client, url: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn a_turn_delivered_again_sends_nothing_twice_and_applies_each_event_once() {
-    let py = match std::env::var("TASKLEDGER_UPSTREAM_PY1") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            assert!(std::env::var("TASKLEDGER_REQUIRE_UPSTREAM").is_err());
-            eprintln!("skipped: no TASKLEDGER_UPSTREAM_PY1 (scripts/test.sh sets it)");
-            return;
-        }
+    let Some(partner) = partner(Sdk::V1, &[]).await else {
+        return;
     };
-    let port = free_port();
-    let mut partner = Command::new(py)
-        .arg(format!(
-            "{}/upstream/agent_v1.py",
-            env!("CARGO_MANIFEST_DIR")
-        ))
-        .arg(port.to_string())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .spawn()
-        .expect("the partner starts");
-    let url = format!("http://127.0.0.1:{port}");
+    let url = partner.url.clone();
     let client = reqwest::Client::new();
-    for _ in 0..200 {
-        let card = client
-            .get(format!("{url}/.well-known/agent-card.json"))
-            .send()
-            .await;
-        if card.is_ok() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
     let mut choice = UpstreamChoice::new(&url, AddressPolicy::allow_loopback()).unwrap();
     choice.follow.window = Duration::from_secs(30);
     let agent = AgentChoice::Upstream(choice)
@@ -130,6 +103,4 @@ async fn a_turn_delivered_again_sends_nothing_twice_and_applies_each_event_once(
         TurnOutcome::Nothing
     );
     assert_eq!(upstream_tasks(&client, &url).await.len(), 1);
-    let _ = partner.kill();
-    let _ = partner.wait();
 }

@@ -230,16 +230,6 @@ impl A2aClient {
         self.unary(i, Method::Send, params).await
     }
 
-    /// The upstream task's events from now on (its current state first, on 1.0).
-    pub async fn subscribe(
-        &self,
-        i: &UpstreamInterface,
-        task_id: &str,
-    ) -> Result<Box<dyn OutboundEvents>, Trouble> {
-        self.open(i, Method::Subscribe, json!({ "id": task_id }))
-            .await
-    }
-
     /// The upstream task as it is (no history).
     pub async fn get_task(
         &self,
@@ -318,7 +308,6 @@ enum Method {
     Stream,
     Get,
     Cancel,
-    Subscribe,
 }
 
 impl Method {
@@ -328,12 +317,10 @@ impl Method {
             (Method::Stream, UpstreamProtocol::V1) => "SendStreamingMessage",
             (Method::Get, UpstreamProtocol::V1) => "GetTask",
             (Method::Cancel, UpstreamProtocol::V1) => "CancelTask",
-            (Method::Subscribe, UpstreamProtocol::V1) => "SubscribeToTask",
             (Method::Send, UpstreamProtocol::V03) => "message/send",
             (Method::Stream, UpstreamProtocol::V03) => "message/stream",
             (Method::Get, UpstreamProtocol::V03) => "tasks/get",
             (Method::Cancel, UpstreamProtocol::V03) => "tasks/cancel",
-            (Method::Subscribe, UpstreamProtocol::V03) => "tasks/resubscribe",
         }
     }
 }

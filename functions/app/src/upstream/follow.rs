@@ -1,6 +1,6 @@
 //! One turn's work on an upstream task (ADR 034): forward the turn's input if the upstream has
-//! not had it yet, then follow the upstream task — the answer's stream, a 1.0 resubscription
-//! (whose first event is the task as it is), or `GetTask` polls with backoff — committing each
+//! not had it yet, then follow the upstream task — the answer's stream, then `GetTask` polls
+//! with backoff — committing each
 //! batch of its events, until it ends or waits for someone, or the turn's window is over and
 //! the work continues in a new turn.
 
@@ -135,36 +135,21 @@ impl<'a> Follower<'a> {
                     .await?;
             }
         }
-        self.follow(&interface, card.streaming).await
+        self.follow(&interface).await
     }
 
-    /// Follows the upstream task until it is no longer at work or the window is over.
-    async fn follow(&mut self, i: &UpstreamInterface, streaming: bool) -> Result<TurnEnd, Stop> {
-        // A 1.0 resubscription starts with the task as it is; a 0.3 one does not, so a 0.3
-        // task is followed by polling (nothing between a poll and a resubscription is lost).
-        let mut subscribe = streaming && i.protocol == UpstreamProtocol::V1;
+    /// Follows the upstream task until it is no longer at work or the window is over, by
+    /// `GetTask` polls with backoff: a snapshot is compared with the mirror, so reading it twice
+    /// changes nothing. A resubscription is not used: the official SDKs tap the task's queue
+    /// before reading the snapshot they send first, so an artifact chunk enqueued in between
+    /// arrives in both, and an append has no sequence number to tell it from the next (ADR 034).
+    async fn follow(&mut self, i: &UpstreamInterface) -> Result<TurnEnd, Stop> {
         let mut pause = self.settings.min_poll;
         while self.at_work() {
             if self.window_over() {
                 return self.continue_later().await;
             }
             let task_id = self.upstream_task_id();
-            if std::mem::take(&mut subscribe) {
-                match retry(|| self.client.subscribe(i, &task_id)).await {
-                    Ok(events) => {
-                        match self.drain(i, events, None).await {
-                            // The task ended between our last look and the subscription (the
-                            // upstream refuses to subscribe to a finished task): a poll reads it.
-                            Err(Stop::Trouble(Trouble::Refused(e))) => {
-                                debug!(error = %e, "the resubscription was refused; polling")
-                            }
-                            other => other?,
-                        }
-                        continue;
-                    }
-                    Err(e) => debug!(error = %e, "no resubscription; polling instead"),
-                }
-            }
             let before = self.mirror.as_ref().map_or(0, |m| m.events);
             let task = retry(|| self.client.get_task(i, &task_id)).await?;
             self.commit(i, vec![task], None).await?;

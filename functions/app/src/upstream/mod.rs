@@ -1,7 +1,7 @@
 //! The upstream forwarder (ADR 034): an A2A agent a team already serves does a task's work,
 //! and taskledger keeps the task. A turn sends the user's message to the upstream (as a
 //! stream where the upstream streams, else non-blocking), follows the upstream task — its
-//! stream, a resubscription, or `GetTask` polls with backoff — and commits each batch of its
+//! stream, then `GetTask` polls with backoff — and commits each batch of its
 //! events through the one commit path (`task::plan_upstream`: in order, once, within bounds).
 //! A turn follows for at most its window and then continues in a new turn through the turn
 //! queue, so long work never holds a worker; the upstream's INPUT_REQUIRED is ours, the
