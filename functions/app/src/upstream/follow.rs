@@ -8,7 +8,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use futures_util::FutureExt;
-use taskledger_domain::agent::upstream::{UpstreamInterface, UpstreamProtocol};
+use taskledger_domain::agent::upstream::UpstreamInterface;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{OutboundError, OutboundEvents};
 use taskledger_domain::task::{
