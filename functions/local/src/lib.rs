@@ -14,8 +14,7 @@ use taskledger_app::identity::jwt::JwtAuthenticator;
 use taskledger_app::identity::{Authenticator, TokenAuthenticator};
 use taskledger_app::runners::push::run_outbox_worker;
 use taskledger_app::runners::{run_feed, InProcessTurns, Relay};
-use taskledger_app::{router_with, AppState, Dispatch, GrpcAddress, Service, ServiceSettings};
-use taskledger_domain::cursor::CursorCodec;
+use taskledger_app::{router_with, AppState, Dispatch, GrpcAddress, ServiceSettings};
 use taskledger_domain::ports::{EventStore, Housekeeping, TaskReadModel};
 use taskledger_domain::retention::Retention;
 use taskledger_infra::dynamo::{self, DynamoStore};
@@ -196,35 +195,39 @@ async fn build_bindings(
         secrets(config)?,
         config.push.retry,
     )?;
-    let housekeeping = stores.housekeeping.clone();
-    let task_counts = stores.housekeeping.clone();
     let outbox = stores.embedded.clone().map(|db| {
         taskledger_app::http::TaskOutbox(db as Arc<dyn taskledger_domain::ports::PushOutbox>)
     });
-    let service = Service::new(
-        stores.events,
-        stores.reads,
-        config
-            .agent
-            .build_with(
-                config.timings.clone(),
-                taskledger_app::compose::mcp_tools(&config.mcp, config.mcp_trust.clone())
-                    .map_err(LocalError::Agent)?,
-            )
-            .await
-            .map_err(LocalError::Agent)?,
-        CursorCodec::new(cursor_key(config)?),
+    let agent = config
+        .agent
+        .build_with(
+            config.timings.clone(),
+            compose::mcp_tools(&config.mcp, config.mcp_trust.clone()).map_err(LocalError::Agent)?,
+        )
+        .await
+        .map_err(LocalError::Agent)?;
+    let ports = compose::StorePorts {
+        events: stores.events,
+        reads: stores.reads,
+        housekeeping: stores.housekeeping,
+    };
+    let compose::Assembly {
+        service,
+        push,
+        store,
+    } = compose::Assembly::build(
+        ports,
+        agent,
+        cursor_key(config)?,
+        push,
         ServiceSettings {
             blocking_timeout: config.blocking_timeout,
             dispatch,
-            push_enabled: push.enabled,
-            push_policy: push.policy.clone(),
             stream_poll: config.stream_poll,
             retention: config.retention.clone(),
             rate_limit: config.rate_limit,
             task_limit: config.task_limit,
             max_streams: config.max_streams,
-            secrets: Some(push.seal()),
             ..Default::default()
         },
     );
@@ -284,7 +287,7 @@ async fn build_bindings(
     if config.stall_deadline_secs.is_some() || !config.retention.is_forever() {
         tokio::spawn(taskledger_app::runners::run_reaper(
             service.clone(),
-            housekeeping,
+            store.housekeeping.clone(),
             config.stall_deadline_secs,
         ));
     }
@@ -319,7 +322,7 @@ async fn build_bindings(
     http.grpc = grpc_address;
     http.body_read_timeout = config.body_read_timeout;
     http.metrics = Some(taskledger_app::http::MetricsSettings {
-        tasks: Some(task_counts),
+        tasks: Some(store.housekeeping.clone()),
         token: config.metrics_token.clone(),
     });
     // gRPC has no Host header: its card's URLs are the public URL's, or the HTTP listener's.

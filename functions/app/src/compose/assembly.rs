@@ -1,18 +1,21 @@
-//! One assembly (issue 54): the parts every deployment builds the same way from its settings —
-//! the push parts (address policy, signing key, sealing keys, retry) and what the API's card and
-//! service are made of — so that the local server and each Lambda function only choose which
-//! runners to spawn around them.
+//! One assembly (issue 54): what every deployment builds the same way — the push parts
+//! (address policy, signing key, sealing keys, retry; the sender and the seal made of them),
+//! the service on the store's ports, the deadline reaper, the API's card settings —
+//! `Assembly::build`, so that the local server and each Lambda function only choose which
+//! runners to spawn around it.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskledger_domain::ports::{CardSigner, SecretSeal};
+use taskledger_domain::cursor::CursorCodec;
+use taskledger_domain::ports::{CardSigner, EventStore, Housekeeping, SecretSeal, TaskReadModel};
 use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_infra::secrets::{Seal, SecretBox};
 use taskledger_infra::webhook::{PushSigner, WebhookError, WebhookSender};
 
+use crate::agent::Agent;
 use crate::http::{HttpSettings, BODY_READ_TIMEOUT};
-use crate::service::ServiceSettings;
+use crate::service::{Service, ServiceSettings};
 use crate::settings::{Deployment, Settings, SettingsError};
 
 /// What pushes, signs and seals: the same for the API, the relay, the push worker, the
@@ -136,5 +139,122 @@ impl PushParts {
             body_read_timeout: BODY_READ_TIMEOUT,
             metrics: None,
         }
+    }
+}
+
+/// A store's ports: what the service reads and appends, and what the reaper looks through.
+#[derive(Clone)]
+pub struct StorePorts {
+    pub events: Arc<dyn EventStore>,
+    pub reads: Arc<dyn TaskReadModel>,
+    pub housekeeping: Arc<dyn Housekeeping>,
+}
+
+impl StorePorts {
+    /// All three from one store.
+    pub fn of<S: EventStore + TaskReadModel + Housekeeping + 'static>(store: Arc<S>) -> Self {
+        Self {
+            events: store.clone(),
+            reads: store.clone(),
+            housekeeping: store,
+        }
+    }
+}
+
+/// A deployment, assembled: the service and the parts its runners take.
+pub struct Assembly {
+    pub service: Arc<Service>,
+    pub push: PushParts,
+    pub store: StorePorts,
+}
+
+impl Assembly {
+    /// The service on `store` with `agent`, page tokens signed with `cursor_key`, the push
+    /// parts' policy and seal in its settings (`service`: the deployment's dispatch, limits
+    /// and stream bounds).
+    pub fn build(
+        store: StorePorts,
+        agent: Arc<dyn Agent>,
+        cursor_key: Vec<u8>,
+        push: PushParts,
+        service: ServiceSettings,
+    ) -> Self {
+        let service = Service::new(
+            store.events.clone(),
+            store.reads.clone(),
+            agent,
+            CursorCodec::new(cursor_key),
+            ServiceSettings {
+                push_enabled: push.enabled,
+                push_policy: push.policy.clone(),
+                secrets: Some(push.seal()),
+                ..service
+            },
+        );
+        Self {
+            service,
+            push,
+            store,
+        }
+    }
+
+    /// The deadline reaper: tasks at work with no event for `deadline_secs` fail, saying so.
+    pub fn reaper(&self, deadline_secs: u64) -> Reaper {
+        Reaper {
+            svc: self.service.clone(),
+            store: self.store.housekeeping.clone(),
+            deadline_secs,
+        }
+    }
+}
+
+/// The deadline reaper of a deployment: its service and the store's candidates.
+pub struct Reaper {
+    svc: Arc<Service>,
+    store: Arc<dyn Housekeeping>,
+    deadline_secs: u64,
+}
+
+impl Reaper {
+    /// One pass at `now` (`runners::reaper`).
+    pub async fn pass(
+        &self,
+        now: taskledger_domain::time::Timestamp,
+    ) -> Result<crate::runners::ReapReport, crate::error::AppError> {
+        crate::runners::reap_stalled(&self.svc, self.store.as_ref(), self.deadline_secs, now).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Given push parts that turn push off, when a deployment is assembled with settings that
+    /// ask for it, then the service follows the parts: one switch, set in one place.
+    #[tokio::test]
+    async fn the_service_takes_its_push_switch_policy_and_seal_from_the_push_parts() {
+        let store = Arc::new(taskledger_infra::SqliteStore::in_memory());
+        let push = PushParts::new(
+            false,
+            AddressPolicy::strict(),
+            None,
+            None,
+            RetryPolicy::default(),
+        )
+        .unwrap();
+        let asked = ServiceSettings {
+            push_enabled: true,
+            push_policy: AddressPolicy::allow_loopback(),
+            ..Default::default()
+        };
+        let a = Assembly::build(
+            StorePorts::of(store),
+            crate::agent::ScenarioAgent::new(Default::default()),
+            b"k".to_vec(),
+            push,
+            asked,
+        );
+        assert!(!a.service.push_enabled());
+        assert!(!a.push.enabled);
     }
 }

@@ -6,9 +6,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskledger_domain::cursor::CursorCodec;
-
-use super::{BoxError, PushParts};
+use super::{Assembly, BoxError, PushParts, Reaper, StorePorts};
 use crate::agent::{Agent, ScenarioAgent, ScenarioTimings};
 use crate::http::{AppState, StreamBounds};
 use crate::identity::{Authenticator, GatewayAuthenticator, IamAuthenticator};
@@ -40,30 +38,47 @@ pub async fn lambda_store(
 }
 
 /// The key signing ListTasks page tokens: every function of a deployment signs with the same.
-fn cursor_codec(settings: &Settings) -> Result<CursorCodec, BoxError> {
+fn cursor_key(settings: &Settings) -> Result<Vec<u8>, BoxError> {
     let key = LambdaSettings::required(
         &settings.cursor_key,
         "TASKLEDGER_CURSOR_KEY",
         "the key signing ListTasks page tokens",
     )?;
-    Ok(CursorCodec::new(key.as_bytes().to_vec()))
+    Ok(key.as_bytes().to_vec())
 }
 
-/// A Lambda's service on the DynamoDB store the settings name.
-pub async fn lambda_service(
+/// A Lambda's assembly on the DynamoDB store the settings name: the service (with
+/// `service`'s dispatch and bounds, the settings' retention and blocking timeout) and the push
+/// parts every function of the deployment shares.
+pub async fn lambda_assembly(
     agent: Arc<dyn Agent>,
-    mut service: ServiceSettings,
+    service: ServiceSettings,
     settings: &Settings,
-) -> Result<Arc<Service>, BoxError> {
-    service.retention = settings.retention()?;
+) -> Result<Assembly, BoxError> {
+    let push = PushParts::lambda(settings)?;
+    let service = ServiceSettings {
+        dispatch: service.dispatch,
+        stream_max: service.stream_max,
+        long_poll_max: service.long_poll_max,
+        ..push.service_settings(settings, Deployment::Lambda)?
+    };
     let store = lambda_store(settings).await?;
-    Ok(Service::new(
-        store.clone(),
-        store,
+    Ok(Assembly::build(
+        StorePorts::of(store),
         agent,
-        cursor_codec(settings)?,
+        cursor_key(settings)?,
+        push,
         service,
     ))
+}
+
+/// A Lambda's service (`lambda_assembly`'s).
+pub async fn lambda_service(
+    agent: Arc<dyn Agent>,
+    service: ServiceSettings,
+    settings: &Settings,
+) -> Result<Arc<Service>, BoxError> {
+    Ok(lambda_assembly(agent, service, settings).await?.service)
 }
 
 /// The worker's agent: the one the settings name (`custom` finds one built in by name).
@@ -92,49 +107,23 @@ pub async fn api_agent(settings: &Settings) -> Result<Arc<dyn Agent>, BoxError> 
     })
 }
 
-/// The deadline reaper of a deployment: its service and the store's candidates.
-pub struct Reaper {
-    svc: Arc<Service>,
-    store: Arc<dyn taskledger_domain::ports::Housekeeping>,
-    deadline_secs: u64,
-}
-
-impl Reaper {
-    /// One pass at `now` (`runners::reaper`).
-    pub async fn pass(
-        &self,
-        now: taskledger_domain::time::Timestamp,
-    ) -> Result<crate::runners::ReapReport, crate::error::AppError> {
-        crate::runners::reap_stalled(&self.svc, self.store.as_ref(), self.deadline_secs, now).await
-    }
-}
-
-/// The reaper Lambda's: the store as for `lambda_service`, the settings' stall deadline
-/// (`None` when it is 0: off).
+/// The reaper Lambda's: the deployment's assembly with the settings' stall deadline (`None`
+/// when it is 0: off). It runs no turns: new work its commits cause reaches the queue through
+/// the stream.
 pub async fn lambda_reaper(settings: &Settings) -> Result<Option<Reaper>, BoxError> {
     let Some(deadline_secs) = settings.stall_deadline()? else {
         return Ok(None);
     };
-    let store = lambda_store(settings).await?;
-    // It runs no turns: new work its commits cause reaches the queue through the stream.
     let agent = ScenarioAgent::new(Default::default());
-    let service = ServiceSettings {
+    let feed = ServiceSettings {
         dispatch: Dispatch::Feed,
-        retention: settings.retention()?,
         ..Default::default()
     };
-    let svc = Service::new(
-        store.clone(),
-        store.clone(),
-        agent,
-        cursor_codec(settings)?,
-        service,
-    );
-    Ok(Some(Reaper {
-        svc,
-        store,
-        deadline_secs,
-    }))
+    Ok(Some(
+        lambda_assembly(agent, feed, settings)
+            .await?
+            .reaper(deadline_secs),
+    ))
 }
 
 /// How the API function answers (`TASKLEDGER_RESPONSE_STREAMING`).
@@ -163,7 +152,6 @@ pub async fn lambda_api(
     settings: &Settings,
     lambda: &LambdaSettings,
 ) -> Result<LambdaApi, BoxError> {
-    let push = PushParts::lambda(settings)?;
     let mode = match lambda.response_streaming {
         true => ResponseMode::Streaming,
         false => ResponseMode::Buffered,
@@ -180,9 +168,9 @@ pub async fn lambda_api(
         stream_max,
         // A long-polling GetTask (A2A 1.1) answers below the HTTP API's 29 s timeout.
         long_poll_max: Duration::from_secs(LAMBDA_LONG_POLL_SECS),
-        ..push.service_settings(settings, Deployment::Lambda)?
+        ..Default::default()
     };
-    let service = lambda_service(agent, service, settings).await?;
+    let Assembly { service, push, .. } = lambda_assembly(agent, service, settings).await?;
     let auth: Arc<dyn Authenticator> = match lambda.auth {
         ApiAuth::Gateway => Arc::new(GatewayAuthenticator::new(settings.tenant_claim.clone())),
         ApiAuth::Iam => Arc::new(IamAuthenticator),

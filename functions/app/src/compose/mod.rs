@@ -10,7 +10,7 @@ mod mcp;
 pub mod settings;
 mod telemetry;
 mod upstream;
-pub use assembly::PushParts;
+pub use assembly::{Assembly, PushParts, Reaper, StorePorts};
 pub use lambda::*;
 pub use mcp::{mcp_tools, McpServerSpec};
 pub use telemetry::{init_lambda, init_telemetry, report};
