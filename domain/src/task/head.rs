@@ -29,6 +29,9 @@ pub struct TaskHead {
     pub owner: Principal,
     #[serde(with = "nanos")]
     pub created_at: Timestamp,
+    /// Its time is kept to the nanosecond (the wire shows milliseconds): the stores order
+    /// lists by it, and a head read back must order where it was written.
+    #[serde(serialize_with = "status_to_the_nanosecond")]
     pub status: TaskStatus,
     /// Version of the event that last changed the status.
     pub status_version: u64,
@@ -120,6 +123,31 @@ pub struct TaskHead {
     /// The upstream agent's task this one mirrors, when an upstream agent works on it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<super::mirror::UpstreamHead>,
+}
+
+/// `TaskStatus` as the wire writes it, but for its time: to the nanosecond, as every other
+/// time of a head (`TaskStatus`'s own deserialisation reads either).
+fn status_to_the_nanosecond<S: serde::Serializer>(
+    status: &TaskStatus,
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Kept<'a> {
+        state: TaskState,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        message: Option<&'a Message>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        timestamp: Option<String>,
+        #[serde(skip_serializing_if = "<[_]>::is_empty")]
+        elicitations: &'a [crate::wire::Elicitation],
+    }
+    Kept {
+        state: status.state,
+        message: status.message.as_ref(),
+        timestamp: status.timestamp.map(Timestamp::to_rfc3339_nanos),
+        elicitations: &status.elicitations,
+    }
+    .serialize(s)
 }
 
 fn is_zero_u64(n: &u64) -> bool {
@@ -253,5 +281,38 @@ impl TaskHead {
         m.task_id = Some(self.id.to_string());
         m.context_id = Some(self.context_id.to_string());
         m
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::ids::{ContextId, Principal, TaskId};
+    use crate::task::{TaskAggregate, TaskEvent};
+    use crate::time::Timestamp;
+    use crate::wire::TaskState;
+
+    #[test]
+    fn a_head_read_back_keeps_its_status_time_to_the_nanosecond() {
+        let at = Timestamp::parse("2026-05-01T00:00:00.001234567Z").unwrap();
+        let mut s = TaskAggregate::default();
+        s.apply_event(&TaskEvent::TaskCreated {
+            task_id: TaskId::parse("t-1").unwrap(),
+            context_id: ContextId::parse("c-1").unwrap(),
+            owner: Principal::new("acme", "alice").unwrap(),
+            at,
+        });
+        s.apply_event(&TaskEvent::StatusChanged {
+            state: TaskState::Working,
+            message: None,
+            at: at.plus_millis(1),
+        });
+        let head = s.head.clone().unwrap();
+        let json = serde_json::to_string(&head).unwrap();
+        let back: super::TaskHead = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.status.timestamp, Some(at.plus_millis(1)));
+        assert_eq!(back, head);
+        // What a client is shown stays in milliseconds.
+        let wire = serde_json::to_value(&head.status).unwrap();
+        assert_eq!(wire["timestamp"], "2026-05-01T00:00:00.002Z");
     }
 }

@@ -6,10 +6,11 @@ use std::sync::Arc;
 
 use taskledger_domain::ids::{ContextId, HistoryLength, PageSize, TaskId};
 use taskledger_domain::ports::{ListQuery, ViewOptions};
+use taskledger_domain::task::TaskCommand;
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::wire::TaskState;
+use taskledger_domain::wire::{Message, TaskState};
 
-use super::{alice, bob, create_task_at, set_state, Store};
+use super::{alice, bob, create_task_at, run, set_state, Store};
 
 pub async fn list_orders_pages_and_filters<S: Store>(store: Arc<S>) {
     let base = Timestamp::parse("2026-05-01T00:00:00Z").expect("ts");
@@ -166,4 +167,55 @@ pub async fn list_filters_in_every_combination<S: Store>(store: Arc<S>) {
             }
         }
     }
+}
+
+/// A task keeps its place in the list order through commits that leave its status: a
+/// client paging while such a commit lands (a turn's bookkeeping, a user message) sees each
+/// task once. Status times here fall inside a millisecond, which the wire does not show.
+pub async fn a_commit_that_leaves_the_status_keeps_the_list_order<S: Store>(store: Arc<S>) {
+    let base = Timestamp::parse("2026-07-01T00:00:00.000000100Z").expect("ts");
+    let older = create_task_at(&*store, "t-keep-0", "keep", &alice(), base).await;
+    let newer = create_task_at(&*store, "t-keep-1", "keep", &alice(), base).await;
+    set_state(
+        &*store,
+        &older,
+        TaskState::Working,
+        Timestamp::from_unix_nanos(base.unix_nanos() + 300),
+    )
+    .await;
+    set_state(
+        &*store,
+        &newer,
+        TaskState::InputRequired,
+        Timestamp::from_unix_nanos(base.unix_nanos() + 700),
+    )
+    .await;
+    let mut q = ListQuery {
+        scope: Default::default(),
+        context_id: Some(ContextId::parse("keep").expect("ctx")),
+        state: None,
+        status_after: None,
+        finished_before: None,
+        after: None,
+        page_size: PageSize::parse(Some(1)).expect("size"),
+        view: ViewOptions::exact(HistoryLength::Last(0), false),
+    };
+    let first = store.list(&alice(), &q).await.expect("list");
+    assert_eq!(first.tasks[0].head.id, newer);
+    // The agent says something on the newest task (its status stays): its head is read from
+    // the store and written back.
+    let said = TaskCommand::AppendAgentMessage {
+        message: Message::agent_text("m-keep", "more"),
+        at: Timestamp::now(),
+    };
+    run(&*store, &newer, said).await.expect("message");
+    q.after = first.next;
+    let second = store.list(&alice(), &q).await.expect("list");
+    let ids: Vec<_> = second.tasks.iter().map(|t| t.head.id.clone()).collect();
+    assert_eq!(
+        ids,
+        [older],
+        "the second page holds the other task, not the first again"
+    );
+    assert!(second.next.is_none());
 }

@@ -126,7 +126,10 @@ pub use housekeeping::{
     finished_tasks_past_their_expiry_are_neither_listed_nor_counted,
     tasks_at_work_are_found_by_the_age_of_their_status,
 };
-pub use list::{list_filters_in_every_combination, list_orders_pages_and_filters};
+pub use list::{
+    a_commit_that_leaves_the_status_keeps_the_list_order, list_filters_in_every_combination,
+    list_orders_pages_and_filters,
+};
 pub use sharing::{
     a_task_is_found_by_whom_it_is_shared_with,
     a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
@@ -456,6 +459,7 @@ macro_rules! contract_tests {
             a_history_past_the_tail_reads_whole_and_in_order,
             list_orders_pages_and_filters,
             list_filters_in_every_combination,
+            a_commit_that_leaves_the_status_keeps_the_list_order,
             events_read_back_with_what_streams_show,
             a_first_commit_reads_back_as_its_events_show,
             a_task_is_found_by_whom_it_is_shared_with,
