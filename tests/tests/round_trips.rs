@@ -364,6 +364,12 @@ async fn a_turn_reads_its_task_once() {
         // input message, as this process did not commit the request.
         assert_eq!(calls.get("GetItem"), Some(&1), "{message}: {calls:?}");
         assert_eq!(calls.get("Query"), Some(&1), "{message}: {calls:?}");
+        // One commit: a turn that leaves its task waiting records itself in that commit.
+        assert_eq!(
+            calls.get("TransactWriteItems"),
+            Some(&1),
+            "{message}: {calls:?}"
+        );
         let answered = svc
             .get_task(&who(), req(json!({"id": task.id})))
             .await

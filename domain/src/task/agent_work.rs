@@ -139,6 +139,15 @@ pub(super) fn apply_skill_unloaded(head: &mut TaskHead, name: &str, at: Timestam
     head.last_timeline = head.last_timeline.max(at);
 }
 
+/// Whether a turn's commit of `commands` leaves its task waiting for the client: the turn
+/// ends there, so its record (`FinishAgentTurn`) may join that commit instead of following in
+/// a commit of its own. A status that asks for input is the one such command.
+pub fn ends_turn_waiting(commands: &[TaskCommand]) -> bool {
+    commands
+        .iter()
+        .any(|c| matches!(c, TaskCommand::ChangeStatus { state, .. } if state.is_interrupted()))
+}
+
 impl TaskAggregate {
     /// Whether `commands` decide nothing here and on every later state of the task: a finished
     /// task records nothing more from a turn (and nothing leaves a terminal state). A commit

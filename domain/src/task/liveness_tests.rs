@@ -197,3 +197,39 @@ fn a_finished_task_records_nothing_more_from_a_turn() {
     assert_eq!(working.decide(finish.clone()).unwrap().len(), 1);
     assert!(!working.records_nothing_more(&[finish]));
 }
+
+#[test]
+fn a_turn_ends_waiting_when_it_asks_for_input_and_its_record_joins_that_commit() {
+    let ask = |state| TaskCommand::ChangeStatus {
+        state,
+        message: None,
+        at: at(3),
+    };
+    // Given a task at work, when the turn asks for input
+    let mut s = given_created();
+    let seq = work_seq(&s);
+    let commands = [ask(TaskState::Working), ask(TaskState::InputRequired)];
+    assert!(ends_turn_waiting(&commands));
+    assert!(ends_turn_waiting(&[ask(TaskState::AuthRequired)]));
+    // (a status that goes on working, or finishes the task, leaves the record where it was)
+    assert!(!ends_turn_waiting(&[ask(TaskState::Working)]));
+    assert!(!ends_turn_waiting(&[ask(TaskState::Completed)]));
+    assert!(!ends_turn_waiting(&[]));
+    // then the record decided after those commands, in the same commit, is made
+    for c in commands {
+        let events = s.decide(c).unwrap();
+        given(&mut s, events);
+    }
+    let recorded = s
+        .decide(TaskCommand::FinishAgentTurn {
+            work_seq: seq,
+            at: at(3),
+        })
+        .unwrap();
+    assert!(matches!(
+        recorded.as_slice(),
+        [TaskEvent::AgentTurnFinished { work_seq, .. }] if *work_seq == seq
+    ));
+    given(&mut s, recorded);
+    assert_eq!(s.head().unwrap().turn_done, seq);
+}

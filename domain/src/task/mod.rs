@@ -37,6 +37,7 @@ use cqrs_es::Aggregate;
 
 use crate::error::DomainError;
 
+pub use agent_work::ends_turn_waiting;
 pub use approvals::{AnswerToolApproval, RequestToolApproval, ToolCallAsked, DECIDED};
 pub use artifacts::{MAX_ARTIFACTS_PER_TASK, MAX_CHUNKS_PER_ARTIFACT};
 pub use commands::{AppendUserMessage, CreateTask, TaskCommand};

@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::task::{TaskAggregate, TaskEvent};
+use taskledger_domain::task::{ends_turn_waiting, TaskAggregate, TaskCommand, TaskEvent};
+use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::Message;
 
 use super::{Change, Service};
@@ -52,14 +53,22 @@ pub(crate) type View = (Arc<TaskAggregate>, Vec<Message>);
 /// latest state of the turn's task it saw committed, for the turn's own record.
 pub(crate) struct TurnPort {
     service: Arc<Service>,
+    /// The work request whose record joins the turn's commit that leaves the task waiting
+    /// (`None`: a turn delivered once needs no record).
+    record: Option<u64>,
     first: Mutex<Option<Arc<TaskAggregate>>>,
     latest: Mutex<Arc<TaskAggregate>>,
 }
 
 impl TurnPort {
-    pub(crate) fn new(service: Arc<Service>, started_from: Arc<TaskAggregate>) -> Self {
+    pub(crate) fn new(
+        service: Arc<Service>,
+        started_from: Arc<TaskAggregate>,
+        record: Option<u64>,
+    ) -> Self {
         Self {
             service,
+            record,
             first: Mutex::new(Some(started_from.clone())),
             latest: Mutex::new(started_from),
         }
@@ -85,9 +94,22 @@ impl TaskPort for TurnPort {
             .latest()
             .filter(|l| l.head().map(|h| &h.id) == Some(task_id));
         let own_task = mine.is_some();
+        // A commit that leaves the task waiting ends the turn: the turn's record joins it
+        // (one commit, not two; the record after the turn then finds it made).
+        let record = self.record.filter(|_| own_task);
+        let folded = move |state: &TaskAggregate| {
+            let mut commands = build(state);
+            if let Some(work_seq) = record.filter(|_| ends_turn_waiting(&commands)) {
+                commands.push(TaskCommand::FinishAgentTurn {
+                    work_seq,
+                    at: Timestamp::now(),
+                });
+            }
+            commands
+        };
         let c = self
             .service
-            .execute(Change::by_agent(task_id).knowing(mine), build)
+            .execute(Change::by_agent(task_id).knowing(mine), &folded)
             .await?;
         if let (true, Ok(mut latest)) = (own_task, self.latest.lock()) {
             if c.state.version > latest.version {

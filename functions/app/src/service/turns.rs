@@ -44,6 +44,14 @@ async fn finish(
     work_seq: u64,
     latest: Option<Arc<TaskAggregate>>,
 ) -> Result<(), AppError> {
+    // Made already: the turn's commit that left the task waiting carried it (`TurnPort`).
+    if latest
+        .as_ref()
+        .and_then(|l| l.head())
+        .is_some_and(|h| h.turn_done >= work_seq)
+    {
+        return Ok(());
+    }
     svc.execute(Change::by_agent(task_id).knowing(latest), |_| {
         vec![TaskCommand::FinishAgentTurn {
             work_seq,
@@ -189,7 +197,8 @@ pub(crate) async fn run_turn(
         outcome = tracing::field::Empty
     );
     telemetry::trace::set_parent(&span, parent.as_ref());
-    let turn_port = Arc::new(TurnPort::new(svc.clone(), state));
+    let record = (delivery == Delivery::AtLeastOnce).then_some(turn.work_seq);
+    let turn_port = Arc::new(TurnPort::new(svc.clone(), state, record));
     let port: Arc<dyn TaskPort> = turn_port.clone();
     let started = std::time::Instant::now();
     let ran = telemetry::trace::within(
