@@ -11,7 +11,9 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 use taskledger_app::agent::ScenarioAgent;
-use taskledger_app::{Service, ServiceSettings};
+use taskledger_app::service::turns::handle_turn;
+use taskledger_app::{Dispatch, Service, ServiceSettings};
+use taskledger_domain::agent::turns::turns_from;
 use taskledger_domain::cursor::CursorCodec;
 use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::Housekeeping;
@@ -37,6 +39,8 @@ const API_MS_PER_REQUEST: f64 = 10.0;
 const WORKER_MEMORY_GB: f64 = 0.5;
 const WORKER_MS_PER_TURN: f64 = 20.0;
 const WAITS: &str = "(bench waits)";
+/// The worker's row: the agent's turns as the worker Lambda runs them from the turn queue.
+const TURNS: &str = "the agent's turns (the worker, per task)";
 
 fn req<T: serde::de::DeserializeOwned>(v: Value) -> T {
     serde_json::from_value(v).expect("request")
@@ -57,7 +61,20 @@ fn task_of(r: SendMessageResponse) -> Task {
     }
 }
 
-async fn settle(svc: &Service, meter: &CapacityMeter, who: &Principal, id: &str) {
+/// Runs the task's newest turn as the worker Lambda does (a turn from the queue, delivered at
+/// least once, in a process that did not commit the request), then waits for its answer.
+async fn settle(svc: &Arc<Service>, meter: &CapacityMeter, who: &Principal, id: &str) {
+    let task_id = taskledger_domain::ids::TaskId::parse(id.to_string()).expect("id");
+    // What the stream relay reads from the stream (free) and puts on the turn queue.
+    let events = meter
+        .scope(WAITS, svc.events(&task_id, 0))
+        .await
+        .expect("events");
+    let turn = turns_from(&task_id, &events).pop().expect("a turn was asked for");
+    meter
+        .scope(TURNS, handle_turn(svc, &turn))
+        .await
+        .expect("the turn runs");
     for _ in 0..500 {
         let t = meter
             .scope(
@@ -91,8 +108,10 @@ async fn main() {
         .expect("tables");
     // Finished tasks expire after the default retention: their items carry `expires`.
     let store = Arc::new(DynamoStore::new(client, &prefix).with_retention(Retention::default()));
+    // Turns go through the feed, and the bench runs each as the worker would (`settle`).
     let settings = ServiceSettings {
         push_enabled: true,
+        dispatch: Dispatch::Feed,
         ..ServiceSettings::default()
     };
     let svc = Service::new(
@@ -232,6 +251,7 @@ async fn main() {
     ] {
         per_op(&lifecycle, l, n);
     }
+    per_op(&lifecycle, TURNS, n);
     per_op(&lifecycle, UNSCOPED, n);
     for l in [
         "GetTask (historyLength 0)",

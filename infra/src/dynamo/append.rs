@@ -22,6 +22,7 @@ fn item_size(item: &Item) -> usize {
             k.len()
                 + match v {
                     AttributeValue::S(s) | AttributeValue::N(s) => s.len(),
+                    AttributeValue::B(b) => b.as_ref().len(),
                     _ => 16,
                 }
         })
@@ -101,7 +102,10 @@ impl DynamoStore {
         item.extend([
             ("v".into(), n(c.snapshot.version)),
             ("schema".into(), n(SNAPSHOT_SCHEMA)),
-            ("snap".into(), s(json(&c.snapshot)?)),
+            (
+                super::snapshot::SNAPSHOT_ATTR.into(),
+                super::snapshot::encode(&json(&c.snapshot)?)?,
+            ),
             ("state".into(), s(head.status.state.as_str())),
             ("shard".into(), s(schema::shard_key(schema::shard_of(id)))),
         ]);

@@ -114,7 +114,11 @@ fn value_size(v: &Value) -> usize {
         return 0;
     };
     match (kind.as_str(), inner) {
-        ("S", Value::String(s)) | ("B", Value::String(s)) => s.len(),
+        ("S", Value::String(s)) => s.len(),
+        // Binary travels as base64; DynamoDB counts its bytes.
+        ("B", Value::String(b64)) => {
+            (b64.len() / 4 * 3).saturating_sub(b64.bytes().rev().take_while(|c| *c == b'=').count())
+        }
         ("N", Value::String(n)) => n.trim_start_matches('-').len().div_ceil(2) + 1,
         ("BOOL", _) | ("NULL", _) => 1,
         ("L", Value::Array(items)) => 3 + items.iter().map(|i| value_size(i) + 1).sum::<usize>(),
@@ -416,6 +420,9 @@ mod tests {
         let item = json!({"pk": {"S": "T#abc"}, "n": {"N": "12345"}, "b": {"BOOL": true}});
         // "pk"+5, "n"+(5 digits → 3+1), "b"+1
         assert_eq!(item_size(item.as_object().unwrap()), 2 + 5 + 1 + 4 + 1 + 1);
+        // binary: its bytes, not its base64 ("snapz" + 5 bytes; "b" + 4 bytes)
+        let blob = json!({"snapz": {"B": "aGVsbG8="}, "b": {"B": "AAECAw=="}});
+        assert_eq!(item_size(blob.as_object().unwrap()), 5 + 5 + 1 + 4);
         assert_eq!(read_units(4096, true), 1.0);
         assert_eq!(read_units(4097, true), 2.0);
         assert_eq!(read_units(10, false), 0.5);

@@ -11,6 +11,7 @@ mod list;
 mod reads;
 mod rebuild;
 pub mod schema;
+mod snapshot;
 pub mod store;
 
 pub use client::{

@@ -155,7 +155,7 @@ impl EventStore for DynamoStore {
         };
         Ok(Some(Loaded {
             snapshot_schema: get_n(&item, "schema")? as u32,
-            snapshot: parse(get_s(&item, "snap")?)?,
+            snapshot: parse(&super::snapshot::text(&item)?)?,
             tail: Vec::new(),
         }))
     }

@@ -113,7 +113,7 @@ pub(super) fn snapshot_of(item: &Item) -> Result<TaskAggregate, StoreError> {
             "snapshot of another schema: run `taskledger rebuild`".into(),
         ));
     }
-    parse(get_s(item, "snap")?)
+    parse(&super::snapshot::text(item)?)
 }
 
 impl DynamoStore {
