@@ -70,7 +70,9 @@ async fn settle(svc: &Arc<Service>, meter: &CapacityMeter, who: &Principal, id: 
         .scope(WAITS, svc.events(&task_id, 0))
         .await
         .expect("events");
-    let turn = turns_from(&task_id, &events).pop().expect("a turn was asked for");
+    let turn = turns_from(&task_id, &events)
+        .pop()
+        .expect("a turn was asked for");
     meter
         .scope(TURNS, handle_turn(svc, &turn))
         .await
