@@ -175,6 +175,7 @@ async fn main() {
     }
     let lifecycle = meter.units();
     let written = meter.written();
+    let indexes = meter.index_units();
     meter.reset();
 
     // The other operations, once each per task.
@@ -268,6 +269,11 @@ async fn main() {
     println!("|---|---|---|");
     for (kind, (count, mean)) in &written {
         println!("| {kind} | {:.1} | {mean:.0} |", *count as f64 / n);
+    }
+    println!("\n| index | write units per task |");
+    println!("|---|---|");
+    for (name, u) in &indexes {
+        println!("| {name} | {:.2} |", u / n);
     }
     let task_units: Units = lifecycle.iter().filter(|(l, _)| l.as_str() != WAITS).fold(
         Units::default(),

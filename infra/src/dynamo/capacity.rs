@@ -36,9 +36,13 @@ struct State {
     by_label: BTreeMap<String, Units>,
     /// Items written per kind (the sort key's prefix): count and bytes.
     written: BTreeMap<String, (u64, u64)>,
-    /// The index items each head item last produced (index name → key, size), to price an
-    /// index write only when it happens.
+    /// The index items each item (its partition and sort key: a head, or a member entry) last
+    /// produced (index name → key, size), to price an index write only when it happens. Items
+    /// without index keys (events, chunks, message keys) have no index items, and their puts
+    /// change no one else's.
     index_items: HashMap<String, HashMap<&'static str, (String, usize)>>,
+    /// Write units each index was charged (puts and deletes of its items).
+    index_units: BTreeMap<&'static str, f64>,
 }
 
 /// Shared meter; add it to a client with `dynamo::metering_client_from_env`.
@@ -81,10 +85,20 @@ impl CapacityMeter {
             .unwrap_or_default()
     }
 
+    /// Write units charged to each index (its items put, moved and deleted), since the last
+    /// reset: where a commit's index writes go.
+    pub fn index_units(&self) -> BTreeMap<&'static str, f64> {
+        self.state
+            .lock()
+            .map(|s| s.index_units.clone())
+            .unwrap_or_default()
+    }
+
     pub fn reset(&self) {
         if let Ok(mut s) = self.state.lock() {
             s.by_label.clear();
             s.written.clear();
+            s.index_units.clear();
         }
     }
 
@@ -166,19 +180,21 @@ impl CapacityMeter {
             e.0 += 1;
             e.1 += size as u64;
         }
-        let Some(pk) = item
-            .get("pk")
-            .and_then(|v| v.get("S"))
-            .and_then(Value::as_str)
-        else {
+        let key = |a: &str| item.get(a).and_then(|v| v.get("S")).and_then(Value::as_str);
+        let (Some(pk), Some(sk)) = (key("pk"), key("sk")) else {
             return table;
         };
         let mut index_units = 0.0;
         let Ok(mut s) = self.state.lock() else {
             return table;
         };
-        let before = s.index_items.entry(pk.to_string()).or_default();
+        let mut charged: Vec<(&'static str, f64)> = Vec::new();
+        let before = s
+            .index_items
+            .entry(format!("{pk}{}{sk}", schema::SEP))
+            .or_default();
         for ix in schema::TASKS.indexes {
+            let units_before = index_units;
             let key_of = |a: &str| item.get(a).map(|v| v.to_string());
             let now = match (key_of(ix.pk), key_of(ix.sk)) {
                 (Some(p), Some(k)) => {
@@ -216,6 +232,10 @@ impl CapacityMeter {
                 }
                 _ => {}
             }
+            charged.push((ix.name, index_units - units_before));
+        }
+        for (name, u) in charged {
+            *s.index_units.entry(name).or_default() += u;
         }
         table + index_units
     }
@@ -445,5 +465,12 @@ mod tests {
         assert_eq!(put(head("1#t", "W")), 2.0);
         // The sort key moved: by-owner, by-context, by-state each delete + put.
         assert_eq!(put(head("2#t", "W")), 2.0 + 6.0);
+        // An event of the same task in the same transaction has no index keys: it changes no
+        // index item, and the head's stay where they are.
+        let event = json!({"pk": {"S": "T#1"}, "sk": {"S": "E#00000000000000000009"},
+                           "type": {"S": "StatusChanged"}});
+        assert_eq!(put(event), 2.0);
+        assert_eq!(put(head("2#t", "W")), 2.0);
+        assert_eq!(meter.index_units().values().sum::<f64>(), 4.0 + 6.0);
     }
 }
