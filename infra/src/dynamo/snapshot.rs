@@ -2,6 +2,7 @@
 //! a head of a few kilobytes costs one write unit (1 KB) where its text cost three. Heads
 //! written before carry the text in `snap`, and read as they are until their next commit.
 
+use std::collections::HashMap;
 use std::io::{Read, Write};
 
 use aws_sdk_dynamodb::primitives::Blob;
@@ -11,7 +12,8 @@ use flate2::write::DeflateEncoder;
 use flate2::Compression;
 use taskledger_domain::ports::StoreError;
 
-use super::store::Item;
+/// A DynamoDB item (as `store::Item`; named here so the store's module is not imported).
+type Item = HashMap<String, AttributeValue>;
 
 /// Head attribute: the snapshot JSON, deflated.
 pub const SNAPSHOT_ATTR: &str = "snapz";
@@ -57,8 +59,6 @@ fn inflate(bytes: &[u8]) -> Result<String, StoreError> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
 
     fn head(attr: &str, v: AttributeValue) -> Item {
