@@ -6,64 +6,66 @@ use serde_json::Value;
 use taskledger_domain::agent::turns::StreamedEvent;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::CommittedEvent;
-use taskledger_domain::wire::TaskState;
 
+use crate::dynamo::batch::{self, Record};
 use crate::dynamo::schema;
-use crate::dynamo::store::PUSH_ATTR;
 
-/// The update an event item pushes (its `push` attribute), if any.
-pub fn pushed(image: &Value) -> Option<String> {
-    image
-        .get(PUSH_ATTR)
-        .and_then(|v| v.get("S"))
-        .and_then(|v| v.as_str())
-        .map(str::to_string)
-}
-
-/// A committed event item (`pk = T#<task>`, `sk = E#<seq>`) from a stream record's new image
-/// (attribute-value JSON: `{"pk": {"S": "T#…"}, …}`); other items, and a key that does not name
-/// a task id, give `None`.
-pub fn streamed(image: &Value) -> Option<StreamedEvent> {
+/// The events of an event item (`pk = T#<task>`, `sk = E#<last seq>`: the events of one commit,
+/// or one event of an item written before) from a stream record's new image (attribute-value
+/// JSON: `{"pk": {"S": "T#…"}, …}`, binary in base64); other items, and a key that does not name
+/// a task id, give nothing.
+fn records(image: &Value) -> Option<(TaskId, Vec<Record>)> {
     let s = |k: &str| {
         image
             .get(k)
             .and_then(|v| v.get("S"))
-            .and_then(|v| v.as_str())
+            .and_then(Value::as_str)
     };
-    let (task_id, seq) = schema::parse_event_key(s("pk")?, s("sk")?)?;
-    Some(StreamedEvent {
-        task_id: TaskId::parse(task_id).ok()?,
-        seq,
-        event_type: s("type")?.to_string(),
-    })
+    let (task_id, _) = schema::parse_event_key(s("pk")?, s("sk")?)?;
+    let task_id = TaskId::parse(task_id).ok()?;
+    Some((task_id, batch::records_of_image(image)?))
 }
 
-/// A stream record's new image as the committed event the relay takes (`None`: not an event).
-pub fn committed(image: &Value) -> Option<CommittedEvent> {
-    let e = streamed(image)?;
-    Some(CommittedEvent {
-        task_id: e.task_id,
-        seq: e.seq,
-        event_type: e.event_type,
-        pushed: pushed(image),
-        finished: finished(image),
-        expiring: image.get(schema::EXPIRES_ATTR).is_some(),
-        trace: image
-            .get(schema::TRACE_ATTR)
-            .and_then(|v| v.get("S"))
-            .and_then(|v| v.as_str())
-            .map(str::to_string),
-    })
+/// The events an item's stream record carries, as the stream poller's tests collect them.
+pub fn streamed(image: &Value) -> Vec<StreamedEvent> {
+    let Some((task_id, records)) = records(image) else {
+        return Vec::new();
+    };
+    records
+        .into_iter()
+        .map(|r| StreamedEvent {
+            task_id: task_id.clone(),
+            seq: r.seq,
+            event_type: r.event_type,
+        })
+        .collect()
 }
 
-/// Whether an event item's status update reports a terminal state (its `sst` attribute).
-fn finished(image: &Value) -> bool {
-    image
-        .get(schema::STATUS_STATE_ATTR)
+/// A stream record's new image as the committed events the relay takes, in order (none: not
+/// an event item).
+pub fn committed(image: &Value) -> Vec<CommittedEvent> {
+    let Some((task_id, records)) = records(image) else {
+        return Vec::new();
+    };
+    let expiring = image.get(schema::EXPIRES_ATTR).is_some();
+    let trace = image
+        .get(schema::TRACE_ATTR)
         .and_then(|v| v.get("S"))
-        .and_then(|v| v.as_str())
-        .and_then(TaskState::from_name)
-        .is_some_and(TaskState::is_terminal)
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    records
+        .into_iter()
+        .map(|r| CommittedEvent {
+            task_id: task_id.clone(),
+            seq: r.seq,
+            finished: r.finishes(),
+            event_type: r.event_type,
+            pushed: r.push,
+            expiring,
+            // The work after the commit joins its trace (ADR 033).
+            trace: trace.clone(),
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -75,16 +77,78 @@ mod tests {
         let image = serde_json::json!({"pk": {"S": "T#abc.1"}, "sk": {"S": "E#00000000000000000007"}, "type": {"S": "AgentWorkRequested"}, "push": {"S": "{}"}});
         assert_eq!(
             streamed(&image),
-            Some(StreamedEvent {
+            vec![StreamedEvent {
                 task_id: TaskId::parse("abc.1").unwrap(),
                 seq: 7,
                 event_type: "AgentWorkRequested".into()
-            })
+            }]
         );
-        assert_eq!(pushed(&image).as_deref(), Some("{}"));
+        assert_eq!(committed(&image)[0].pushed.as_deref(), Some("{}"));
         let head = serde_json::json!({"pk": {"S": "T#abc"}, "sk": {"S": "HEAD"}});
-        assert_eq!(streamed(&head), None);
-        assert_eq!(pushed(&head), None);
+        assert!(streamed(&head).is_empty());
+        assert!(committed(&head).is_empty());
+    }
+
+    /// A commit's events in one item (ADR 036), as its stream record carries it.
+    fn batch_image(records: &[(u64, &str, Option<&str>, Option<&str>)]) -> Value {
+        let records: Vec<Record> = records
+            .iter()
+            .map(|(seq, t, sst, push)| Record {
+                seq: *seq,
+                event_type: t.to_string(),
+                ver: "1".into(),
+                payload: serde_json::value::RawValue::from_string("{}".into()).unwrap(),
+                gen: sst.map(|_| 2),
+                sst: sst.map(str::to_string),
+                su: sst.map(|_| "{}".to_string()),
+                push: push.map(str::to_string),
+            })
+            .collect();
+        let last = records.last().unwrap().seq;
+        let mut image = serde_json::Map::new();
+        for (k, v) in batch::attributes(&records).unwrap() {
+            let v = match v {
+                aws_sdk_dynamodb::types::AttributeValue::S(s) => serde_json::json!({ "S": s }),
+                aws_sdk_dynamodb::types::AttributeValue::N(n) => serde_json::json!({ "N": n }),
+                aws_sdk_dynamodb::types::AttributeValue::B(b) => {
+                    use base64::Engine;
+                    serde_json::json!({ "B": base64::engine::general_purpose::STANDARD.encode(b.as_ref()) })
+                }
+                other => panic!("{other:?}"),
+            };
+            image.insert(k, v);
+        }
+        image.insert("pk".into(), serde_json::json!({"S": "T#t"}));
+        image.insert(
+            "sk".into(),
+            serde_json::json!({ "S": schema::event_sk(last) }),
+        );
+        image.insert("tp".into(), serde_json::json!({"S": "00-trace"}));
+        Value::Object(image)
+    }
+
+    #[test]
+    fn a_batch_item_is_every_event_of_its_commit_in_order() {
+        let image = batch_image(&[
+            (4, "StatusChanged", Some("TASK_STATE_WORKING"), None),
+            (
+                5,
+                "StatusChanged",
+                Some("TASK_STATE_COMPLETED"),
+                Some("{\"statusUpdate\":{}}"),
+            ),
+            (6, "AgentWorkRequested", None, None),
+        ]);
+        let events = committed(&image);
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [4, 5, 6]);
+        assert!(!events[0].finished && events[1].finished && !events[2].finished);
+        assert!(events[1].pushed.is_some() && events[0].pushed.is_none());
+        assert!(events[2].turn().is_some());
+        assert!(events
+            .iter()
+            .all(|e| e.trace.as_deref() == Some("00-trace")));
+        assert_eq!(streamed(&image).len(), 3);
     }
 
     #[test]
@@ -93,15 +157,15 @@ mod tests {
             serde_json::json!({"pk": {"S": "T#t"}, "sk": {"S": "E#00000000000000000009"},
                 "type": {"S": "StatusChanged"}, "sst": {"S": state}})
         };
-        assert!(committed(&event("TASK_STATE_COMPLETED")).unwrap().finished);
-        assert!(!committed(&event("TASK_STATE_WORKING")).unwrap().finished);
+        assert!(committed(&event("TASK_STATE_COMPLETED"))[0].finished);
+        assert!(!committed(&event("TASK_STATE_WORKING"))[0].finished);
         // Items of a finished task carry their expiry: an archive writes the task again.
-        assert!(!committed(&event("TASK_STATE_COMPLETED")).unwrap().expiring);
+        assert!(!committed(&event("TASK_STATE_COMPLETED"))[0].expiring);
         let mut stamped = event("TASK_STATE_COMPLETED");
         stamped["expires"] = serde_json::json!({"N": "1767225600"});
-        assert!(committed(&stamped).unwrap().expiring);
+        assert!(committed(&stamped)[0].expiring);
         // A TTL deletion's record (REMOVE) has no new image: nothing to relay.
-        assert_eq!(committed(&serde_json::json!({})), None);
+        assert!(committed(&serde_json::json!({})).is_empty());
     }
 
     /// The stream event filters of a function in `template.yaml`, as JSON.
@@ -175,21 +239,42 @@ mod tests {
             serde_json::json!({"pk": {"S": "T#t"}, "sk": {"S": "HEAD"}, "expires": {"N": "1"}});
         for state in ["COMPLETED", "FAILED", "CANCELED", "REJECTED"] {
             let finishing = event(serde_json::json!({"sst": {"S": format!("TASK_STATE_{state}")}}));
-            assert!(committed(&finishing).unwrap().finished);
+            assert!(committed(&finishing)[0].finished);
             assert!(passes("RelayFunction", &finishing), "{state}");
+            let batch = batch_image(&[
+                (3, "StatusChanged", Some("TASK_STATE_WORKING"), None),
+                (
+                    4,
+                    "StatusChanged",
+                    Some(&format!("TASK_STATE_{state}")),
+                    None,
+                ),
+            ]);
+            assert!(committed(&batch)[1].finished);
+            assert!(passes("RelayFunction", &batch), "a batch finishing {state}");
         }
         for acted in [&work, &pushed] {
-            let c = committed(acted).unwrap();
+            let c = &committed(acted)[0];
             assert!(c.turn().is_some() || c.pushed.is_some());
             assert!(passes("RelayFunction", acted), "{acted}");
         }
+        let batch_work = batch_image(&[
+            (2, "MessageAppended", None, None),
+            (3, "AgentWorkRequested", None, None),
+        ]);
+        let batch_pushed =
+            batch_image(&[(3, "StatusChanged", Some("TASK_STATE_WORKING"), Some("{}"))]);
+        let batch_idle = batch_image(&[(3, "StatusChanged", Some("TASK_STATE_WORKING"), None)]);
+        assert!(passes("RelayFunction", &batch_work));
+        assert!(passes("RelayFunction", &batch_pushed));
+        assert!(!passes("RelayFunction", &batch_idle));
         assert!(!passes("RelayFunction", &idle));
         assert!(!passes("RelayFunction", &head));
 
         let expiring = event(
             serde_json::json!({"sst": {"S": "TASK_STATE_COMPLETED"}, "expires": {"N": "1767225600"}}),
         );
-        assert!(committed(&expiring).unwrap().expiring);
+        assert!(committed(&expiring)[0].expiring);
         assert!(passes("ArchiveFunction", &expiring));
         for other in [&work, &pushed, &idle, &head] {
             assert!(!passes("ArchiveFunction", other), "{other}");

@@ -42,14 +42,13 @@ async fn pushed_items(
         .unwrap();
     out.items()
         .iter()
-        .filter_map(|i| {
-            let body = i.get(dynamo::store::PUSH_ATTR)?.as_s().ok()?.clone();
-            let seq = schema::parse_event_sk(i.get("sk")?.as_s().ok()?)?;
+        .flat_map(|i| dynamo::batch::records_of_item(i).expect("event items"))
+        .filter_map(|r| {
             Some(CommittedEvent {
                 task_id: TaskId::parse(task).unwrap(),
-                seq,
-                event_type: i.get("type")?.as_s().ok()?.clone(),
-                pushed: Some(body),
+                seq: r.seq,
+                event_type: r.event_type,
+                pushed: Some(r.push?),
                 finished: false,
                 expiring: false,
                 trace: None,

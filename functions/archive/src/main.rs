@@ -22,7 +22,7 @@ async fn handle(
     let mut sequence = Vec::new();
     for record in &event.payload.records {
         let image = serde_json::to_value(&record.change.new_image).unwrap_or_default();
-        if let Some(committed) = committed(&image) {
+        for committed in committed(&image) {
             events.push(committed);
             sequence.push(record.change.sequence_number.clone());
         }

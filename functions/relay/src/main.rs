@@ -15,11 +15,16 @@ async fn handle(relay: &Relay, event: LambdaEvent<Event>) -> Result<DynamoDbEven
     let mut response = DynamoDbEventResponse::default();
     for record in &event.payload.records {
         let image = serde_json::to_value(&record.change.new_image).unwrap_or_default();
-        let Some(committed) = committed(&image) else {
-            continue;
-        };
-        if let Err(e) = relay.relay(&committed).await {
-            tracing::error!(error = %e, "relay failed");
+        // A record holds the events of one commit (ADR 036); relaying one again is harmless.
+        let mut failed = false;
+        for committed in committed(&image) {
+            if let Err(e) = relay.relay(&committed).await {
+                tracing::error!(error = %e, "relay failed");
+                failed = true;
+                break;
+            }
+        }
+        if failed {
             let mut failure = DynamoDbBatchItemFailure::default();
             failure.item_identifier = record.change.sequence_number.clone();
             response.batch_item_failures.push(failure);

@@ -9,10 +9,11 @@ use taskledger_domain::ids::Principal;
 use taskledger_domain::ports::{Commit, StoreError, SNAPSHOT_SCHEMA};
 use taskledger_domain::projection::ReadWrite;
 
+use super::batch::{self, Record};
 use super::schema;
 use super::store::{
     json, n, s, sdk_err, DynamoStore, Item, ITEM_MARGIN_BYTES, MAX_ITEM_BYTES,
-    MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS, PUSH_ATTR,
+    MAX_TRANSACTION_BYTES, MAX_TRANSACTION_ITEMS,
 };
 
 /// Rough DynamoDB size of an item: names plus values.
@@ -161,34 +162,29 @@ impl DynamoStore {
                 ("sk".into(), s(schema::member_sk(m))),
             ]));
         }
-        for e in &c.events {
-            let mut item = HashMap::from([
-                ("pk".into(), s(&pk)),
-                ("sk".into(), s(schema::event_sk(e.seq))),
-                ("type".into(), s(&e.event_type)),
-                ("ver".into(), s(&e.event_version)),
-                ("payload".into(), s(e.payload.as_str().to_string())),
-                ("at".into(), n(e.recorded_at.unix_nanos())),
-            ]);
-            // What a stream reads of it (`reads::decode_update`).
-            if let Some(u) = &e.update {
-                item.insert(schema::GENERATION_ATTR.into(), n(u.generation));
-                if let Some(status) = &u.status {
-                    item.insert(schema::STATUS_STATE_ATTR.into(), s(status.state.as_str()));
-                    item.insert(schema::STATUS_UPDATE_ATTR.into(), s(&status.body));
-                }
+        // The commit's events, in as few items as their size allows (ADR 036): each keyed by
+        // its last sequence number, with the commit's time and, where the relay acts on it
+        // (a work request, a pushed update), the commit's trace (ADR 033).
+        let records = c
+            .events
+            .iter()
+            .map(|e| {
+                let pushed = c.pushes.iter().find(|p| p.seq == e.seq);
+                Record::of(e, pushed.map(|p| p.body.as_str()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let recorded_at = c.events.first().map(|e| e.recorded_at.unix_nanos());
+        for group in batch::groups(records) {
+            let last = group.last().map_or(0, |r| r.seq);
+            let mut item = batch::attributes(&group)?;
+            item.insert("pk".into(), s(&pk));
+            item.insert("sk".into(), s(schema::event_sk(last)));
+            if let Some(at) = recorded_at {
+                item.insert("at".into(), n(at));
             }
-            // The update this event pushes to webhook subscribers: the stream relay turns it
-            // into deliveries (one per subscription registered before the event).
-            let pushed = c.pushes.iter().find(|p| p.seq == e.seq);
-            if let Some(p) = pushed {
-                item.insert(PUSH_ATTR.into(), s(&p.body));
-            }
-            // The work after the commit joins its trace (ADR 033): kept on the items the
-            // relay acts on.
-            if let Some(t) = c.trace.as_ref().filter(|_| {
-                pushed.is_some() || e.event_type == taskledger_domain::agent::turns::WORK_EVENT
-            }) {
+            let acted_on =
+                item.contains_key(batch::WORK_ATTR) || item.contains_key(batch::PUSHES_ATTR);
+            if let Some(t) = c.trace.as_ref().filter(|_| acted_on) {
                 item.insert(schema::TRACE_ATTR.into(), s(t));
             }
             items.push((item, Slot::Event));
@@ -247,7 +243,7 @@ impl DynamoStore {
             if size + ITEM_MARGIN_BYTES > MAX_ITEM_BYTES {
                 let what = match slot {
                     Slot::Head => "the task's head (status message and metadata)",
-                    Slot::Event => "an event",
+                    Slot::Event => "the change's events",
                     _ => "a message or artifact",
                 };
                 return Err(StoreError::TooLarge(format!(

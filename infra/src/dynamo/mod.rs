@@ -2,6 +2,7 @@
 //! append, reads, list and rebuild parts), call counting, capacity metering, and SDK clients from the environment.
 
 mod append;
+pub mod batch;
 pub mod capacity;
 mod client;
 pub mod counting;

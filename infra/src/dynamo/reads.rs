@@ -8,7 +8,7 @@ use taskledger_domain::ports::{
     StoreError, TaskReadModel, TaskView, ViewOptions,
 };
 use taskledger_domain::projection::ArtifactChunk;
-use taskledger_domain::task::stored::{EventUpdate, RecordedStatus, StoredEvent};
+use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::task::TaskHead;
 use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, TaskState};
@@ -111,39 +111,15 @@ impl DynamoStore {
     }
 }
 
-fn decode_event(item: &Item) -> Result<StoredEvent, StoreError> {
-    let sk = get_s(item, "sk")?;
-    Ok(StoredEvent {
-        seq: schema::parse_event_sk(sk)
-            .ok_or_else(|| StoreError::Corrupt(format!("bad event key {sk}")))?,
-        event_type: get_s(item, "type")?.to_string(),
-        event_version: get_s(item, "ver")?.to_string(),
-        payload: parse(get_s(item, "payload")?)?,
-        recorded_at: Timestamp::from_unix_nanos(get_n(item, "at")?),
-        update: decode_update(item)?,
-    })
-}
-
-/// The update attributes of an event item (none: the event shows no update).
-fn decode_update(item: &Item) -> Result<Option<EventUpdate>, StoreError> {
-    if !item.contains_key(schema::GENERATION_ATTR) {
-        return Ok(None);
-    }
-    let status = match item.get(schema::STATUS_STATE_ATTR) {
-        None => None,
-        Some(_) => {
-            let state = get_s(item, schema::STATUS_STATE_ATTR)?;
-            Some(RecordedStatus {
-                state: TaskState::from_name(state)
-                    .ok_or_else(|| StoreError::Corrupt(format!("unknown task state {state:?}")))?,
-                body: get_s(item, schema::STATUS_UPDATE_ATTR)?.to_string(),
-            })
+/// The events of an event item (a batch, or one written before) after `after`.
+fn decode_events(item: &Item, after: u64, out: &mut Vec<StoredEvent>) -> Result<(), StoreError> {
+    let recorded_at = Timestamp::from_unix_nanos(get_n(item, "at")?);
+    for r in super::batch::records_of_item(item)? {
+        if r.seq > after {
+            out.push(r.stored(recorded_at)?);
         }
-    };
-    Ok(Some(EventUpdate {
-        generation: get_n(item, schema::GENERATION_ATTR)? as u64,
-        status,
-    }))
+    }
+    Ok(())
 }
 
 #[async_trait]
@@ -168,7 +144,12 @@ impl EventStore for DynamoStore {
                 schema::EVENTS_END,
             )
             .await?;
-        items.iter().map(decode_event).collect()
+        // An item is keyed by its last event: the first one read may hold earlier ones too.
+        let mut events = Vec::with_capacity(items.len());
+        for item in &items {
+            decode_events(item, after, &mut events)?;
+        }
+        Ok(events)
     }
 
     async fn append(&self, commit: &Commit) -> Result<(), StoreError> {

@@ -43,7 +43,7 @@ pub fn text(item: &Item) -> Result<String, StoreError> {
     }
 }
 
-fn inflate(bytes: &[u8]) -> Result<String, StoreError> {
+pub(super) fn inflate(bytes: &[u8]) -> Result<String, StoreError> {
     let mut json = String::new();
     let read = DeflateDecoder::new(bytes)
         .take(MAX_SNAPSHOT_BYTES as u64 + 1)

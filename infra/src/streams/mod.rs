@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use aws_sdk_dynamodbstreams::types::{AttributeValue, ShardIteratorType};
+use base64::Engine;
 use serde_json::{json, Map, Value};
 
 pub mod cursor;
@@ -35,6 +36,10 @@ pub fn image_json(image: &HashMap<String, AttributeValue>) -> Value {
             AttributeValue::S(s) => json!({ "S": s }),
             AttributeValue::N(n) => json!({ "N": n }),
             AttributeValue::Bool(b) => json!({ "BOOL": b }),
+            // Binary travels in base64, as in the Lambda event (a commit's events, ADR 036).
+            AttributeValue::B(b) => {
+                json!({ "B": base64::engine::general_purpose::STANDARD.encode(b.as_ref()) })
+            }
             _ => continue,
         };
         out.insert(k.clone(), j);
@@ -371,7 +376,7 @@ mod emulator_tests {
     #[async_trait]
     impl RecordSink for Collect {
         async fn relay(&self, image: &Value) -> Result<(), String> {
-            if let Some(e) = crate::relay::streamed(image) {
+            for e in crate::relay::streamed(image) {
                 self.0
                     .lock()
                     .map_err(|e| e.to_string())?

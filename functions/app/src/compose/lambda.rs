@@ -213,13 +213,12 @@ pub async fn lambda_api(
 #[async_trait::async_trait]
 impl taskledger_infra::streams::RecordSink for crate::runners::Relay {
     async fn relay(&self, image: &serde_json::Value) -> Result<(), String> {
-        match taskledger_infra::relay::committed(image) {
-            Some(event) => crate::runners::Relay::relay(self, &event)
+        for event in taskledger_infra::relay::committed(image) {
+            crate::runners::Relay::relay(self, &event)
                 .await
-                .map(|_| ())
-                .map_err(|e| e.to_string()),
-            None => Ok(()),
+                .map_err(|e| e.to_string())?;
         }
+        Ok(())
     }
 }
 
