@@ -553,3 +553,67 @@ async fn the_card_carries_the_0_3_fields_beside_an_unchanged_1_0_card() {
         "1.0 clients pick 1.0 first"
     );
 }
+
+/// The 0.3 SDK cancels with `POST /v1/tasks/{id}:cancel` and a `{}` body, then reads the task on
+/// the same keep-alive connection: the body is read even where the route needs none, so the
+/// connection serves the next request (a response sent before its request's body is read ends
+/// the connection, and the next request on it finds it closed).
+#[tokio::test]
+async fn a_keep_alive_connection_serves_the_next_request_after_a_0_3_cancel_with_a_body() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let s = Server::start_with(test_config()).await;
+    let task = s.send_task("tck-input-required-k", "hello").await;
+    let id = task["id"].as_str().unwrap().to_string();
+    let host = s.base.trim_start_matches("http://").to_string();
+    let mut tcp = tokio::net::TcpStream::connect(&host).await.unwrap();
+    // The head first, the body a moment later (as a client writing them apart does).
+    let cancel = format!(
+        "POST /a2a/rest/v1/tasks/{id}:cancel HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
+    );
+    let get = format!("GET /a2a/rest/v1/tasks/{id} HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    // One response at a time: each read until its body (Content-Length) is in.
+    async fn response(tcp: &mut tokio::net::TcpStream) -> String {
+        let mut got = Vec::new();
+        let mut buf = [0u8; 8192];
+        loop {
+            let n = tokio::time::timeout(Duration::from_secs(5), tcp.read(&mut buf))
+                .await
+                .expect("a response within 5 s")
+                .unwrap();
+            assert!(
+                n > 0,
+                "the connection closed: {}",
+                String::from_utf8_lossy(&got)
+            );
+            got.extend_from_slice(&buf[..n]);
+            let text = String::from_utf8_lossy(&got).to_string();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let len = head
+                    .lines()
+                    .find_map(|l| {
+                        l.to_ascii_lowercase()
+                            .strip_prefix("content-length:")
+                            .map(|v| v.trim().parse::<usize>().unwrap())
+                    })
+                    .unwrap_or(0);
+                if body.len() >= len {
+                    return text;
+                }
+            }
+        }
+    }
+    tcp.write_all(cancel.as_bytes()).await.unwrap();
+    tcp.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tcp.write_all(b"{}").await.unwrap();
+    let canceled = response(&mut tcp).await;
+    assert!(canceled.starts_with("HTTP/1.1 200"), "{canceled}");
+    assert!(
+        !canceled.to_ascii_lowercase().contains("connection: close"),
+        "{canceled}"
+    );
+    tcp.write_all(get.as_bytes()).await.unwrap();
+    let read = response(&mut tcp).await;
+    assert!(read.starts_with("HTTP/1.1 200"), "{read}");
+    assert!(read.contains("TASK_STATE_CANCELLED"), "{read}");
+}
