@@ -559,7 +559,7 @@ async fn the_card_carries_the_0_3_fields_beside_an_unchanged_1_0_card() {
 /// connection serves the next request (a response sent before its request's body is read ends
 /// the connection, and the next request on it finds it closed).
 #[tokio::test]
-async fn a_keep_alive_connection_serves_the_next_request_after_a_0_3_cancel_with_a_body() {
+async fn a_keep_alive_connection_serves_the_next_request_after_a_body_a_route_does_not_need() {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let s = Server::start_with(test_config()).await;
     let task = s.send_task("tck-input-required-k", "hello").await;
@@ -616,4 +616,20 @@ async fn a_keep_alive_connection_serves_the_next_request_after_a_0_3_cancel_with
     let read = response(&mut tcp).await;
     assert!(read.starts_with("HTTP/1.1 200"), "{read}");
     assert!(read.contains("TASK_STATE_CANCELLED"), "{read}");
+    // The same on a 1.0 route that takes its request from the path and query: a DELETE whose
+    // body comes apart from its head, then a GET on the connection.
+    let delete = format!(
+        "DELETE /a2a/rest/tasks/{id}/pushNotificationConfigs/none HTTP/1.1\r\nHost: {host}\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
+    );
+    tcp.write_all(delete.as_bytes()).await.unwrap();
+    tcp.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    tcp.write_all(b"{}").await.unwrap();
+    let deleted = response(&mut tcp).await;
+    assert!(deleted.starts_with("HTTP/1.1 "), "{deleted}");
+    let get10 =
+        format!("GET /a2a/rest/tasks/{id} HTTP/1.1\r\nHost: {host}\r\nA2A-Version: 1.0\r\n\r\n");
+    tcp.write_all(get10.as_bytes()).await.unwrap();
+    let read = response(&mut tcp).await;
+    assert!(read.starts_with("HTTP/1.1 200"), "{read}");
 }
