@@ -571,6 +571,13 @@ async fn a_keep_alive_connection_serves_the_next_request_after_a_body_a_route_do
         "POST /a2a/rest/v1/tasks/{id}:cancel HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
     );
     let get = format!("GET /a2a/rest/v1/tasks/{id} HTTP/1.1\r\nHost: {host}\r\n\r\n");
+    // A request's head, then its `{}` body a moment later.
+    async fn head_then_body(tcp: &mut tokio::net::TcpStream, head: &str) {
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp.flush().await.unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        tcp.write_all(b"{}").await.unwrap();
+    }
     // One response at a time: each read until its body (Content-Length) is in.
     async fn response(tcp: &mut tokio::net::TcpStream) -> String {
         let mut got = Vec::new();
@@ -602,10 +609,7 @@ async fn a_keep_alive_connection_serves_the_next_request_after_a_body_a_route_do
             }
         }
     }
-    tcp.write_all(cancel.as_bytes()).await.unwrap();
-    tcp.flush().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    tcp.write_all(b"{}").await.unwrap();
+    head_then_body(&mut tcp, &cancel).await;
     let canceled = response(&mut tcp).await;
     assert!(canceled.starts_with("HTTP/1.1 200"), "{canceled}");
     assert!(
@@ -621,10 +625,7 @@ async fn a_keep_alive_connection_serves_the_next_request_after_a_body_a_route_do
     let delete = format!(
         "DELETE /a2a/rest/tasks/{id}/pushNotificationConfigs/none HTTP/1.1\r\nHost: {host}\r\nA2A-Version: 1.0\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n"
     );
-    tcp.write_all(delete.as_bytes()).await.unwrap();
-    tcp.flush().await.unwrap();
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    tcp.write_all(b"{}").await.unwrap();
+    head_then_body(&mut tcp, &delete).await;
     let deleted = response(&mut tcp).await;
     assert!(deleted.starts_with("HTTP/1.1 "), "{deleted}");
     let get10 =

@@ -18,6 +18,17 @@ use crate::operations::{Extensions, Outcome};
 /// How long a request body may take to arrive by default (`HttpSettings::body_read_timeout`).
 pub const BODY_READ_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30);
 
+/// Reads and drops the body of a request whose route takes none, bounded as `read_body`: a
+/// response sent before its request's body is read ends the keep-alive connection, and a client
+/// reusing it (the 0.3 SDK after `POST …:cancel` with `{}`) finds it closed under its next request.
+pub async fn discard_body(
+    body: Body,
+    headers: &HeaderMap,
+    within: std::time::Duration,
+) -> Result<(), AppError> {
+    read_body(body, headers, within).await.map(drop)
+}
+
 /// The body, bounded in size (`MAX_BODY_BYTES`) and in time (`within`: a stalled client is
 /// answered 408 instead of holding the connection).
 pub async fn read_body(

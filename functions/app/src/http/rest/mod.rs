@@ -117,9 +117,7 @@ async fn handle(
     let below = path.strip_prefix(REST_PATH).unwrap_or(path);
     let route = routes::route(parts.method.as_str(), below)?;
     let mut request = if route.from_query {
-        // Read and dropped (bounded): a response sent before its request's body is read ends
-        // the keep-alive connection under the client's next request.
-        common::read_body(body, &parts.headers, state.settings.body_read_timeout).await?;
+        common::discard_body(body, &parts.headers, state.settings.body_read_timeout).await?;
         routes::query_fields(route.method, parts.uri.query())?
     } else {
         let declared = common::body_type(&parts.headers);

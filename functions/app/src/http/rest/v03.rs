@@ -59,10 +59,7 @@ pub(super) async fn handle(
         serde_json::from_slice::<Value>(&bytes)
             .map_err(|e| AppError::protocol(ErrorKind::JsonParse, format!("invalid JSON: {e}")))?
     } else {
-        // Read and dropped all the same (bounded as any body): a response sent before its
-        // request's body is read ends the connection, and a client reusing it (the 0.3 SDK
-        // after `POST …:cancel` with `{}`) finds it closed under its next request.
-        common::read_body(body, &parts.headers, state.settings.body_read_timeout).await?;
+        common::discard_body(body, &parts.headers, state.settings.body_read_timeout).await?;
         Value::Object(Map::new())
     };
     let call = Call::read(
