@@ -87,6 +87,41 @@ impl CursorCodec {
     }
 }
 
+impl CursorCodec {
+    /// A position in a log (taskledger's events API: the last event a page scanned) as a
+    /// continuation cursor bound to `scope` (the tenant and task it reads). It does not
+    /// expire: a log position stays one while the log is kept.
+    pub fn encode_position(&self, seq: u64, scope: &str) -> String {
+        let visible = format!("e1|{seq}");
+        let tag = self.tag(format!("{visible}|{scope}").as_bytes());
+        format!(
+            "{}.{}",
+            URL_SAFE_NO_PAD.encode(visible.as_bytes()),
+            URL_SAFE_NO_PAD.encode(tag)
+        )
+    }
+
+    /// The position a cursor of `scope` holds; a forged one, or one of another scope (another
+    /// task or tenant), is refused.
+    pub fn decode_position(&self, token: &str, scope: &str) -> Result<u64, String> {
+        const BAD: &str = "pageToken is not a cursor this server issued for this task";
+        if token.len() > MAX_PAGE_TOKEN_BYTES {
+            return Err(BAD.into());
+        }
+        let (visible, tag) = token.split_once('.').ok_or(BAD)?;
+        let visible = URL_SAFE_NO_PAD.decode(visible).map_err(|_| BAD)?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| BAD)?;
+        let visible = String::from_utf8(visible).map_err(|_| BAD)?;
+        if self.tag(format!("{visible}|{scope}").as_bytes()) != tag {
+            return Err(BAD.into());
+        }
+        visible
+            .strip_prefix("e1|")
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| BAD.into())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -129,6 +164,21 @@ mod tests {
         assert!(codec.decode(&format!("x{t}"), "scope", 5).is_err());
         assert!(codec
             .decode(&"a".repeat(MAX_PAGE_TOKEN_BYTES + 1), "scope", 5)
+            .is_err());
+    }
+
+    #[test]
+    fn a_log_position_round_trips_for_its_task_only() {
+        let codec = CursorCodec::new("k");
+        let t = codec.encode_position(42, "acme|t-1");
+        assert_eq!(codec.decode_position(&t, "acme|t-1"), Ok(42));
+        assert!(codec.decode_position(&t, "acme|t-2").is_err());
+        assert!(codec.decode_position(&t, "other|t-1").is_err());
+        assert!(CursorCodec::new("k2").decode_position(&t, "acme|t-1").is_err());
+        let list_token = codec.encode(&c(), "acme|t-1", 5);
+        assert!(codec.decode_position(&list_token, "acme|t-1").is_err());
+        assert!(codec
+            .decode_position(&"a".repeat(MAX_PAGE_TOKEN_BYTES + 1), "acme|t-1")
             .is_err());
     }
 }

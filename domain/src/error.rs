@@ -40,13 +40,16 @@ pub enum ErrorKind {
     /// Refused for where it comes from: a cross-site request, or a Host the server does not
     /// answer to (DNS rebinding), on a server that takes no credentials.
     Forbidden,
+    /// taskledger's events extension: a continuation cursor names events the store no longer
+    /// keeps (the task's retention ended; its archive holds them).
+    EventsGone,
 }
 
 impl ErrorKind {
     /// Every kind, in declaration order: the one list of them (the bindings' tests, the
     /// gRPC codes' test). `position` does not compile when a kind is added to `ErrorKind`
     /// without being added here.
-    pub const ALL: [ErrorKind; 23] = [
+    pub const ALL: [ErrorKind; 24] = [
         ErrorKind::JsonParse,
         ErrorKind::InvalidRequest,
         ErrorKind::MethodNotFound,
@@ -70,6 +73,7 @@ impl ErrorKind {
         ErrorKind::RateLimited,
         ErrorKind::RequestTimeout,
         ErrorKind::Forbidden,
+        ErrorKind::EventsGone,
     ];
 }
 
@@ -100,6 +104,7 @@ const fn position(kind: ErrorKind) -> usize {
         RateLimited => 20,
         RequestTimeout => 21,
         Forbidden => 22,
+        EventsGone => 23,
     }
 }
 
@@ -316,6 +321,13 @@ impl ErrorKind {
                 "PERMISSION_DENIED",
                 "FORBIDDEN",
                 "Request refused",
+            ),
+            EventsGone => w(
+                -32011,
+                410,
+                "NOT_FOUND",
+                "EVENTS_GONE",
+                "The events are no longer kept",
             ),
         }
     }

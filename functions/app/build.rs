@@ -9,6 +9,8 @@ use std::path::PathBuf;
 const PROTO: &str = "proto/lf/a2a/v1/a2a.proto";
 /// The A2A 0.3 service (package `a2a.v1`), served beside it (ADR 031).
 const PROTO_V03: &str = "proto/a2a/v1/a2a.proto";
+/// taskledger's events extension (`taskledger.events.v1.TaskEvents`), served beside them.
+const PROTO_EVENTS: &str = "proto/taskledger/events/v1/events.proto";
 /// The descriptor set the `grpc` module embeds.
 const DESCRIPTOR: &str = "a2a_descriptor.bin";
 
@@ -23,6 +25,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     compiler.include_imports(true).include_source_info(false);
     compiler.open_file(PROTO)?;
     compiler.open_file(PROTO_V03)?;
+    compiler.open_file(PROTO_EVENTS)?;
     std::fs::write(out.join(DESCRIPTOR), compiler.encode_file_descriptor_set())?;
     let mut config = tonic_prost_build::Config::new();
     config.enable_type_names();

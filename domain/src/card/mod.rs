@@ -171,6 +171,13 @@ pub fn extensions() -> Vec<AgentExtension> {
                 description: Some("Human approval and user input".into()),
                 required: false,
                 params: None,
+            }, AgentExtension {
+                uri: crate::projection::log::EVENTS_URI.into(),
+                description: Some(
+                    "taskledger events: a task's log read in pages (ListTaskEvents; GET /tasks/{id}/events), GetTask asOfGeneration, SubscribeToTask after".into(),
+                ),
+                required: false,
+                params: Some(crate::projection::log::card_params()),
             }]
 }
 

@@ -3,6 +3,7 @@
 
 mod card;
 mod enums;
+mod events;
 mod message;
 mod part;
 mod proto;
@@ -18,6 +19,7 @@ pub use card::{
     SecurityRequirement, SecurityScheme, StringList,
 };
 pub use enums::{ElicitationState, Role, TaskState};
+pub use events::{ListTaskEventsRequest, ListTaskEventsResponse, TaskEventRecord};
 pub use message::Message;
 pub use part::{Part, PartContent};
 pub use proto::Metadata;

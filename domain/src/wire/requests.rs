@@ -107,6 +107,23 @@ pub struct GetTaskRequest {
         skip_serializing_if = "Option::is_none"
     )]
     pub timeline_length: Option<i32>,
+    /// taskledger's events extension (`urn:taskledger:ext:events:v1`): GetTask answers with
+    /// the task as of this generation, folded from its log.
+    #[serde(
+        alias = "as_of_generation",
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub as_of_generation: Option<u64>,
+    /// taskledger's events extension: a SubscribeToTask stream starts after this event of the
+    /// task's log, as it would resuming with `Last-Event-ID`.
+    #[serde(
+        default,
+        with = "super::proto::int64",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub after: Option<u64>,
 }
 
 /// `lf.a2a.v1.ListTasksRequest`.

@@ -75,10 +75,10 @@ impl Entry {
     /// The entry of an RPC of the gRPC service `service` (1.x's `lf.a2a.v1.A2AService`, or
     /// 0.3's `a2a.v1.A2AService` beside it on the same port, ADR 031); `None`: no such RPC.
     pub fn grpc(service: &str, rpc: &str) -> Option<Self> {
-        if service == GRPC_SERVICE_03 {
-            v03::grpc::method_of(rpc).map(Self::V03)
-        } else {
-            Method::named(rpc).ok().map(Self::V1)
+        match service {
+            GRPC_SERVICE_03 => v03::grpc::method_of(rpc).map(Self::V03),
+            GRPC_EVENTS_SERVICE => (rpc == "ListTaskEvents").then_some(Self::V1(Method::ListTaskEvents)),
+            _ => Method::named(rpc).ok().map(Self::V1),
         }
     }
 }
@@ -87,6 +87,8 @@ impl Entry {
 pub const GRPC_SERVICE: &str = "lf.a2a.v1.A2AService";
 /// A2A 0.3's gRPC service (ADR 031).
 pub const GRPC_SERVICE_03: &str = "a2a.v1.A2AService";
+/// taskledger's events extension's gRPC service, on the same port (a 1.x entry).
+pub const GRPC_EVENTS_SERVICE: &str = "taskledger.events.v1.TaskEvents";
 /// A Task result of the 0.3 gRPC service: its `a2a.v1.Task` message.
 pub const GRPC_TASK_03: &str = "a2a.v1.Task";
 

@@ -39,9 +39,11 @@ pub enum Method {
     ListTaskPushNotificationConfigs,
     DeleteTaskPushNotificationConfig,
     GetExtendedAgentCard,
+    /// taskledger's events extension (`urn:taskledger:ext:events:v1`): a page of a task's log.
+    ListTaskEvents,
 }
 
-pub(crate) const METHODS: [(&str, Method); 11] = [
+pub(crate) const METHODS: [(&str, Method); 12] = [
     ("SendMessage", Method::SendMessage),
     ("SendStreamingMessage", Method::SendStreamingMessage),
     ("GetTask", Method::GetTask),
@@ -65,11 +67,12 @@ pub(crate) const METHODS: [(&str, Method); 11] = [
         Method::DeleteTaskPushNotificationConfig,
     ),
     ("GetExtendedAgentCard", Method::GetExtendedAgentCard),
+    ("ListTaskEvents", Method::ListTaskEvents),
 ];
 
 impl Method {
     /// Every method, in declaration order (`index` is the position here).
-    pub const ALL: [Method; 11] = [
+    pub const ALL: [Method; 12] = [
         Method::SendMessage,
         Method::SendStreamingMessage,
         Method::GetTask,
@@ -81,6 +84,7 @@ impl Method {
         Method::ListTaskPushNotificationConfigs,
         Method::DeleteTaskPushNotificationConfig,
         Method::GetExtendedAgentCard,
+        Method::ListTaskEvents,
     ];
 
     pub fn index(self) -> usize {

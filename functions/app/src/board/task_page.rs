@@ -70,6 +70,8 @@ pub(super) async fn render(
                 history_length: Some(history as i32),
                 current_generation: None,
                 timeline_length: Default::default(),
+                as_of_generation: None,
+                after: None,
             },
         )
         .await

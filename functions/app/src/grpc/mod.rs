@@ -31,6 +31,13 @@ pub mod proto03 {
     tonic::include_proto!("a2a.v1");
 }
 
+/// The generated messages and client of taskledger's events extension
+/// (`proto/taskledger/events/v1/events.proto`, served by `routes` beside the A2A services).
+#[allow(clippy::all, missing_docs)]
+pub mod events_proto {
+    tonic::include_proto!("taskledger.events.v1");
+}
+
 pub use convert::FILE_DESCRIPTOR_SET;
 pub use server::{serve, GrpcServeError, GrpcServer, TlsPem};
 pub use service::A2aGrpc;

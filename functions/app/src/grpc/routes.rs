@@ -30,6 +30,8 @@ use crate::operations::Method;
 pub use crate::call::GRPC_SERVICE as SERVICE_NAME;
 /// A2A 0.3's service, served beside it on the same port (ADR 031).
 pub use crate::call::GRPC_SERVICE_03 as V03_SERVICE_NAME;
+/// taskledger's events extension, served beside them on the same port.
+pub use crate::call::GRPC_EVENTS_SERVICE as EVENTS_SERVICE_NAME;
 
 /// One RPC of the service.
 #[derive(Debug)]
@@ -44,15 +46,15 @@ pub struct Rpc {
     pub streaming: bool,
 }
 
-/// The RPCs of both services, from the descriptor pool.
+/// The RPCs of the three services, from the descriptor pool.
 pub fn rpcs() -> &'static [Rpc] {
     static RPCS: OnceLock<Vec<Rpc>> = OnceLock::new();
     RPCS.get_or_init(|| {
         let mut all = Vec::new();
-        for name in [SERVICE_NAME, V03_SERVICE_NAME] {
+        for name in [SERVICE_NAME, V03_SERVICE_NAME, EVENTS_SERVICE_NAME] {
             let service = pool()
                 .get_service_by_name(name)
-                .expect("the descriptor set holds both A2AServices");
+                .expect("the descriptor set holds the three services");
             all.extend(service.methods().map(|m| {
                 let entry = Entry::grpc(name, m.name()).expect("every RPC is an operation");
                 Rpc {
@@ -134,6 +136,28 @@ impl NamedService for A2aV03ServiceServer {
     const NAME: &'static str = V03_SERVICE_NAME;
 }
 
+/// The same binding under the events extension's service name.
+#[derive(Clone)]
+pub struct EventsServiceServer(pub A2aServiceServer);
+
+impl NamedService for EventsServiceServer {
+    const NAME: &'static str = EVENTS_SERVICE_NAME;
+}
+
+impl tower::Service<http::Request<Body>> for EventsServiceServer {
+    type Response = http::Response<Body>;
+    type Error = Infallible;
+    type Future = BoxFuture<Self::Response>;
+
+    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+        self.0.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+        self.0.call(req)
+    }
+}
+
 impl tower::Service<http::Request<Body>> for A2aV03ServiceServer {
     type Response = http::Response<Body>;
     type Error = Infallible;
@@ -207,7 +231,13 @@ mod tests {
     #[test]
     fn every_rpc_is_routed_with_its_types() {
         let rpcs = rpcs();
-        assert_eq!(rpcs.len(), 11 + 10, "1.0's and 0.3's");
+        assert_eq!(rpcs.len(), 11 + 10 + 1, "1.0's, 0.3's and the events extension's");
+        let events = rpcs
+            .iter()
+            .find(|r| r.path == "/taskledger.events.v1.TaskEvents/ListTaskEvents")
+            .unwrap();
+        assert_eq!(events.method, Method::ListTaskEvents);
+        assert_eq!(events.output, "taskledger.events.v1.ListTaskEventsResponse");
         let sub = rpcs
             .iter()
             .find(|r| r.path == "/a2a.v1.A2AService/TaskSubscription")

@@ -11,7 +11,7 @@ use tonic::transport::server::{Router, TcpIncoming};
 use tonic::transport::{Identity, Server, ServerTlsConfig};
 
 use super::coalesce::Coalescing;
-use super::routes::{A2aServiceServer, A2aV03ServiceServer};
+use super::routes::{A2aServiceServer, A2aV03ServiceServer, EventsServiceServer};
 use super::{A2aGrpc, FILE_DESCRIPTOR_SET};
 
 /// A PEM certificate chain and its private key.
@@ -62,6 +62,7 @@ impl GrpcServer {
         // Requests bounded at the HTTP body limit (`routes`).
         let a2a = A2aServiceServer::new(binding);
         let a2a_v03 = A2aV03ServiceServer(a2a.clone());
+        let events = EventsServiceServer(a2a.clone());
         let reflection = tonic_reflection::server::Builder::configure()
             .register_encoded_file_descriptor_set(FILE_DESCRIPTOR_SET)
             .build_v1()?;
@@ -71,6 +72,7 @@ impl GrpcServer {
         let router = builder
             .add_service(a2a)
             .add_service(a2a_v03)
+            .add_service(events)
             .add_service(reflection)
             .add_service(reflection_alpha);
         Ok(Self { router })

@@ -20,7 +20,8 @@ use taskledger_domain::ids::{IdempotencyKey, Principal};
 use taskledger_domain::task::intake::json_fingerprint;
 use taskledger_domain::wire::{
     AgentCard, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse, ListTasksRequest, ListTasksResponse, PushProtocol,
+    ListTaskEventsRequest, ListTaskEventsResponse, ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest, ListTasksResponse, PushProtocol,
     SendMessageRequest, SendMessageResponse, Task, TaskPushNotificationConfig,
     TaskPushNotificationConfigRef,
 };
@@ -47,6 +48,7 @@ pub enum Operation {
     ListPushConfigs(ListTaskPushNotificationConfigsRequest),
     DeletePushConfig(TaskPushNotificationConfigRef),
     GetExtendedAgentCard,
+    ListTaskEvents(ListTaskEventsRequest),
 }
 
 impl Operation {
@@ -75,6 +77,7 @@ impl Operation {
                 Self::DeletePushConfig(request::decode(value, root)?)
             }
             Method::GetExtendedAgentCard => Self::GetExtendedAgentCard,
+            Method::ListTaskEvents => Self::ListTaskEvents(request::decode(value, root)?),
         })
     }
 
@@ -91,6 +94,7 @@ impl Operation {
             Self::ListPushConfigs(_) => Method::ListTaskPushNotificationConfigs,
             Self::DeletePushConfig(_) => Method::DeleteTaskPushNotificationConfig,
             Self::GetExtendedAgentCard => Method::GetExtendedAgentCard,
+            Self::ListTaskEvents(_) => Method::ListTaskEvents,
         }
     }
 
@@ -117,6 +121,15 @@ impl Operation {
             }
         } else {
             message.extensions.retain(|e| e != hitl);
+        }
+    }
+
+    /// The events extension's request fields (`asOfGeneration`, a stream's `after`) are
+    /// unknown fields, ignored, to a 1.0 client that did not activate it.
+    fn hide_log_reads(&mut self) {
+        if let Self::GetTask(r) | Self::SubscribeToTask(r) = self {
+            r.as_of_generation = None;
+            r.after = None;
         }
     }
 
@@ -148,6 +161,9 @@ impl Operation {
 }
 
 /// Extensions whose message metadata is read only when the client activated them.
+/// taskledger's events extension.
+use taskledger_domain::projection::log::EVENTS_URI;
+
 const OPT_IN: [&str; 3] = [
     taskledger_domain::extensions::dmp::WORK_URI,
     taskledger_domain::task::ENVELOPE_URI,
@@ -234,6 +250,8 @@ pub enum Outcome {
     Stream(TaskStream),
     /// GetExtendedAgentCard.
     Card(Box<AgentCard>),
+    /// ListTaskEvents (taskledger's events extension).
+    Events(ListTaskEventsResponse),
     /// A result already written in the binding's encoding (`Context::task_encoding`): sent
     /// as it is.
     Encoded(Arc<[u8]>),
@@ -275,6 +293,7 @@ impl serde::Serialize for Outcome {
             Self::PushConfigs(r) => r.serialize(s),
             Self::Empty => s.serialize_map(Some(0))?.end(),
             Self::Card(c) => c.serialize(s),
+            Self::Events(r) => r.serialize(s),
             Self::Encoded(_) => Err(S::Error::custom("an encoded result is sent as it is")),
             Self::Stream(_) => Err(S::Error::custom("a stream has no single result")),
         }
@@ -310,6 +329,9 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
     let extensions = negotiate(&ctx.requested_extensions, op.message_extensions())?;
     let mut op = generations::request_for(ctx.version, op);
     op.hide_inactive(&extensions);
+    if !ctx.version.generations() && !extensions.is_active(EVENTS_URI) {
+        op.hide_log_reads();
+    }
     let who = &ctx.principal;
     let timeline = ctx.version.generations();
     let outcome = match op {
@@ -325,6 +347,15 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
             let length = generations::timeline_length(req.timeline_length)?;
             let task = Outcome::Task(Box::new(svc.get_task(who, req).await?));
             generations::with_timelines(svc, task, length, true).await?
+        }
+        // The task as of a past generation, folded from its log (the events extension).
+        Operation::GetTask(req) if req.as_of_generation.is_some() => {
+            let length = generations::timeline_length(req.timeline_length)?;
+            let task = Outcome::Task(Box::new(svc.get_task_as_of(who, req).await?));
+            match timeline {
+                true => generations::with_timelines(svc, task, length, true).await?,
+                false => task,
+            }
         }
         // As sent before, while the task has not changed (ADR 026).
         Operation::GetTask(req) => match ctx.task_encoding {
@@ -359,10 +390,19 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
         Operation::SendStreamingMessage(req) => {
             Outcome::Stream(svc.stream_message(who, req, ctx.idempotency).await?)
         }
-        Operation::SubscribeToTask(req) => Outcome::Stream(
-            svc.subscribe(who, req, ctx.last_event_id.as_deref())
-                .await?,
-        ),
+        // The events extension's `after` starts it as `Last-Event-ID` would (not both).
+        Operation::SubscribeToTask(mut req) => {
+            let after = req.after.take().map(|n| n.to_string());
+            if after.is_some() && ctx.last_event_id.is_some() {
+                return Err(crate::error::AppError::invalid_params(
+                    "after",
+                    "names where the stream starts, as Last-Event-ID does: send one of them",
+                ));
+            }
+            let from = after.as_deref().or(ctx.last_event_id.as_deref());
+            Outcome::Stream(svc.subscribe(who, req, from).await?)
+        }
+        Operation::ListTaskEvents(req) => Outcome::Events(svc.list_task_events(who, req).await?),
         // Only where the card declares it (callers authenticate), for the caller asking.
         Operation::GetExtendedAgentCard => match ctx
             .card

@@ -48,6 +48,7 @@ pub(super) fn open(method: Method, ctx: &Context, op: &Operation) -> Span {
         }
         Operation::GetTask(r) | Operation::SubscribeToTask(r) => Some(r.id.as_str()),
         Operation::CancelTask(r) => Some(r.id.as_str()),
+        Operation::ListTaskEvents(r) => Some(r.id.as_str()),
         Operation::CreatePushConfig(c) => c.task_id.as_deref(),
         Operation::GetPushConfig(r) | Operation::DeletePushConfig(r) => Some(r.task_id.as_str()),
         Operation::ListPushConfigs(r) => Some(r.task_id.as_str()),

@@ -12,6 +12,7 @@ mod execute;
 mod family;
 mod handoffs;
 pub mod ledger;
+mod log;
 mod nested;
 mod push_configs;
 mod queries;

@@ -117,6 +117,13 @@ pub fn route(http_method: &str, path: &str) -> Result<Route, AppError> {
                 }
             }
         }
+        ["tasks", id, "events"] => {
+            fields.insert(
+                "id".into(),
+                json!(crate::request::path_segment(id, "id")?),
+            );
+            only(get, "GET").map(|()| make(Method::ListTaskEvents, fields, true))
+        }
         ["tasks", id, "pushNotificationConfigs"] => {
             fields.insert(
                 "taskId".into(),
@@ -179,8 +186,19 @@ fn parameters(method: Method) -> &'static [(&'static str, &'static str, Kind)] {
             ("historyLength", "history_length", Kind::Int),
             ("currentGeneration", "current_generation", Kind::Text),
             ("timelineLength", "timeline_length", Kind::Int),
+            // taskledger's events extension
+            ("asOfGeneration", "as_of_generation", Kind::Text),
         ],
-        Method::SubscribeToTask => &[("historyLength", "history_length", Kind::Int)],
+        Method::SubscribeToTask => &[
+            ("historyLength", "history_length", Kind::Int),
+            // taskledger's events extension: from after this event
+            ("after", "after", Kind::Text),
+        ],
+        Method::ListTaskEvents => &[
+            ("after", "after", Kind::Text),
+            ("limit", "limit", Kind::Int),
+            ("pageToken", "page_token", Kind::Text),
+        ],
         Method::ListTaskPushNotificationConfigs => &[
             ("pageSize", "page_size", Kind::Int),
             ("pageToken", "page_token", Kind::Text),
@@ -266,6 +284,7 @@ mod tests {
                 Method::DeleteTaskPushNotificationConfig,
             ),
             ("GET", "/extendedAgentCard", Method::GetExtendedAgentCard),
+            ("GET", "/tasks/t-1/events", Method::ListTaskEvents),
         ];
         for (http, path, method) in cases {
             assert_eq!(route(http, path).unwrap().method, method, "{http} {path}");

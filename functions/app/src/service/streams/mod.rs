@@ -319,6 +319,8 @@ mod buffer_tests {
             history_length: None,
             current_generation: None,
             timeline_length: Default::default(),
+            as_of_generation: None,
+            after: None,
         };
         let mut slow = svc.subscribe(&who, req.clone(), None).await.unwrap();
         let first = slow.next().await.expect("the Task");
