@@ -7,7 +7,7 @@
 #      one trace from request to turn to webhook exported to an OTLP receiver (SQLite and the
 #      emulator path), /metrics deltas, EMF lines against the format, the template's alarms; then the black-box API tests (api,
 #      extension, llm_agent, push, generations, acts, handoff, hitl, jwt, limits, secrets, sharing,
-#      streaming, streaming_resume) a second and a third time over HTTP+JSON and over gRPC;
+#      streaming, streaming_resume, events) a second and a third time over HTTP+JSON and over gRPC;
 #   2. the black-box API and streaming tests again with the server on DynamoDB; an upstream A2A
 #      agent behind taskledger (the official Python SDK's 1.x and 0.3 servers from
 #      tests/upstream/, venvs in tests/upstream/.venv1 and .venv03) on SQLite and DynamoDB,
@@ -97,12 +97,14 @@ cargo test --workspace --all-targets
 for binding in rest grpc; do
   echo "==> black-box API tests again over ${binding} (TASKLEDGER_TEST_BINDING=${binding}, on SQLite)"
   TASKLEDGER_TEST_BINDING=$binding cargo test --workspace --test api --test extension --test llm_agent --test push \
-    --test generations --test acts --test handoff --test hitl --test jwt --test limits --test secrets --test sharing --test streaming --test streaming_resume
+    --test generations --test acts --test handoff --test hitl --test jwt --test limits --test secrets --test sharing --test streaming --test streaming_resume \
+    --test events
 done
 
 echo "==> black-box API and streaming tests with the server on DynamoDB"
 TASKLEDGER_TEST_STORE=dynamodb cargo test --workspace --test api --test extension --test llm_agent --test v03 \
-  --test generations --test acts --test elicitations --test handoff --test hitl --test sharing --test streaming --test streaming_resume
+  --test generations --test acts --test elicitations --test handoff --test hitl --test sharing --test streaming --test streaming_resume \
+  --test events
 
 echo "==> upstream A2A agents behind taskledger (issue 52): a2a-sdk 1.x and 0.3 servers, on SQLite and on DynamoDB"
 for v in v1 v03; do

@@ -174,7 +174,9 @@ mod tests {
         assert_eq!(codec.decode_position(&t, "acme|t-1"), Ok(42));
         assert!(codec.decode_position(&t, "acme|t-2").is_err());
         assert!(codec.decode_position(&t, "other|t-1").is_err());
-        assert!(CursorCodec::new("k2").decode_position(&t, "acme|t-1").is_err());
+        assert!(CursorCodec::new("k2")
+            .decode_position(&t, "acme|t-1")
+            .is_err());
         let list_token = codec.encode(&c(), "acme|t-1", 5);
         assert!(codec.decode_position(&list_token, "acme|t-1").is_err());
         assert!(codec

@@ -17,6 +17,7 @@ use reqwest::{Method as HttpMethod, StatusCode};
 use serde_json::{json, Map, Value};
 use taskledger_app::grpc::convert;
 use taskledger_app::grpc::errors::code_named;
+use taskledger_app::grpc::events_proto::{self as epb, task_events_client::TaskEventsClient};
 use taskledger_app::grpc::proto::{self as pb, a2a_service_client::A2aServiceClient};
 use taskledger_domain::card::REST_PATH;
 use taskledger_domain::error::{ErrorKind, ErrorTable};
@@ -301,6 +302,12 @@ pub fn rest_request(method: &str, params: &Value) -> Result<RestRequest, String>
             "/extendedAgentCard".to_string(),
             Some(descriptor::<pb::GetExtendedAgentCardRequest>()),
         ),
+        // taskledger's events extension
+        "ListTaskEvents" => {
+            let id = take_path_field(&mut p, "id", "id")?;
+            let m = descriptor::<epb::ListTaskEventsRequest>();
+            (HttpMethod::GET, format!("/tasks/{id}/events"), Some(m))
+        }
         // No operation of this name: a path the binding does not have.
         other => (
             HttpMethod::POST,
@@ -469,6 +476,7 @@ pub fn grpc_expressible(method: &str, params: &Value) -> Result<(), String> {
             check::<pb::DeleteTaskPushNotificationConfigRequest>(params)
         }
         "GetExtendedAgentCard" => check::<pb::GetExtendedAgentCardRequest>(params),
+        "ListTaskEvents" => check::<epb::ListTaskEventsRequest>(params),
         _ => params_object(params).map(|_| ()),
     }
 }
@@ -487,6 +495,7 @@ fn with_required_defaults(method: &str, mut v: Value) -> Value {
         "ListTaskPushNotificationConfigs" => {
             &[("configs", json!([])), ("nextPageToken", json!(""))]
         }
+        "ListTaskEvents" => &[("events", json!([])), ("nextPageToken", json!(""))],
         _ => &[],
     };
     if let Some(m) = v.as_object_mut() {
@@ -634,6 +643,19 @@ pub(crate) async fn grpc_call(
         }
         "GetExtendedAgentCard" => {
             unary!(get_extended_agent_card, pb::GetExtendedAgentCardRequest)
+        }
+        "ListTaskEvents" => {
+            let message: epb::ListTaskEventsRequest =
+                grpc_message(&params).unwrap_or_else(|why| fail(why));
+            let mut events = TaskEventsClient::new(endpoint.channel.clone());
+            match events
+                .list_task_events(grpc_request(message, token, extra))
+                .await
+            {
+                Ok(reply) => Ok(convert::to_protojson(reply.get_ref())
+                    .unwrap_or_else(|e| fail(format!("the reply: {e}")))),
+                Err(s) => Err(s),
+            }
         }
         // No RPC of this name: the service's path with it, an empty message.
         other => {

@@ -140,7 +140,9 @@ fn shows(head: &TaskHead, event: &TaskEvent, reader: LogReader<'_>) -> bool {
         return true;
     };
     match event {
-        TaskEvent::PushConfigSet { config, .. } => config.owner.as_ref().unwrap_or(&head.owner) == who,
+        TaskEvent::PushConfigSet { config, .. } => {
+            config.owner.as_ref().unwrap_or(&head.owner) == who
+        }
         // The key of another principal's config is `id\nprincipal`; the owner's is its id.
         TaskEvent::PushConfigDeleted { key, .. } => {
             match key.as_deref().and_then(|k| k.split_once('\n')) {

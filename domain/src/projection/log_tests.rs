@@ -96,7 +96,11 @@ fn given_a_log_when_the_agent_pages_it_then_every_event_comes_once_in_order() {
     assert_eq!((seqs(&third), last, more), (vec![7], 7, false));
     let (after_end, last, more) = page(&head, &log, last, 3, LogReader::Agent);
     assert!(after_end.is_empty());
-    assert_eq!((last, more), (7, false), "polled at the end, the cursor stays");
+    assert_eq!(
+        (last, more),
+        (7, false),
+        "polled at the end, the cursor stays"
+    );
     assert_eq!(first[0].event_type, "TaskCreated");
     assert_eq!(first[0].payload["TaskCreated"]["task_id"], "t-1");
     assert_eq!(first[0].recorded_time, "2026-01-01T00:00:09.000000000Z");

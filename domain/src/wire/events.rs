@@ -22,12 +22,8 @@ pub struct ListTaskEventsRequest {
     )]
     pub after: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub limit: Option<i64>,
-    #[serde(
-        alias = "page_token",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    pub limit: Option<i32>,
+    #[serde(alias = "page_token", default, skip_serializing_if = "Option::is_none")]
     pub page_token: Option<String>,
 }
 

@@ -77,7 +77,9 @@ impl Entry {
     pub fn grpc(service: &str, rpc: &str) -> Option<Self> {
         match service {
             GRPC_SERVICE_03 => v03::grpc::method_of(rpc).map(Self::V03),
-            GRPC_EVENTS_SERVICE => (rpc == "ListTaskEvents").then_some(Self::V1(Method::ListTaskEvents)),
+            GRPC_EVENTS_SERVICE => {
+                (rpc == "ListTaskEvents").then_some(Self::V1(Method::ListTaskEvents))
+            }
             _ => Method::named(rpc).ok().map(Self::V1),
         }
     }

@@ -26,12 +26,12 @@ use crate::call::Entry;
 use crate::http::MAX_BODY_BYTES;
 use crate::operations::Method;
 
+/// taskledger's events extension, served beside them on the same port.
+pub use crate::call::GRPC_EVENTS_SERVICE as EVENTS_SERVICE_NAME;
 /// The service's full name (the path prefix of its RPCs).
 pub use crate::call::GRPC_SERVICE as SERVICE_NAME;
 /// A2A 0.3's service, served beside it on the same port (ADR 031).
 pub use crate::call::GRPC_SERVICE_03 as V03_SERVICE_NAME;
-/// taskledger's events extension, served beside them on the same port.
-pub use crate::call::GRPC_EVENTS_SERVICE as EVENTS_SERVICE_NAME;
 
 /// One RPC of the service.
 #[derive(Debug)]
@@ -231,7 +231,11 @@ mod tests {
     #[test]
     fn every_rpc_is_routed_with_its_types() {
         let rpcs = rpcs();
-        assert_eq!(rpcs.len(), 11 + 10 + 1, "1.0's, 0.3's and the events extension's");
+        assert_eq!(
+            rpcs.len(),
+            11 + 10 + 1,
+            "1.0's, 0.3's and the events extension's"
+        );
         let events = rpcs
             .iter()
             .find(|r| r.path == "/taskledger.events.v1.TaskEvents/ListTaskEvents")

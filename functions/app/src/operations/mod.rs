@@ -19,11 +19,10 @@ use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::{IdempotencyKey, Principal};
 use taskledger_domain::task::intake::json_fingerprint;
 use taskledger_domain::wire::{
-    AgentCard, CancelTaskRequest, GetTaskRequest, ListTaskPushNotificationConfigsRequest,
-    ListTaskEventsRequest, ListTaskEventsResponse, ListTaskPushNotificationConfigsResponse,
-    ListTasksRequest, ListTasksResponse, PushProtocol,
-    SendMessageRequest, SendMessageResponse, Task, TaskPushNotificationConfig,
-    TaskPushNotificationConfigRef,
+    AgentCard, CancelTaskRequest, GetTaskRequest, ListTaskEventsRequest, ListTaskEventsResponse,
+    ListTaskPushNotificationConfigsRequest, ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest, ListTasksResponse, PushProtocol, SendMessageRequest, SendMessageResponse,
+    Task, TaskPushNotificationConfig, TaskPushNotificationConfigRef,
 };
 
 pub use crate::request::Method;
@@ -342,12 +341,6 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
             let sent = Outcome::Sent(svc.send_message(who, req, ctx.idempotency).await?);
             generations::with_timelines(svc, sent, length, false).await?
         }
-        // 1.1: with its timeline, read afresh (answers kept by ADR 026 carry none).
-        Operation::GetTask(req) if timeline => {
-            let length = generations::timeline_length(req.timeline_length)?;
-            let task = Outcome::Task(Box::new(svc.get_task(who, req).await?));
-            generations::with_timelines(svc, task, length, true).await?
-        }
         // The task as of a past generation, folded from its log (the events extension).
         Operation::GetTask(req) if req.as_of_generation.is_some() => {
             let length = generations::timeline_length(req.timeline_length)?;
@@ -356,6 +349,12 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
                 true => generations::with_timelines(svc, task, length, true).await?,
                 false => task,
             }
+        }
+        // 1.1: with its timeline, read afresh (answers kept by ADR 026 carry none).
+        Operation::GetTask(req) if timeline => {
+            let length = generations::timeline_length(req.timeline_length)?;
+            let task = Outcome::Task(Box::new(svc.get_task(who, req).await?));
+            generations::with_timelines(svc, task, length, true).await?
         }
         // As sent before, while the task has not changed (ADR 026).
         Operation::GetTask(req) => match ctx.task_encoding {

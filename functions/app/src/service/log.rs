@@ -6,7 +6,9 @@ use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::{HistoryLength, Principal};
 use taskledger_domain::projection::first_commit_view;
 use taskledger_domain::projection::log::{self, LogReader};
-use taskledger_domain::wire::{GetTaskRequest, ListTaskEventsRequest, ListTaskEventsResponse, Task};
+use taskledger_domain::wire::{
+    GetTaskRequest, ListTaskEventsRequest, ListTaskEventsResponse, Task,
+};
 
 use super::{task_id_of, Actor, Service};
 use crate::error::AppError;
@@ -21,7 +23,8 @@ impl Service {
         req: ListTaskEventsRequest,
     ) -> Result<ListTaskEventsResponse, AppError> {
         let task_id = task_id_of(&req.id)?;
-        let limit = log::page_limit(req.limit).map_err(|e| AppError::invalid_params("limit", e))?;
+        let limit = log::page_limit(req.limit.map(i64::from))
+            .map_err(|e| AppError::invalid_params("limit", e))?;
         let scope = format!("{who}|{task_id}");
         let token = req.page_token.as_deref().filter(|t| !t.is_empty());
         let (after, cursor) = match (token, req.after) {
@@ -55,7 +58,10 @@ impl Service {
         if after > state.version {
             return Err(AppError::invalid_params(
                 "after",
-                format_args!("event {after} is past the task's last event, {}", state.version),
+                format_args!(
+                    "event {after} is past the task's last event, {}",
+                    state.version
+                ),
             ));
         }
         let events = self.store.events(&task_id, 0).await?;

@@ -118,10 +118,7 @@ pub fn route(http_method: &str, path: &str) -> Result<Route, AppError> {
             }
         }
         ["tasks", id, "events"] => {
-            fields.insert(
-                "id".into(),
-                json!(crate::request::path_segment(id, "id")?),
-            );
+            fields.insert("id".into(), json!(crate::request::path_segment(id, "id")?));
             only(get, "GET").map(|()| make(Method::ListTaskEvents, fields, true))
         }
         ["tasks", id, "pushNotificationConfigs"] => {
