@@ -128,6 +128,25 @@ try {
     async () => check("carol's open page follows without a reload", false, await stateOf(carol)),
   );
 
+  // The timeline slider: alice moves it to the first event and the page shows the task as it
+  // was then, read-only; "Now" brings the live page back.
+  await alice.goto(`${base}/board/tasks/${id}`);
+  const slider = alice.locator('input[data-as-of-slider]');
+  check('a task page has a timeline slider', (await slider.count()) === 1);
+  await Promise.all([
+    alice.waitForURL(/[?&]at=1$/, { timeout: 10_000 }),
+    slider.evaluate((el) => { el.value = el.min; el.dispatchEvent(new Event('change', { bubbles: true })); }),
+  ]).catch(() => {});
+  await alice.waitForSelector('#task[data-as-of="1"]', { timeout: 10_000 }).then(
+    () => check('moving the slider redraws the page as of that event', true),
+    (e) => check('moving the slider redraws the page as of that event', false, e.message),
+  );
+  check('the past state is the task as created', (await stateOf(alice)) === 'TASK_STATE_SUBMITTED', await stateOf(alice));
+  check('a past state offers no action', (await alice.locator('#task form[data-rpc]').count()) === 0);
+  await alice.screenshot({ path: `${shots}/as-of.png`, fullPage: true });
+  await Promise.all([alice.waitForURL((u) => !u.search.includes('at=')), alice.click('form.as-of a.now')]);
+  check('"Now" shows the task as it is', (await stateOf(alice)) === 'TASK_STATE_COMPLETED', await stateOf(alice));
+
   // A handoff waits for its owner: alice approves it on its page.
   const handoff = await rpc('tok-alice', 'SendMessage', {
     message: {

@@ -341,3 +341,41 @@ async fn a_task_page_shows_its_agent_turns_and_the_deliveries_still_waiting() {
         "each principal sees only its own deliveries: {bobs}"
     );
 }
+
+#[tokio::test]
+async fn the_timeline_slider_redraws_a_task_page_as_of_any_event_read_only() {
+    let s = Server::start_with(people()).await;
+    let id = shared_task(&s).await;
+    let (status, now) = page(&s, &format!("/board/tasks/{id}"), Some("a")).await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(now.contains(r#"name="at""#), "the slider: {now}");
+    assert!(
+        now.contains("data-rpc=\"cancel\""),
+        "the owner may cancel now"
+    );
+    assert!(!now.contains("data-as-of=\""), "the live page");
+    // After the first event: the task as created, nothing offered.
+    let (status, then) = page(&s, &format!("/board/tasks/{id}?at=1"), Some("a")).await;
+    assert_eq!(status, StatusCode::OK, "{then}");
+    assert!(
+        then.contains(r#"data-state="TASK_STATE_SUBMITTED""#),
+        "{then}"
+    );
+    assert!(then.contains(r#"data-as-of="1""#));
+    assert!(then.contains("after event #1 (generation 1)"), "{then}");
+    assert!(
+        !then.contains("data-rpc="),
+        "a past state offers no action: {then}"
+    );
+    assert!(
+        then.contains("<li data-seq=\"1\""),
+        "its timeline ends at the event"
+    );
+    assert!(!then.contains("<li data-seq=\"2\""), "{then}");
+    // An event the task does not have, or a page for someone not on it.
+    let (status, body) = page(&s, &format!("/board/tasks/{id}?at=999"), Some("a")).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    assert!(body.contains("is not an event of the task"), "{body}");
+    let (status, _) = page(&s, &format!("/board/tasks/{id}?at=1"), Some("m")).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+}

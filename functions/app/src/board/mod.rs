@@ -4,6 +4,7 @@
 //! its script, like any client. Readable without script; live with it.
 
 mod a2ui;
+mod as_of;
 mod auth;
 mod board_page;
 mod layout;
@@ -90,6 +91,8 @@ async fn board(
 #[derive(Debug, Default, serde::Deserialize)]
 struct TaskQuery {
     history: Option<usize>,
+    /// The event the page shows the task after (the timeline slider); none: now.
+    at: Option<u64>,
 }
 
 async fn task(
@@ -102,7 +105,7 @@ async fn task(
     match auth::principal(&state, &headers, &extensions).await {
         Ok(who) => {
             let history = q.history.unwrap_or(task_page::HISTORY_PAGE);
-            task_page::render(&state, &who, &id, history).await
+            task_page::render(&state, &who, &id, history, q.at).await
         }
         Err(r) => r,
     }

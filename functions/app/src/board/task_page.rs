@@ -8,12 +8,13 @@ use maud::{html, Markup};
 use serde_json::Value;
 use taskledger_domain::extensions::harness::{Role, METADATA_KEY};
 use taskledger_domain::ids::MAX_HISTORY_LENGTH;
-use taskledger_domain::ids::{Principal, TaskId};
+use taskledger_domain::ids::{HistoryLength, Principal, TaskId};
 use taskledger_domain::task::{GateKind, TaskHead};
 use taskledger_domain::wire::{
     GetTaskRequest, ListTaskPushNotificationConfigsRequest, Message, Part, PartContent, Task,
 };
 
+use super::as_of::{self, AsOf};
 use super::layout::{self, state_label};
 use super::plan_svg;
 use super::urls::{self, ImageOrigins};
@@ -39,16 +40,19 @@ struct Page {
     related: Markup,
     history: usize,
     origins: ImageOrigins,
+    /// A past state the page shows (the timeline slider), read-only.
+    as_of: Option<AsOf>,
 }
 
 /// The page of task `raw_id` for `who`, with its last `history` messages (at most the largest
-/// history a read returns). The page is drawn on a blocking thread: however large the task,
+/// history a read returns) — as it is now, or as it was after event `at` of its log. The page is drawn on a blocking thread: however large the task,
 /// drawing it never holds up the async workers serving other requests.
 pub(super) async fn render(
     app: &AppState,
     who: &Principal,
     raw_id: &str,
     history: usize,
+    at: Option<u64>,
 ) -> Response {
     let not_found = || {
         let body = html! { h1 { "No such task" } p { "There is no task " code { (raw_id) } " you can see." } p { a href="/" { "All tasks" } } };
@@ -89,8 +93,27 @@ pub(super) async fn render(
         },
         _ => return not_found(),
     };
-    let from = version.saturating_sub(MAX_TIMELINE_EVENTS as u64);
-    let events = app.service.events(&id, from).await.unwrap_or_default();
+    let (task, as_of) = match at {
+        None => (task, None),
+        Some(at) => {
+            let read = HistoryLength::Last(history as u32);
+            match app.service.task_at_event(who, &id, at, read).await {
+                Ok((past, last)) => (past, Some(AsOf { at, last })),
+                Err(e) => {
+                    let body = html! { h1 { "No such event" } p { (e.to_string()) } p { a href={ "/board/tasks/" (raw_id) } { "The task now" } } };
+                    return (
+                        StatusCode::BAD_REQUEST,
+                        layout::page("No such event", Some(who), body),
+                    )
+                        .into_response();
+                }
+            }
+        }
+    };
+    let upto = as_of.map_or(version, |a| a.at);
+    let from = upto.saturating_sub(MAX_TIMELINE_EVENTS as u64);
+    let mut events = app.service.events(&id, from).await.unwrap_or_default();
+    events.retain(|e| e.seq <= upto);
     // Each viewer's own webhooks, as the API lists them to that viewer (ADR 021).
     let pushes = app
         .service
@@ -134,6 +157,7 @@ pub(super) async fn render(
         related,
         history,
         origins,
+        as_of,
     };
     match tokio::task::spawn_blocking(move || draw(page)).await {
         Ok(markup) => markup.into_response(),
@@ -160,6 +184,7 @@ fn draw(p: Page) -> Markup {
         related,
         history,
         origins,
+        as_of,
     } = p;
     let who = &who;
     let ext = task
@@ -177,7 +202,7 @@ fn draw(p: Page) -> Markup {
     let state = task.status.state.as_str();
     let older = head.history_len > history as u64 && history < MAX_HISTORY_LENGTH as usize;
     let body = html! {
-        article #task data-task-id=(task.id) data-state=(state) data-generation=(version) {
+        article #task data-task-id=(task.id) data-state=(state) data-generation=(version) data-as-of=[as_of.map(|a| a.at)] {
             h1 { (title) }
             @if let Some(g) = ext.as_ref().and_then(|e| e.get("goal")).and_then(Value::as_str) {
                 p.goal { (g) }
@@ -187,12 +212,13 @@ fn draw(p: Page) -> Markup {
                 " task " code { (task.id) } " · context " code { (task.context_id) }
             }
             @if let Some(m) = &task.status.message { div.status-message { (message_body(m)) } }
-            (actions(&head, who, &task))
+            @if version > 1 { (as_of::slider(&task.id, as_of.map(|a| a.at), as_of.map_or(version, |a| a.last), generation_after(&events))) }
+            @if as_of.is_none() { (actions(&head, who, &task)) }
             section { h2 { "Plan" } (plan_svg::render(ext.as_ref())) }
             (participants(ext.as_ref(), head.administered_by(who) && !task.status.state.is_terminal()))
             (related)
             (history_section(&task, head.history_len, older.then(|| older_link(&task.id, history))))
-            (super::a2ui::render(task.artifacts.as_deref().unwrap_or_default(), may_send(&head, who, &task), &origins))
+            (super::a2ui::render(task.artifacts.as_deref().unwrap_or_default(), as_of.is_none() && may_send(&head, who, &task), &origins))
             (artifacts(&task))
             (usage(&task))
             (timeline(&events))
@@ -515,6 +541,14 @@ fn timeline(events: &[taskledger_domain::task::stored::StoredEvent]) -> Markup {
             }
         }
     }
+}
+
+/// The generation the last of `events` left the task at (as recorded with its updates).
+fn generation_after(events: &[taskledger_domain::task::stored::StoredEvent]) -> Option<u64> {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| e.update.as_ref().map(|u| u.generation))
 }
 
 fn principal_text(v: &Value) -> String {

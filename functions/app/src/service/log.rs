@@ -3,9 +3,10 @@
 //! generation, folded from it. Nothing here writes.
 
 use taskledger_domain::error::ErrorKind;
-use taskledger_domain::ids::{HistoryLength, Principal};
+use taskledger_domain::ids::{HistoryLength, Principal, TaskId};
 use taskledger_domain::projection::first_commit_view;
 use taskledger_domain::projection::log::{self, LogReader};
+use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::wire::{
     GetTaskRequest, ListTaskEventsRequest, ListTaskEventsResponse, Task,
 };
@@ -96,17 +97,47 @@ impl Service {
         }
         let events = self.store.events(&task_id, 0).await?;
         let upto = log::events_as_of(&events, generation);
-        let folded = events[..upto]
-            .iter()
-            .map(|e| e.decode())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| AppError::protocol(ErrorKind::Internal, e))?;
-        first_commit_view(&folded, history, true)
-            .ok_or_else(|| AppError::task_not_found(task_id.as_str()))
+        fold(&task_id, &events[..upto], history)
+    }
+
+    /// The task as it was right after event `seq` of its log (the board's timeline slider),
+    /// for a caller who sees it now; with the task's last event.
+    pub async fn task_at_event(
+        &self,
+        who: &Principal,
+        task_id: &TaskId,
+        seq: u64,
+        history: HistoryLength,
+    ) -> Result<(Task, u64), AppError> {
+        let state = self.ledger.visible(Actor::Client(who), task_id).await?;
+        if seq == 0 || seq > state.version {
+            return Err(AppError::invalid_params(
+                "at",
+                format_args!("{seq} is not an event of the task (1 to {})", state.version),
+            ));
+        }
+        let events = self.store.events(task_id, 0).await?;
+        let upto = events.partition_point(|e| e.seq <= seq);
+        Ok((fold(task_id, &events[..upto], history)?, state.version))
     }
 }
 
-fn gone(task_id: &taskledger_domain::ids::TaskId, after: u64) -> AppError {
+/// The task after `events` (its log from the first event on), shaped as GetTask shows it.
+fn fold(
+    task_id: &TaskId,
+    events: &[StoredEvent],
+    history: HistoryLength,
+) -> Result<Task, AppError> {
+    let folded = events
+        .iter()
+        .map(StoredEvent::decode)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| AppError::protocol(ErrorKind::Internal, e))?;
+    first_commit_view(&folded, history, true)
+        .ok_or_else(|| AppError::task_not_found(task_id.as_str()))
+}
+
+fn gone(task_id: &TaskId, after: u64) -> AppError {
     AppError::protocol(
         ErrorKind::EventsGone,
         format!(

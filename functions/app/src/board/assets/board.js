@@ -153,9 +153,22 @@ function wireActions(root) {
   }
 }
 
+// The timeline slider: shows the event it is at as it moves, and redraws the page there once
+// let go (the form is a plain GET: without the script its button does the same).
+function wireSlider(root) {
+  for (const range of root.querySelectorAll('[data-as-of-slider]')) {
+    const out = range.form.querySelector('output');
+    range.addEventListener('input', () => { out.textContent = `#${range.value} of ${range.max}`; });
+    range.addEventListener('change', () => range.form.submit());
+  }
+}
+
 // Replaces the parts of the page the server renders anew, unless the person is typing.
 async function refresh(force) {
+  // A past state does not move; the slider is being moved.
+  if (document.querySelector('#task[data-as-of]')) return;
   const active = document.activeElement;
+  if (!force && active && active.matches('[data-as-of-slider]')) return;
   if (!force && active && (active.tagName === 'TEXTAREA' || active.tagName === 'INPUT') && active.value) return;
   const r = await fetch(location.href, { headers: { Accept: 'text/html' } });
   if (!r.ok) return;
@@ -166,7 +179,7 @@ async function refresh(force) {
     if (now && then && now.outerHTML !== then.outerHTML) {
       if (sel === '#task') keepEntered(now, then);
       now.replaceWith(then);
-      if (sel === '#task') wireActions(document);
+      if (sel === '#task') { wireActions(document); wireSlider(document); }
     }
   }
 }
@@ -179,5 +192,6 @@ document.addEventListener('DOMContentLoaded', () => {
   const logout = document.querySelector('[data-action=logout]');
   if (logout) logout.addEventListener('click', () => sessionStorage.removeItem('tl_token'));
   wireActions(document);
+  wireSlider(document);
   if (document.querySelector('#task, #tasks')) setInterval(() => refresh(false).catch(() => {}), REFRESH_MS);
 });
