@@ -7,6 +7,7 @@ pub mod dynamo;
 pub mod files;
 pub mod jwks;
 pub mod lambda;
+pub mod lifecycle;
 pub mod llm;
 pub mod logging;
 pub mod mcp;

@@ -6,6 +6,7 @@ use serde_json::Value;
 use taskledger_domain::agent::turns::StreamedEvent;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::CommittedEvent;
+use taskledger_domain::projection::lifecycle::is_lifecycle;
 
 use crate::dynamo::batch::{self, Record};
 use crate::dynamo::schema;
@@ -59,6 +60,7 @@ pub fn committed(image: &Value) -> Vec<CommittedEvent> {
             task_id: task_id.clone(),
             seq: r.seq,
             finished: r.finishes(),
+            lifecycle: is_lifecycle(&r.event_type, r.gen.is_some()),
             event_type: r.event_type,
             pushed: r.push,
             expiring,

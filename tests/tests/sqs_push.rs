@@ -52,6 +52,7 @@ async fn pushed_items(
                 finished: false,
                 expiring: false,
                 trace: None,
+                lifecycle: true,
             })
         })
         .collect()

@@ -116,3 +116,48 @@ fn every_dead_letter_queue_and_function_has_its_alarms() {
     );
     assert!(doc["Parameters"]["AlarmTopicArn"].is_mapping());
 }
+
+/// ADR 038: with `EventBusName` the relay publishes each task's lifecycle — its variables name
+/// the bus (the one the stack creates, or the one given) and the detail level, it may put events
+/// on exactly that bus, and its stream filter lets the items marked `lc` through; without it,
+/// none of that is there.
+#[test]
+fn the_lifecycle_bus_is_wired_to_the_relay_only_when_asked_for() {
+    let doc = template();
+    let conditions = &doc["Conditions"];
+    assert!(conditions.get("PublishLifecycle").is_some());
+    assert!(conditions.get("CreateEventBus").is_some());
+    let bus = &doc["Resources"]["LifecycleBus"];
+    assert_eq!(bus["Type"], "AWS::Events::EventBus");
+    assert_eq!(bus["Condition"], "CreateEventBus");
+    let relay = &doc["Resources"]["RelayFunction"]["Properties"];
+    let vars = &relay["Environment"]["Variables"];
+    assert!(vars.get("TASKLEDGER_EVENT_BUS").is_some());
+    assert_eq!(
+        target(&vars["TASKLEDGER_EVENT_DETAIL_LEVEL"]).as_deref(),
+        Some("EventDetailLevel")
+    );
+    let text = text();
+    let relay_text =
+        &text[text.find("  RelayFunction:").unwrap()..text.find("  LifecycleBus:").unwrap()];
+    assert!(
+        relay_text.contains("Action: events:PutEvents"),
+        "the relay may put events"
+    );
+    assert!(relay_text.contains("!GetAtt LifecycleBus.Arn"));
+    assert!(
+        relay_text.contains(r#"{"lc": {"S": ["1"]}}"#),
+        "the filter lets lifecycle items through"
+    );
+    let conditional = relay_text
+        .split("- !If")
+        .skip(1)
+        .filter(|part| part.trim_start().starts_with("- PublishLifecycle"))
+        .count();
+    assert_eq!(
+        conditional, 2,
+        "the policy and the filter, only when publishing"
+    );
+    let out = &doc["Outputs"]["EventBusName"];
+    assert_eq!(out["Condition"], "PublishLifecycle");
+}

@@ -13,6 +13,7 @@ use crate::time::Timestamp;
 mod archive_sink;
 mod housekeeping;
 mod key_sets;
+mod lifecycle_sink;
 mod outbound;
 mod read_model;
 mod secrets;
@@ -20,6 +21,7 @@ mod signing;
 pub use archive_sink::*;
 pub use housekeeping::*;
 pub use key_sets::*;
+pub use lifecycle_sink::*;
 pub use outbound::*;
 pub use read_model::*;
 pub use secrets::*;
@@ -181,6 +183,9 @@ pub struct CommittedEvent {
     pub expiring: bool,
     /// The trace of the commit that appended it (`Commit::trace`).
     pub trace: Option<String>,
+    /// It tells a lifecycle event bus something (`projection::lifecycle::is_lifecycle`): a
+    /// relay publishing the task's lifecycle reads it.
+    pub lifecycle: bool,
 }
 
 impl CommittedEvent {

@@ -2,6 +2,9 @@
 //! webhook updates, in `stream` into what streams read; an A2A `Task` assembled from the read model. Pure: stores persist what it says.
 
 mod first;
+pub mod lifecycle;
+#[cfg(test)]
+mod lifecycle_tests;
 pub mod log;
 #[cfg(test)]
 mod log_tests;

@@ -101,6 +101,43 @@ pub struct Config {
     /// The S3 bucket expiring tasks are archived to (`--archive-bucket`; DynamoDB with its
     /// pollers only).
     pub archive_bucket: Option<taskledger_infra::s3::BucketName>,
+    /// Where each task's lifecycle is published (`--event-bus`, `--events-webhook`).
+    pub lifecycle: LifecycleSettings,
+}
+
+/// Where a task's lifecycle events go (ADR 038): an EventBridge bus, a webhook, or both.
+#[derive(Debug, Clone, Default)]
+pub struct LifecycleSettings {
+    pub bus: Option<String>,
+    pub webhook: Option<String>,
+    pub level: taskledger_domain::projection::lifecycle::DetailLevel,
+}
+
+impl LifecycleSettings {
+    pub(crate) fn read(
+        settings: &taskledger_app::settings::Settings,
+        local: &crate::flags::LocalFlags,
+    ) -> Result<Self, taskledger_app::settings::SettingsError> {
+        use taskledger_app::settings::SettingsError;
+        let level = taskledger_domain::projection::lifecycle::DetailLevel::parse(
+            &settings.event_detail_level,
+        )
+        .map_err(|e| SettingsError::invalid("--event-detail-level", e))?;
+        let webhook = Some(local.events_webhook.trim().to_string()).filter(|w| !w.is_empty());
+        if let Some(w) = &webhook {
+            taskledger_infra::lifecycle::WebhookLifecycle::new(w, None)
+                .map_err(|e| SettingsError::invalid("--events-webhook", e))?;
+        }
+        Ok(Self {
+            bus: Some(settings.event_bus.trim().to_string()).filter(|b| !b.is_empty()),
+            webhook,
+            level,
+        })
+    }
+
+    pub fn is_on(&self) -> bool {
+        self.bus.is_some() || self.webhook.is_some()
+    }
 }
 
 /// Where and how the gRPC binding is served.
@@ -189,6 +226,8 @@ pub enum LocalError {
     Queues(String),
     #[error("--archive-bucket: {0}")]
     Archive(String),
+    #[error("--events-webhook: {0}")]
+    Lifecycle(String),
     #[error(transparent)]
     Settings(#[from] taskledger_app::settings::SettingsError),
     #[error("server failed: {0}")]

@@ -123,6 +123,10 @@ pub struct LocalFlags {
     /// besides the board's own and `data:`; any other image is offered as a link.
     #[arg(long, env = "TASKLEDGER_BOARD_IMAGE_ORIGINS", default_value = "")]
     pub board_image_origins: String,
+    /// A URL each task's lifecycle event is POSTed to (the EventBridge envelope, signed as
+    /// push deliveries are), from the relay (ADR 038); empty: none.
+    #[arg(long, env = "TASKLEDGER_EVENTS_WEBHOOK", default_value = "")]
+    pub events_webhook: String,
     /// Seconds a board session lasts at most (a JWT's own expiry ends it sooner).
     #[arg(long, env = "TASKLEDGER_BOARD_SESSION_TTL_SECS", default_value_t = taskledger_app::board::DEFAULT_SESSION_TTL.as_secs())]
     pub board_session_ttl_secs: u64,
@@ -323,6 +327,7 @@ impl Config {
             turn_lease_secs: crate::pollers::turn_lease(local.turn_lease_secs)
                 .map_err(invalid("--turn-lease-secs"))?,
             retention: settings.retention()?,
+            lifecycle: crate::config::LifecycleSettings::read(settings, local)?,
             archive_bucket: match settings.archive_bucket.as_str() {
                 "" => None,
                 b if uses_dynamo && !local.in_process_agent => Some(

@@ -240,9 +240,13 @@ async fn build_bindings(
             Arc::new(push.sender()?),
             push.retry,
         ));
-        let relay = Relay::new(InProcessTurns::new(service.clone()))
+        let mut relay = Relay::new(InProcessTurns::new(service.clone()))
             .with_push(db.clone(), db.clone(), Some(service.pushes_queued()))
             .announcing_to(service.clone());
+        if let Some(sink) = lifecycle_sink(&config, &push).await? {
+            db.feed_lifecycle();
+            relay = relay.publishing_to(db.clone(), sink, config.lifecycle.level);
+        }
         tokio::spawn(run_feed(service.clone(), db, relay, "agent"));
     }
     if let (Some(_), None) = (&config.archive_bucket, &stores.serverless) {
@@ -259,6 +263,9 @@ async fn build_bindings(
         let mut relay =
             compose::stream_relay(store.clone(), sl.turns.clone(), Some(sl.push.clone()))
                 .announcing_to(service.clone());
+        if let Some(sink) = lifecycle_sink(&config, &push).await? {
+            relay = relay.publishing_to(store.clone(), sink, config.lifecycle.level);
+        }
         if let Some(bucket) = &config.archive_bucket {
             use taskledger_infra::s3::{self, S3Archive};
             let sink = S3Archive::new(s3::client_from_env().await, bucket.clone());
@@ -506,4 +513,33 @@ pub async fn start(config: Config) -> Result<Running, LocalError> {
         });
     }
     Ok(Running { http, grpc })
+}
+
+/// Where the relay publishes each task's lifecycle (`--event-bus`, `--events-webhook`): none
+/// when neither is set. The webhook's events are signed with the push signing key.
+async fn lifecycle_sink(
+    config: &Config,
+    push: &taskledger_app::compose::PushParts,
+) -> Result<Option<Arc<dyn taskledger_domain::ports::LifecycleSink>>, LocalError> {
+    use taskledger_infra::lifecycle::{EventBridgeLifecycle, Sinks, WebhookLifecycle};
+    let mut sinks: Vec<Arc<dyn taskledger_domain::ports::LifecycleSink>> = Vec::new();
+    if let Some(bus) = &config.lifecycle.bus {
+        let client = EventBridgeLifecycle::client_from_env().await;
+        sinks.push(Arc::new(EventBridgeLifecycle::new(client, bus.clone())));
+        tracing::info!(
+            bus = bus.as_str(),
+            "publishing task lifecycle events to EventBridge"
+        );
+    }
+    if let Some(url) = &config.lifecycle.webhook {
+        let signer = push.sender()?.signer().cloned();
+        let sink = WebhookLifecycle::new(url, signer).map_err(LocalError::Lifecycle)?;
+        sinks.push(Arc::new(sink));
+        tracing::info!("posting task lifecycle events to the events webhook");
+    }
+    Ok(match sinks.len() {
+        0 => None,
+        1 => sinks.pop(),
+        _ => Some(Arc::new(Sinks(sinks))),
+    })
 }

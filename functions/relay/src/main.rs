@@ -54,6 +54,7 @@ async fn main() -> Result<(), Error> {
         None => None,
     };
     let turns = SqsTurnQueue::new(client, url.to_string());
-    let relay = taskledger_app::compose::stream_relay(store, turns, push);
+    let relay = taskledger_app::compose::stream_relay(store.clone(), turns, push);
+    let relay = taskledger_app::compose::publishing_lifecycle(relay, store, &settings).await?;
     run(service_fn(|event| handle(&relay, event))).await
 }

@@ -5,6 +5,7 @@
 //! before hold one event each in plain attributes, and read as a batch of one.
 
 use std::collections::HashMap;
+use taskledger_domain::projection::lifecycle::is_lifecycle;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use base64::Engine;
@@ -30,6 +31,9 @@ pub const FIRST_ATTR: &str = "first";
 pub const WORK_ATTR: &str = "wk";
 /// Item attribute (`"1"`): the item pushes an update to webhook subscribers.
 pub const PUSHES_ATTR: &str = "pu";
+/// Marks an item holding an event a lifecycle bus is told of (the relay's filter selects it
+/// when the stack publishes to a bus, ADR 038).
+pub const LIFECYCLE_ATTR: &str = "lc";
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -164,6 +168,12 @@ pub fn attributes(records: &[Record]) -> Result<Item, StoreError> {
     }
     if records.iter().any(|r| r.push.is_some()) {
         item.insert(PUSHES_ATTR.into(), AttributeValue::S("1".into()));
+    }
+    if records
+        .iter()
+        .any(|r| is_lifecycle(&r.event_type, r.gen.is_some()))
+    {
+        item.insert(LIFECYCLE_ATTR.into(), AttributeValue::S("1".into()));
     }
     if let Some(r) = records.iter().rev().find(|r| r.finishes()) {
         item.insert(

@@ -10,6 +10,7 @@ use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{
     Commit, IdempotencyRecord, MessageKey, StoreError, SNAPSHOT_SCHEMA,
 };
+use taskledger_domain::projection::lifecycle::is_lifecycle;
 use taskledger_domain::projection::ReadWrite;
 
 use super::codec::{db_err, head_version, is_constraint, json};
@@ -72,7 +73,9 @@ enum RowWrite {
 
 impl CommitRows {
     /// The rows of `c`, every JSON column serialised.
-    pub(super) fn of(c: &Commit) -> Result<Self, StoreError> {
+    /// The rows of `c`; with `lifecycle`, the feed also takes the events a lifecycle bus is
+    /// told of.
+    pub(super) fn of(c: &Commit, lifecycle: bool) -> Result<Self, StoreError> {
         let head = c
             .head()
             .ok_or_else(|| StoreError::Other("a commit must leave a created task".into()))?;
@@ -82,8 +85,9 @@ impl CommitRows {
             .map(|e| {
                 let status = e.update.as_ref().and_then(|u| u.status.as_ref());
                 let pushed = c.pushes.iter().find(|p| p.seq == e.seq).map(|p| &p.body);
-                let feed =
-                    (e.event_type == WORK_EVENT || pushed.is_some()).then(|| pushed.cloned());
+                let told = lifecycle && is_lifecycle(&e.event_type, e.update.is_some());
+                let feed = (e.event_type == WORK_EVENT || pushed.is_some() || told)
+                    .then(|| pushed.cloned());
                 Ok(EventRow {
                     seq: e.seq as i64,
                     event_type: e.event_type.clone(),

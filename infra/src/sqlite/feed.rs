@@ -50,11 +50,14 @@ impl WorkFeed for SqliteStore {
                 let event = CommittedEvent {
                     task_id,
                     seq: seq as u64,
-                    event_type,
                     pushed,
                     // Rows of expired tasks are deleted by the reaper; nothing to stamp.
                     finished: false,
                     expiring: false,
+                    // The feed holds work requests, pushed updates and, when the store feeds
+                    // a lifecycle bus, the events that tell it something.
+                    lifecycle: event_type != taskledger_domain::agent::turns::WORK_EVENT,
+                    event_type,
                     trace,
                 };
                 entries.push((pos as u64, event));

@@ -100,6 +100,8 @@ struct Inner {
     /// What tells that the store changed (`TaskReadModel::change_stamp`), shared with every
     /// process that opens the same file.
     stamp: Arc<ChangeStamp>,
+    /// The feed also carries the events a lifecycle bus is told of (ADR 038).
+    lifecycle_feed: std::sync::atomic::AtomicBool,
 }
 
 /// Opens the store's file through the VFS that gathers WAL frames (`gather.rs`), or SQLite's own
@@ -235,13 +237,26 @@ impl SqliteStore {
                 next_reader: AtomicUsize::new(0),
                 after_write,
                 stamp,
+                lifecycle_feed: std::sync::atomic::AtomicBool::new(false),
             }),
         }
     }
 
+    /// From now on the feed also carries every event a lifecycle bus is told of (status
+    /// changes, artifact updates, gates, handoffs), for the relay to publish (ADR 038).
+    pub fn feed_lifecycle(&self) {
+        self.inner
+            .lifecycle_feed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
     async fn commit(&self, commit: &Commit) -> Result<(), StoreError> {
         // Serialised here, on the committing task's thread: the writer thread only writes.
-        let rows = CommitRows::of(commit)?;
+        let lifecycle = self
+            .inner
+            .lifecycle_feed
+            .load(std::sync::atomic::Ordering::Relaxed);
+        let rows = CommitRows::of(commit, lifecycle)?;
         let (reply, answer) = tokio::sync::oneshot::channel();
         self.inner
             .jobs

@@ -153,7 +153,11 @@ mod tests {
                 awaiting_assignee: None,
             }))
             .unwrap();
-        CommitRows::of(&commit_for(task_id, &before, &events, Timestamp::now())).unwrap()
+        CommitRows::of(
+            &commit_for(task_id, &before, &events, Timestamp::now()),
+            false,
+        )
+        .unwrap()
     }
 
     fn job(rows: CommitRows) -> WriteJob {

@@ -236,6 +236,27 @@ pub fn stream_relay(
     }
 }
 
+/// The relay publishing each task's lifecycle to the EventBridge bus `settings` name
+/// (`TASKLEDGER_EVENT_BUS`; none: as it was), told at `TASKLEDGER_EVENT_DETAIL_LEVEL` (ADR 038).
+#[cfg(feature = "eventbridge")]
+pub async fn publishing_lifecycle(
+    relay: crate::runners::Relay,
+    store: Arc<taskledger_infra::dynamo::DynamoStore>,
+    settings: &crate::settings::Settings,
+) -> Result<crate::runners::Relay, crate::settings::SettingsError> {
+    use taskledger_domain::projection::lifecycle::DetailLevel;
+    use taskledger_infra::lifecycle::EventBridgeLifecycle;
+    let level = DetailLevel::parse(&settings.event_detail_level)
+        .map_err(|e| crate::settings::SettingsError::invalid("TASKLEDGER_EVENT_DETAIL_LEVEL", e))?;
+    let bus = settings.event_bus.trim();
+    if bus.is_empty() {
+        return Ok(relay);
+    }
+    let client = EventBridgeLifecycle::client_from_env().await;
+    let sink = Arc::new(EventBridgeLifecycle::new(client, bus));
+    Ok(relay.publishing_to(store, sink, level))
+}
+
 /// A received batch of the SQS push queue through the one attempt loop: unreadable messages go
 /// to the DLQ with the reason; returns, per message, whether it is finished (delivered or
 /// dead-lettered: the consumer deletes it) or comes back after a pause.

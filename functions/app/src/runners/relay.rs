@@ -10,7 +10,10 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use taskledger_domain::agent::turns::{AgentTurn, QueueError, TurnQueue};
 use taskledger_domain::ids::TaskId;
-use taskledger_domain::ports::{load_state, CommittedEvent, EventStore, Housekeeping, PushQueue};
+use taskledger_domain::ports::{
+    load_state, CommittedEvent, EventStore, Housekeeping, LifecycleSink, PushQueue,
+};
+use taskledger_domain::projection::lifecycle::{self, DetailLevel};
 use taskledger_domain::push;
 use taskledger_domain::wire::PushProtocol;
 use tokio::sync::Notify;
@@ -70,6 +73,15 @@ pub struct Relay {
     expiring: Option<Arc<dyn Housekeeping>>,
     /// Expiring tasks are archived (locally; on AWS the archive Lambda reads the stream).
     archive: Option<super::Archiver>,
+    /// A task's lifecycle is published to a bus (ADR 038).
+    lifecycle: Option<LifecycleSide>,
+}
+
+/// Where lifecycle events go, and the store their tasks are read from.
+struct LifecycleSide {
+    store: Arc<dyn EventStore>,
+    sink: Arc<dyn LifecycleSink>,
+    level: DetailLevel,
 }
 
 /// What relaying one event queued.
@@ -77,6 +89,8 @@ pub struct Relay {
 pub struct Relayed {
     pub turns: usize,
     pub deliveries: usize,
+    /// Lifecycle events published.
+    pub published: usize,
 }
 
 impl Relay {
@@ -88,7 +102,20 @@ impl Relay {
             seen: None,
             expiring: None,
             archive: None,
+            lifecycle: None,
         }
+    }
+
+    /// Each status change, artifact update, gate and handoff is published to `sink`, told at
+    /// `level`, its task read from `store`.
+    pub fn publishing_to(
+        mut self,
+        store: Arc<dyn EventStore>,
+        sink: Arc<dyn LifecycleSink>,
+        level: DetailLevel,
+    ) -> Self {
+        self.lifecycle = Some(LifecycleSide { store, sink, level });
+        self
     }
 
     /// Each event of an expiring task writes the task to the archive (after its expiry
@@ -162,6 +189,9 @@ impl Relay {
             done.deliveries = side.fan_out(event, body, here).await?;
             tracing::debug!(task_id = %event.task_id, seq = event.seq, deliveries = done.deliveries, "pushed");
         }
+        if let (true, Some(side)) = (event.lifecycle, &self.lifecycle) {
+            done.published = side.publish(event).await?;
+        }
         if let (true, Some(store)) = (event.finished, &self.expiring) {
             let stamped =
                 store
@@ -185,6 +215,43 @@ impl Relay {
                 })?;
         }
         Ok(done)
+    }
+}
+
+impl LifecycleSide {
+    /// Publishes what `event` tells the bus; returns how many events that was. The task is
+    /// read as it is now (its ids and tenant do not change), the event from its log.
+    async fn publish(&self, event: &CommittedEvent) -> Result<usize, RelayError> {
+        let store_err = |source| RelayError::Store {
+            task_id: event.task_id.clone(),
+            seq: event.seq,
+            source,
+        };
+        let id = &event.task_id;
+        let Some(state) = load_state(self.store.as_ref(), id)
+            .await
+            .map_err(store_err)?
+        else {
+            return Ok(0);
+        };
+        let Some(head) = state.head.as_ref() else {
+            return Ok(0);
+        };
+        let events = self
+            .store
+            .events(id, event.seq.saturating_sub(1))
+            .await
+            .map_err(store_err)?;
+        let Some(stored) = events.iter().find(|e| e.seq == event.seq) else {
+            return Ok(0);
+        };
+        let told = lifecycle::events_of(head, stored, self.level);
+        if told.is_empty() {
+            return Ok(0);
+        }
+        self.sink.publish(&told).await.map_err(store_err)?;
+        tracing::debug!(task_id = %id, seq = event.seq, events = told.len(), "lifecycle published");
+        Ok(told.len())
     }
 }
 

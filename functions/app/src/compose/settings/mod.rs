@@ -86,6 +86,14 @@ pub struct Settings {
     /// the table's stream; the bucket must exist); empty: no archive.
     #[arg(long, env = "TASKLEDGER_ARCHIVE_BUCKET", default_value = "")]
     pub archive_bucket: String,
+    /// The EventBridge bus each task's lifecycle (status changes, artifacts, gates, handoffs)
+    /// is published to, from the relay (ADR 038); empty: none.
+    #[arg(long, env = "TASKLEDGER_EVENT_BUS", default_value = "")]
+    pub event_bus: String,
+    /// How much of a task a lifecycle event tells: `summary` (ids, tenant, state,
+    /// generation) or `full` (also status messages, artifact parts, gates, handoff work).
+    #[arg(long, env = "TASKLEDGER_EVENT_DETAIL_LEVEL", default_value = "summary")]
+    pub event_detail_level: String,
     /// Write shards of the DynamoDB list indexes (1 to 64; ADR 019).
     #[arg(long, env = "TASKLEDGER_INDEX_SHARDS", default_value_t = 1,
           value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_INDEX_SHARDS)))]
