@@ -243,7 +243,7 @@ async fn build_bindings(
         let mut relay = Relay::new(InProcessTurns::new(service.clone()))
             .with_push(db.clone(), db.clone(), Some(service.pushes_queued()))
             .announcing_to(service.clone());
-        if let Some(sink) = lifecycle_sink(&config, &push).await? {
+        if let Some(sink) = lifecycle_sink(config, &push).await? {
             db.feed_lifecycle();
             relay = relay.publishing_to(db.clone(), sink, config.lifecycle.level);
         }
@@ -263,7 +263,7 @@ async fn build_bindings(
         let mut relay =
             compose::stream_relay(store.clone(), sl.turns.clone(), Some(sl.push.clone()))
                 .announcing_to(service.clone());
-        if let Some(sink) = lifecycle_sink(&config, &push).await? {
+        if let Some(sink) = lifecycle_sink(config, &push).await? {
             relay = relay.publishing_to(store.clone(), sink, config.lifecycle.level);
         }
         if let Some(bucket) = &config.archive_bucket {
