@@ -4,7 +4,8 @@
 //! they share (`request`), the loops that drive the service (`runners`), who is calling
 //! (`identity`) and how often it may (`limits`), the A2A 0.3 shapes the bindings translate at
 //! their edge (`v03`), an upstream A2A agent as the worker (`upstream`, an `Agent` beside
-//! the built-in ones), and the composition the binaries share (`compose`).
+//! the built-in ones), every task an MCP task too (`mcp_tasks`, the MCP endpoint, with the
+//! `mcp-server` feature), and the composition the binaries share (`compose`).
 //!
 //! Rooms depend downwards only: the bindings (`http`, `grpc`) → `v03` (the 0.3 edge, which
 //! translates to and from `operations`' requests and results) → `operations` (a request typed
@@ -25,6 +26,8 @@ pub mod grpc;
 pub mod http;
 pub mod identity;
 pub mod limits;
+#[cfg(feature = "mcp-server")]
+pub mod mcp_tasks;
 pub mod operations;
 mod per_task;
 pub mod request;

@@ -355,6 +355,8 @@ async fn build_bindings(
         Some(_) => taskledger_app::board::routes(&state),
         None => axum::Router::new(),
     };
+    // Every task an MCP task too (ADR 039).
+    let pages = pages.merge(taskledger_app::mcp_tasks::routes(state.clone()));
     Ok((router_with(state, pages), grpc))
 }
 
