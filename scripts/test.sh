@@ -12,7 +12,9 @@
 #      agent behind taskledger (the official Python SDK's 1.x and 0.3 servers from
 #      tests/upstream/, venvs in tests/upstream/.venv1 and .venv03) on SQLite and DynamoDB,
 #      and across a kill -9 of the server (upstream_crash); the model agent's MCP tools against
-#      the official @modelcontextprotocol/server-everything (npm ci into tests/mcp); a soak of
+#      the official @modelcontextprotocol/server-everything (npm ci into tests/mcp); taskledger's
+#      own /mcp with the official MCP Python SDK (mcp 2.3.0 into tests/mcp_client/.venv) and the
+#      MCP Inspector CLI (tests/mcp); a soak of
 #      the serverless path on the emulator (200 blocking sends over two minutes), the fault
 #      harness (SIGKILLs under load, duplicate turn messages and stream batches, a throttling
 #      proxy: every acknowledged task finishes, nothing applied twice, no push lost); then the API
@@ -126,6 +128,37 @@ if ! cmp -s "$mcp/package-lock.json" "$mcp/node_modules/.installed-lock.json"; t
   cp "$mcp/package-lock.json" "$mcp/node_modules/.installed-lock.json"
 fi
 TASKLEDGER_MCP_EVERYTHING="$PWD/$mcp/everything_loopback.mjs" TASKLEDGER_REQUIRE_MCP=1 cargo test --workspace --test mcp
+
+echo "==> every task an MCP task too (issue 56): taskledger's /mcp with the official MCP Python SDK and the MCP Inspector CLI"
+mcpvenv=tests/mcp_client/.venv
+if [ ! -x "$mcpvenv/bin/python" ] || ! "$mcpvenv/bin/python" -c 'import mcp, httpx2' 2>/dev/null; then
+  python3 -m venv "$mcpvenv"
+  "$mcpvenv/bin/pip" install --quiet --disable-pip-version-check -r tests/mcp_client/requirements.txt
+fi
+cargo build --quiet -p taskledger-local
+port=$(free_port)
+log=$(mktemp)
+"${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
+  --conformance-scenarios --tokens "tok-alice=acme/alice" >"$log" 2>&1 &
+pids+=($!)
+wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
+if ! "$mcpvenv/bin/python" tests/mcp_client/client.py "http://127.0.0.1:$port" tok-alice; then
+  echo "--- server log"; cat "$log"
+  exit 1
+fi
+inspect() {
+  (cd "$mcp" && node_modules/.bin/mcp-inspector --cli "http://127.0.0.1:$port/mcp" --transport http \
+    --header "Authorization: Bearer tok-alice" --format json "$@")
+}
+tools=$(inspect --protocol-era modern --method tools/list)
+echo "$tools" | python3 -c 'import json,sys; t=json.load(sys.stdin)["result"]["tools"]; assert [x["name"] for x in t]==["send_message"], t'
+# Modern: the call is answered with a task, which the Inspector polls (tasks/get) to its result.
+called=$(inspect --protocol-era modern --method tools/call --tool-name send_message --tool-arg "text=from the inspector")
+echo "$called" | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; assert r["structuredContent"]["state"]=="TASK_STATE_COMPLETED" and r["structuredContent"]["artifacts"], r; assert "from the inspector" in r["content"][0]["text"], r'
+# Legacy (2025-11-25, initialize): the finished task's result, no task.
+legacy=$(inspect --method tools/call --tool-name send_message --tool-arg "text=legacy inspector")
+echo "$legacy" | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; assert r["structuredContent"]["state"]=="TASK_STATE_COMPLETED", r'
+echo "MCP Inspector CLI: tools/list, tools/call as a task (modern) and as a result (legacy)"
 
 echo "==> soak on the emulator path: 200 blocking sends over two minutes (stream → relay → SQS → worker)"
 cargo test --workspace --test soak -- --ignored --nocapture

@@ -284,9 +284,13 @@ impl ServerHandler for TaskTools {
             ));
         }
         let (task_id, context_id) = (arg(&args, "taskId")?, arg(&args, "contextId")?);
-        let as_task = ctx
-            .client_capabilities()
-            .is_some_and(|c| c.supports_tasks());
+        // The Tasks extension is defined from 2026-07-28 on: a session of an older version
+        // gets the result, whatever it declares.
+        let modern = ctx.protocol_version().is_some_and(|v| !v.has_initialize());
+        let as_task = modern
+            && ctx
+                .client_capabilities()
+                .is_some_and(|c| c.supports_tasks());
         let task = match self.send(&who, text, task_id, context_id, as_task).await? {
             SendMessageResponse::Task(t) => t,
             SendMessageResponse::Message(m) => {
