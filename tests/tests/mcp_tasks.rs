@@ -11,10 +11,11 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CancelTaskParams, ClientCapabilities, ClientConfig,
     GetTaskParams, Implementation, ProtocolVersion, TaskStatus, UpdateTaskParams,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceError};
+use rmcp::service::{
+    ClientLifecycleMode, ClientServiceExt, RoleClient, RunningService, ServiceError,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::ServiceExt;
 use serde_json::{json, Value};
 use taskledger_domain::ids::Principal;
 use taskledger_tests::{test_config, Server};
@@ -41,11 +42,20 @@ async fn client(s: &Server, token: &str, tasks: bool) -> RunningService<RoleClie
     } else {
         ClientCapabilities::default()
     };
-    let mut info = ClientConfig::new(caps, Implementation::new("taskledger-tests", "1"));
-    if !tasks {
-        info = info.with_protocol_version(ProtocolVersion::LATEST_WITH_INITIALIZE);
-    }
-    info.serve(transport)
+    let info = ClientConfig::new(caps, Implementation::new("taskledger-tests", "1"))
+        .with_protocol_version(if tasks {
+            ProtocolVersion::LATEST
+        } else {
+            ProtocolVersion::LATEST_WITH_INITIALIZE
+        });
+    let lifecycle = if tasks {
+        ClientLifecycleMode::Discover {
+            preferred_versions: vec![ProtocolVersion::LATEST],
+        }
+    } else {
+        ClientLifecycleMode::Initialize
+    };
+    info.serve_with_lifecycle(transport, lifecycle)
         .await
         .expect("the MCP client connects")
 }
