@@ -114,27 +114,6 @@ pub struct LifecycleSettings {
 }
 
 impl LifecycleSettings {
-    pub(crate) fn read(
-        settings: &taskledger_app::settings::Settings,
-        local: &crate::flags::LocalFlags,
-    ) -> Result<Self, taskledger_app::settings::SettingsError> {
-        use taskledger_app::settings::SettingsError;
-        let level = taskledger_domain::projection::lifecycle::DetailLevel::parse(
-            &settings.event_detail_level,
-        )
-        .map_err(|e| SettingsError::invalid("--event-detail-level", e))?;
-        let webhook = Some(local.events_webhook.trim().to_string()).filter(|w| !w.is_empty());
-        if let Some(w) = &webhook {
-            taskledger_infra::lifecycle::WebhookLifecycle::new(w, None)
-                .map_err(|e| SettingsError::invalid("--events-webhook", e))?;
-        }
-        Ok(Self {
-            bus: Some(settings.event_bus.trim().to_string()).filter(|b| !b.is_empty()),
-            webhook,
-            level,
-        })
-    }
-
     pub fn is_on(&self) -> bool {
         self.bus.is_some() || self.webhook.is_some()
     }

@@ -327,7 +327,7 @@ impl Config {
             turn_lease_secs: crate::pollers::turn_lease(local.turn_lease_secs)
                 .map_err(invalid("--turn-lease-secs"))?,
             retention: settings.retention()?,
-            lifecycle: crate::config::LifecycleSettings::read(settings, local)?,
+            lifecycle: lifecycle(settings, local)?,
             archive_bucket: match settings.archive_bucket.as_str() {
                 "" => None,
                 b if uses_dynamo && !local.in_process_agent => Some(
@@ -336,5 +336,56 @@ impl Config {
                 _ => return Err(SettingsError::invalid("--archive-bucket", "archives from the DynamoDB table's stream: it needs --store dynamodb without --in-process-agent (on the embedded store, `taskledger export` writes the same files)")),
             },
         })
+    }
+}
+
+/// Where each task's lifecycle is published (`--event-bus`, `--events-webhook`) and how much
+/// it tells (`--event-detail-level`), checked.
+fn lifecycle(
+    settings: &Settings,
+    local: &LocalFlags,
+) -> Result<crate::config::LifecycleSettings, SettingsError> {
+    let level =
+        taskledger_domain::projection::lifecycle::DetailLevel::parse(&settings.event_detail_level)
+            .map_err(|e| SettingsError::invalid("--event-detail-level", e))?;
+    let webhook = Some(local.events_webhook.trim().to_string()).filter(|w| !w.is_empty());
+    if let Some(w) = &webhook {
+        taskledger_infra::lifecycle::WebhookLifecycle::new(w, None)
+            .map_err(|e| SettingsError::invalid("--events-webhook", e))?;
+    }
+    Ok(crate::config::LifecycleSettings {
+        bus: Some(settings.event_bus.trim().to_string()).filter(|b| !b.is_empty()),
+        webhook,
+        level,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lifecycle_sink_is_checked_when_the_server_starts() {
+        let (mut settings, mut local) = (Settings::defaults(), LocalFlags::defaults());
+        assert!(
+            !lifecycle(&settings, &local).unwrap().is_on(),
+            "none by default"
+        );
+        local.events_webhook = "https://hooks.example.com/events".into();
+        settings.event_bus = "taskledger-tasks".into();
+        settings.event_detail_level = "full".into();
+        let on = lifecycle(&settings, &local).unwrap();
+        assert_eq!(on.bus.as_deref(), Some("taskledger-tasks"));
+        assert_eq!(
+            on.level,
+            taskledger_domain::projection::lifecycle::DetailLevel::Full
+        );
+        local.events_webhook = "file:///etc/passwd".into();
+        let e = lifecycle(&settings, &local).unwrap_err().to_string();
+        assert!(e.contains("--events-webhook"), "{e}");
+        local.events_webhook.clear();
+        settings.event_detail_level = "everything".into();
+        let e = lifecycle(&settings, &local).unwrap_err().to_string();
+        assert!(e.contains("--event-detail-level"), "{e}");
     }
 }
