@@ -253,4 +253,17 @@ async fn a_client_without_tasks_gets_the_result_and_bad_calls_are_refused() {
         .await
         .unwrap();
     assert_eq!(r.status(), 401);
+    // A legacy call outside a session is refused, saying why.
+    let r = reqwest::Client::new()
+        .post(format!("{}/mcp", s.base))
+        .bearer_auth("a")
+        .header("Content-Type", "application/json")
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"send_message","arguments":{"text":"x"}}}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    assert!(r.text().await.unwrap().contains("Session ID is required"));
 }
