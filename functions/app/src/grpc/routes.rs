@@ -128,49 +128,44 @@ impl NamedService for A2aServiceServer {
     const NAME: &'static str = SERVICE_NAME;
 }
 
-/// The same binding under A2A 0.3's service name (`a2a.v1.A2AService`).
-#[derive(Clone)]
-pub struct A2aV03ServiceServer(pub A2aServiceServer);
+/// The binding under another service name on the same port: every path is routed by
+/// `rpcs()`, whichever service it names.
+macro_rules! served_as {
+    ($(#[$doc:meta])* $name:ident, $service:expr) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name(pub A2aServiceServer);
 
-impl NamedService for A2aV03ServiceServer {
-    const NAME: &'static str = V03_SERVICE_NAME;
+        impl NamedService for $name {
+            const NAME: &'static str = $service;
+        }
+
+        impl tower::Service<http::Request<Body>> for $name {
+            type Response = http::Response<Body>;
+            type Error = Infallible;
+            type Future = BoxFuture<Self::Response>;
+
+            fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
+                self.0.poll_ready(cx)
+            }
+
+            fn call(&mut self, req: http::Request<Body>) -> Self::Future {
+                self.0.call(req)
+            }
+        }
+    };
 }
 
-/// The same binding under the events extension's service name.
-#[derive(Clone)]
-pub struct EventsServiceServer(pub A2aServiceServer);
-
-impl NamedService for EventsServiceServer {
-    const NAME: &'static str = EVENTS_SERVICE_NAME;
-}
-
-impl tower::Service<http::Request<Body>> for EventsServiceServer {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<Self::Response>;
-
-    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        self.0.call(req)
-    }
-}
-
-impl tower::Service<http::Request<Body>> for A2aV03ServiceServer {
-    type Response = http::Response<Body>;
-    type Error = Infallible;
-    type Future = BoxFuture<Self::Response>;
-
-    fn poll_ready(&mut self, cx: &mut TaskContext<'_>) -> Poll<Result<(), Infallible>> {
-        self.0.poll_ready(cx)
-    }
-
-    fn call(&mut self, req: http::Request<Body>) -> Self::Future {
-        self.0.call(req)
-    }
-}
+served_as!(
+    /// The same binding under A2A 0.3's service name (`a2a.v1.A2AService`).
+    A2aV03ServiceServer,
+    V03_SERVICE_NAME
+);
+served_as!(
+    /// The same binding under the events extension's service name.
+    EventsServiceServer,
+    EVENTS_SERVICE_NAME
+);
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = Result<T, Infallible>> + Send + 'static>>;
 

@@ -46,6 +46,14 @@ pub enum RelayError {
 }
 
 impl RelayError {
+    fn store(event: &CommittedEvent, source: taskledger_domain::ports::StoreError) -> Self {
+        Self::Store {
+            task_id: event.task_id.clone(),
+            seq: event.seq,
+            source,
+        }
+    }
+
     fn queue(event: &CommittedEvent, source: QueueError) -> Self {
         Self::Queue {
             task_id: event.task_id.clone(),
@@ -193,15 +201,10 @@ impl Relay {
             done.published = side.publish(event).await?;
         }
         if let (true, Some(store)) = (event.finished, &self.expiring) {
-            let stamped =
-                store
-                    .stamp_expiry(&event.task_id)
-                    .await
-                    .map_err(|source| RelayError::Store {
-                        task_id: event.task_id.clone(),
-                        seq: event.seq,
-                        source,
-                    })?;
+            let stamped = store
+                .stamp_expiry(&event.task_id)
+                .await
+                .map_err(|source| RelayError::store(event, source))?;
             tracing::debug!(task_id = %event.task_id, stamped, "expiry stamped");
         }
         if let (true, Some(archiver)) = (event.expiring, &self.archive) {
@@ -218,20 +221,23 @@ impl Relay {
     }
 }
 
+/// The task of `event` as the store holds it now (`None`: gone).
+async fn task_of(
+    store: &dyn EventStore,
+    event: &CommittedEvent,
+) -> Result<Option<taskledger_domain::task::TaskAggregate>, RelayError> {
+    load_state(store, &event.task_id)
+        .await
+        .map_err(|source| RelayError::store(event, source))
+}
+
 impl LifecycleSide {
     /// Publishes what `event` tells the bus; returns how many events that was. The task is
     /// read as it is now (its ids and tenant do not change), the event from its log.
     async fn publish(&self, event: &CommittedEvent) -> Result<usize, RelayError> {
-        let store_err = |source| RelayError::Store {
-            task_id: event.task_id.clone(),
-            seq: event.seq,
-            source,
-        };
+        let store_err = |source| RelayError::store(event, source);
         let id = &event.task_id;
-        let Some(state) = load_state(self.store.as_ref(), id)
-            .await
-            .map_err(store_err)?
-        else {
+        let Some(state) = task_of(self.store.as_ref(), event).await? else {
             return Ok(0);
         };
         let Some(head) = state.head.as_ref() else {
@@ -263,16 +269,8 @@ impl PushSide {
         body: &str,
         trace: Option<String>,
     ) -> Result<usize, RelayError> {
-        let store_err = |source| RelayError::Store {
-            task_id: event.task_id.clone(),
-            seq: event.seq,
-            source,
-        };
         let id = &event.task_id;
-        let Some(state) = load_state(self.store.as_ref(), id)
-            .await
-            .map_err(store_err)?
-        else {
+        let Some(state) = task_of(self.store.as_ref(), event).await? else {
             return Ok(0);
         };
         let Some(head) = state.head.as_ref() else {
