@@ -170,8 +170,9 @@ mod tests {
         assert!(committed(&serde_json::json!({})).is_empty());
     }
 
-    /// The stream event filters of a function in `template.yaml`, as JSON.
-    fn filters(function: &str) -> Vec<Value> {
+    /// The stream event filters of a function in `template.yaml`, as JSON; a filter under
+    /// `!If [PublishLifecycle, …, AWS::NoValue]` only when the stack publishes (`publishing`).
+    fn filters(function: &str, publishing: bool) -> Vec<Value> {
         let text =
             std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../template.yaml"))
                 .expect("template.yaml");
@@ -182,6 +183,14 @@ mod tests {
             .as_sequence()
             .unwrap_or_else(|| panic!("{function} has stream filters"))
             .iter()
+            .filter_map(|f| match f {
+                serde_yaml::Value::Tagged(t) if t.tag == "If" => {
+                    let branches = t.value.as_sequence().expect("!If [condition, then, else]");
+                    assert_eq!(branches[0].as_str(), Some("PublishLifecycle"));
+                    publishing.then(|| branches[1].clone())
+                }
+                f => Some(f.clone()),
+            })
             .map(|f| serde_json::from_str(f["Pattern"].as_str().expect("pattern")).expect("JSON"))
             .collect()
     }
@@ -217,8 +226,14 @@ mod tests {
     }
 
     fn passes(function: &str, image: &Value) -> bool {
+        passes_when(function, image, false)
+    }
+
+    fn passes_when(function: &str, image: &Value, publishing: bool) -> bool {
         let record = serde_json::json!({"dynamodb": {"NewImage": image}});
-        filters(function).iter().any(|p| matches(p, Some(&record)))
+        filters(function, publishing)
+            .iter()
+            .any(|p| matches(p, Some(&record)))
     }
 
     /// The relay function receives every record the relay acts on — a work request, a pushed
@@ -272,6 +287,16 @@ mod tests {
         assert!(!passes("RelayFunction", &batch_idle));
         assert!(!passes("RelayFunction", &idle));
         assert!(!passes("RelayFunction", &head));
+        // A stack that publishes each task's lifecycle (ADR 038) also relays what a bus is
+        // told of; still not a head.
+        assert!(committed(&batch_idle)[0].lifecycle);
+        assert!(passes_when("RelayFunction", &batch_idle, true));
+        assert!(!passes_when("RelayFunction", &head, true));
+        assert!(!passes_when(
+            "RelayFunction",
+            &batch_image(&[(2, "MessageAppended", None, None)]),
+            true
+        ));
 
         let expiring = event(
             serde_json::json!({"sst": {"S": "TASK_STATE_COMPLETED"}, "expires": {"N": "1767225600"}}),

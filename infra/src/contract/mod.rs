@@ -117,6 +117,7 @@ mod first;
 mod history;
 mod housekeeping;
 mod list;
+mod log;
 mod sharing;
 mod stamp;
 mod stream;
@@ -130,6 +131,7 @@ pub use list::{
     a_commit_that_leaves_the_status_keeps_the_list_order, list_filters_in_every_combination,
     list_orders_pages_and_filters,
 };
+pub use log::a_log_pages_the_same_from_any_position;
 pub use sharing::{
     a_task_is_found_by_whom_it_is_shared_with,
     a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
@@ -461,6 +463,7 @@ macro_rules! contract_tests {
             list_filters_in_every_combination,
             a_commit_that_leaves_the_status_keeps_the_list_order,
             events_read_back_with_what_streams_show,
+            a_log_pages_the_same_from_any_position,
             a_first_commit_reads_back_as_its_events_show,
             a_task_is_found_by_whom_it_is_shared_with,
             a_task_is_no_longer_found_by_whom_it_stops_being_shared_with,
