@@ -277,6 +277,10 @@ async fn the_task_as_of_each_generation_is_folded_from_its_log() {
     );
     let first = as_of("1", V1_1).await;
     assert_eq!(first["result"]["generation"], "1", "{first}");
+    assert!(
+        first["result"].get("timeline").is_none(),
+        "the timeline is the log now: {first}"
+    );
     assert_eq!(first["result"]["history"][0]["parts"][0]["text"], "go");
     for bad in ["0", "4"] {
         let v = as_of(bad, V1_1).await;

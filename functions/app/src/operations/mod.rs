@@ -17,6 +17,7 @@ use serde_json::Value;
 use taskledger_domain::card::extended::extended_card;
 use taskledger_domain::error::ErrorKind;
 use taskledger_domain::ids::{IdempotencyKey, Principal};
+use taskledger_domain::projection::log::EVENTS_URI;
 use taskledger_domain::task::intake::json_fingerprint;
 use taskledger_domain::wire::{
     AgentCard, CancelTaskRequest, GetTaskRequest, ListTaskEventsRequest, ListTaskEventsResponse,
@@ -160,9 +161,6 @@ impl Operation {
 }
 
 /// Extensions whose message metadata is read only when the client activated them.
-/// taskledger's events extension.
-use taskledger_domain::projection::log::EVENTS_URI;
-
 const OPT_IN: [&str; 3] = [
     taskledger_domain::extensions::dmp::WORK_URI,
     taskledger_domain::task::ENVELOPE_URI,
@@ -341,14 +339,10 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
             let sent = Outcome::Sent(svc.send_message(who, req, ctx.idempotency).await?);
             generations::with_timelines(svc, sent, length, false).await?
         }
-        // The task as of a past generation, folded from its log (the events extension).
+        // The task as of a past generation, folded from its log (the events extension); the
+        // 1.1 timeline is the log's now, so a past state carries none.
         Operation::GetTask(req) if req.as_of_generation.is_some() => {
-            let length = generations::timeline_length(req.timeline_length)?;
-            let task = Outcome::Task(Box::new(svc.get_task_as_of(who, req).await?));
-            match timeline {
-                true => generations::with_timelines(svc, task, length, true).await?,
-                false => task,
-            }
+            Outcome::Task(Box::new(svc.get_task_as_of(who, req).await?))
         }
         // 1.1: with its timeline, read afresh (answers kept by ADR 026 carry none).
         Operation::GetTask(req) if timeline => {
