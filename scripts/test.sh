@@ -150,8 +150,8 @@ inspect() {
   (cd "$mcp" && node_modules/.bin/mcp-inspector --cli "http://127.0.0.1:$port/mcp" --transport http \
     --header "Authorization: Bearer tok-alice" --format json "$@")
 }
-tools=$(inspect --protocol-era modern --method tools/list)
-echo "$tools" | python3 -c 'import json,sys; t=json.load(sys.stdin)["result"]["tools"]; assert [x["name"] for x in t]==["send_message"], t'
+listed=$(inspect --protocol-era modern --method tools/list)
+echo "$listed" | python3 -c 'import json,sys; t=json.load(sys.stdin)["result"]["tools"]; assert [x["name"] for x in t]==["send_message"], t'
 # Modern: the call is answered with a task, which the Inspector polls (tasks/get) to its result.
 called=$(inspect --protocol-era modern --method tools/call --tool-name send_message --tool-arg "text=from the inspector")
 echo "$called" | python3 -c 'import json,sys; r=json.load(sys.stdin)["result"]; assert r["structuredContent"]["state"]=="TASK_STATE_COMPLETED" and r["structuredContent"]["artifacts"], r; assert "from the inspector" in r["content"][0]["text"], r'

@@ -48,34 +48,18 @@ impl CursorCodec {
     /// seconds) starts its lifetime.
     pub fn encode(&self, cursor: &Cursor, scope: &str, now_secs: i64) -> String {
         let visible = format!("2|{now_secs}|{}|{}", cursor.status_nanos, cursor.task_id);
-        let body = format!("{visible}|{scope}");
-        let tag = self.tag(body.as_bytes());
-        format!(
-            "{}.{}",
-            URL_SAFE_NO_PAD.encode(visible.as_bytes()),
-            URL_SAFE_NO_PAD.encode(tag)
-        )
+        self.seal(&visible, scope)
     }
 
     pub fn decode(&self, token: &str, scope: &str, now_secs: i64) -> Result<Cursor, String> {
         const BAD: &str = "pageToken is not a token this server issued for this query";
-        if token.len() > MAX_PAGE_TOKEN_BYTES {
-            return Err(BAD.into());
-        }
-        let (visible, tag) = token.split_once('.').ok_or(BAD)?;
-        let visible = URL_SAFE_NO_PAD.decode(visible).map_err(|_| BAD)?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| BAD)?;
-        let visible = String::from_utf8(visible).map_err(|_| BAD)?;
+        let visible = self.opened(token, scope).ok_or(BAD)?;
         let mut it = visible.splitn(4, '|');
         let (Some("2"), Some(issued), Some(nanos), Some(task_id)) =
             (it.next(), it.next(), it.next(), it.next())
         else {
             return Err(BAD.into());
         };
-        let body = format!("{visible}|{scope}");
-        if self.tag(body.as_bytes()) != tag {
-            return Err(BAD.into());
-        }
         let issued: i64 = issued.parse().map_err(|_| BAD)?;
         if now_secs - issued > PAGE_TOKEN_TTL_SECS {
             return Err("pageToken has expired; list again from the first page".into());
@@ -92,7 +76,19 @@ impl CursorCodec {
     /// continuation cursor bound to `scope` (the tenant and task it reads). It does not
     /// expire: a log position stays one while the log is kept.
     pub fn encode_position(&self, seq: u64, scope: &str) -> String {
-        let visible = format!("e1|{seq}");
+        self.seal(&format!("e1|{seq}"), scope)
+    }
+
+    /// The position a cursor of `scope` holds; a forged one, or one of another scope (another
+    /// task or tenant), is refused.
+    pub fn decode_position(&self, token: &str, scope: &str) -> Result<u64, String> {
+        self.opened(token, scope)
+            .and_then(|v| v.strip_prefix("e1|")?.parse().ok())
+            .ok_or_else(|| "pageToken is not a cursor this server issued for this task".into())
+    }
+
+    /// A token of `visible` bound to `scope`: the text and its tag, base64url each.
+    fn seal(&self, visible: &str, scope: &str) -> String {
         let tag = self.tag(format!("{visible}|{scope}").as_bytes());
         format!(
             "{}.{}",
@@ -101,24 +97,16 @@ impl CursorCodec {
         )
     }
 
-    /// The position a cursor of `scope` holds; a forged one, or one of another scope (another
-    /// task or tenant), is refused.
-    pub fn decode_position(&self, token: &str, scope: &str) -> Result<u64, String> {
-        const BAD: &str = "pageToken is not a cursor this server issued for this task";
+    /// The text of a token this codec sealed for `scope` (`None`: too long, malformed, forged,
+    /// or another scope's).
+    fn opened(&self, token: &str, scope: &str) -> Option<String> {
         if token.len() > MAX_PAGE_TOKEN_BYTES {
-            return Err(BAD.into());
+            return None;
         }
-        let (visible, tag) = token.split_once('.').ok_or(BAD)?;
-        let visible = URL_SAFE_NO_PAD.decode(visible).map_err(|_| BAD)?;
-        let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| BAD)?;
-        let visible = String::from_utf8(visible).map_err(|_| BAD)?;
-        if self.tag(format!("{visible}|{scope}").as_bytes()) != tag {
-            return Err(BAD.into());
-        }
-        visible
-            .strip_prefix("e1|")
-            .and_then(|n| n.parse().ok())
-            .ok_or_else(|| BAD.into())
+        let (visible, tag) = token.split_once('.')?;
+        let visible = String::from_utf8(URL_SAFE_NO_PAD.decode(visible).ok()?).ok()?;
+        let tag = URL_SAFE_NO_PAD.decode(tag).ok()?;
+        (self.tag(format!("{visible}|{scope}").as_bytes()) == tag).then_some(visible)
     }
 }
 

@@ -7,42 +7,17 @@ use std::sync::Arc;
 
 use taskledger_domain::ports::{commit_for, replay_state};
 use taskledger_domain::projection::log::{self, LogReader};
-use taskledger_domain::task::TaskEvent;
 use taskledger_domain::time::Timestamp;
-use taskledger_domain::wire::{Artifact, Part, TaskState};
+use taskledger_domain::wire::TaskState;
 
+use super::stream::worked_then_done;
 use super::{alice, create_task, state_of, Store};
 
 pub async fn a_log_pages_the_same_from_any_position<S: Store>(store: Arc<S>) {
     let id = create_task(&*store, "t-log", "c").await;
     let before = state_of(&*store, &id).await;
     let now = Timestamp::now();
-    let events = [
-        TaskEvent::StatusChanged {
-            state: TaskState::Working,
-            message: None,
-            at: now,
-        },
-        TaskEvent::ArtifactAdded {
-            artifact: Artifact {
-                artifact_id: "a-1".into(),
-                name: Some("notes".into()),
-                description: None,
-                parts: vec![Part::text("done")],
-                metadata: None,
-                extensions: Vec::new(),
-                end_generation: Default::default(),
-                start_generation: Default::default(),
-            },
-            last_chunk: true,
-            at: now,
-        },
-        TaskEvent::StatusChanged {
-            state: TaskState::Completed,
-            message: None,
-            at: now,
-        },
-    ];
+    let events = worked_then_done(now);
     store
         .append(&commit_for(id.clone(), &before, &events, now))
         .await

@@ -10,11 +10,9 @@ use taskledger_domain::wire::{Artifact, Part, TaskState};
 
 use super::{create_task, state_of, Store};
 
-pub async fn events_read_back_with_what_streams_show<S: Store>(store: Arc<S>) {
-    let id = create_task(&*store, "t-stream", "c").await;
-    let before = state_of(&*store, &id).await;
-    let now = Timestamp::now();
-    let events = [
+/// A task's work to its end in one commit: WORKING, an artifact, COMPLETED.
+pub(super) fn worked_then_done(now: Timestamp) -> [TaskEvent; 3] {
+    [
         TaskEvent::StatusChanged {
             state: TaskState::Working,
             message: None,
@@ -39,7 +37,14 @@ pub async fn events_read_back_with_what_streams_show<S: Store>(store: Arc<S>) {
             message: None,
             at: now,
         },
-    ];
+    ]
+}
+
+pub async fn events_read_back_with_what_streams_show<S: Store>(store: Arc<S>) {
+    let id = create_task(&*store, "t-stream", "c").await;
+    let before = state_of(&*store, &id).await;
+    let now = Timestamp::now();
+    let events = worked_then_done(now);
     let commit = commit_for(id.clone(), &before, &events, now);
     let written: Vec<_> = commit.events.iter().map(|e| e.update.clone()).collect();
     store.append(&commit).await.expect("append");
