@@ -167,3 +167,42 @@ pub fn state_of(r: &Received) -> Option<String> {
         .as_str()
         .map(str::to_string)
 }
+
+/// The server's published signing key (`/.well-known/jwks.json`, its first key) as the JWK and
+/// as a P-256 verifying key.
+pub async fn published_key(s: &crate::Server) -> (Value, p256::ecdsa::VerifyingKey) {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    let jwks: Value = s
+        .client
+        .get(format!("{}/.well-known/jwks.json", s.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let jwk = jwks["keys"][0].clone();
+    let mut sec1 = vec![4u8];
+    sec1.extend(URL_SAFE_NO_PAD.decode(jwk["x"].as_str().unwrap()).unwrap());
+    sec1.extend(URL_SAFE_NO_PAD.decode(jwk["y"].as_str().unwrap()).unwrap());
+    let key = p256::ecdsa::VerifyingKey::from_sec1_bytes(&sec1).unwrap();
+    (jwk, key)
+}
+
+/// Checks the detached JWS in `r`'s `X-Taskledger-Signature` over its body with `key`
+/// (panics when missing or when it does not verify); returns the JWS protected header.
+pub fn verify_signature(r: &Received, key: &p256::ecdsa::VerifyingKey) -> Value {
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use base64::Engine;
+    use p256::ecdsa::signature::Verifier;
+    let jws = r.header("x-taskledger-signature").expect("signed");
+    let (protected, sig) = jws.split_once("..").unwrap();
+    let header: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(protected).unwrap()).unwrap();
+    let input = format!("{protected}.{}", URL_SAFE_NO_PAD.encode(r.body.as_bytes()));
+    let sig = p256::ecdsa::Signature::from_slice(&URL_SAFE_NO_PAD.decode(sig).unwrap()).unwrap();
+    key.verify(input.as_bytes(), &sig)
+        .expect("the signature verifies with the published key");
+    header
+}

@@ -5,13 +5,9 @@
 
 use std::time::Duration;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use p256::ecdsa::signature::Verifier;
-use p256::ecdsa::{Signature, VerifyingKey};
 use serde_json::{json, Value};
 use taskledger_local::Storage;
-use taskledger_tests::receiver::{Receiver, Script};
+use taskledger_tests::receiver::{published_key, verify_signature, Receiver, Script};
 use taskledger_tests::{aws_endpoint, test_config, Server};
 
 /// A task that asks for input ("book a flight"), is answered ("window seat") and completes;
@@ -123,27 +119,9 @@ async fn the_events_webhook_hears_each_tasks_lifecycle_signed() {
     let events: Vec<Value> = seen.iter().map(|x| x.json()).collect();
     check_story(&events, &id);
     // Signed with the key the server publishes.
-    let jwks: Value = s
-        .client
-        .get(format!("{}/.well-known/jwks.json", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let jwk = &jwks["keys"][0];
-    let mut sec1 = vec![4u8];
-    sec1.extend(URL_SAFE_NO_PAD.decode(jwk["x"].as_str().unwrap()).unwrap());
-    sec1.extend(URL_SAFE_NO_PAD.decode(jwk["y"].as_str().unwrap()).unwrap());
-    let vk = VerifyingKey::from_sec1_bytes(&sec1).unwrap();
+    let (_, vk) = published_key(&s).await;
     for d in &seen {
-        let jws = d.header("x-taskledger-signature").expect("signed");
-        let (protected, sig) = jws.split_once("..").unwrap();
-        let input = format!("{protected}.{}", URL_SAFE_NO_PAD.encode(d.body.as_bytes()));
-        let sig = Signature::from_slice(&URL_SAFE_NO_PAD.decode(sig).unwrap()).unwrap();
-        vk.verify(input.as_bytes(), &sig)
-            .expect("the signature verifies with the published key");
+        verify_signature(d, &vk);
         let id = d.header("x-taskledger-delivery-id").expect("an id");
         assert_eq!(id, d.json()["id"], "the delivery id is the event's");
     }

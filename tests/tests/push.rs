@@ -4,15 +4,11 @@
 
 use std::time::Duration;
 
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use base64::Engine;
-use p256::ecdsa::signature::Verifier;
-use p256::ecdsa::{Signature, VerifyingKey};
 use serde_json::{json, Value};
 use taskledger_domain::ports::PushOutbox;
 use taskledger_domain::push::{AddressPolicy, RetryPolicy};
 use taskledger_local::{Config, PushSettings, Storage};
-use taskledger_tests::receiver::{state_of, Receiver, Script};
+use taskledger_tests::receiver::{published_key, state_of, verify_signature, Receiver, Script};
 use taskledger_tests::{error_code, fast_timings, Server};
 
 /// Quick retries so tests finish in seconds.
@@ -396,21 +392,8 @@ async fn headers_carry_the_credentials_token_sequence_and_a_verifiable_signature
         u.last().and_then(state_of).as_deref() == Some("TASK_STATE_COMPLETED")
     })
     .await;
-    let jwks: Value = s
-        .client
-        .get(format!("{}/.well-known/jwks.json", s.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let jwk = &jwks["keys"][0];
+    let (jwk, vk) = published_key(&s).await;
     assert_eq!(jwk["alg"], "ES256");
-    let mut sec1 = vec![4u8];
-    sec1.extend(URL_SAFE_NO_PAD.decode(jwk["x"].as_str().unwrap()).unwrap());
-    sec1.extend(URL_SAFE_NO_PAD.decode(jwk["y"].as_str().unwrap()).unwrap());
-    let vk = VerifyingKey::from_sec1_bytes(&sec1).unwrap();
     for d in r.seen() {
         assert_eq!(d.header("authorization"), Some("Bearer s3cr3t"));
         assert_eq!(d.header("x-a2a-notification-token"), Some("tok-1"));
@@ -427,15 +410,8 @@ async fn headers_carry_the_credentials_token_sequence_and_a_verifiable_signature
             body.get("statusUpdate").is_some() || body.get("artifactUpdate").is_some(),
             "{body}"
         );
-        let jws = d.header("x-taskledger-signature").unwrap();
-        let (protected, sig) = jws.split_once("..").unwrap();
-        let header: Value =
-            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(protected).unwrap()).unwrap();
+        let header = verify_signature(&d, &vk);
         assert_eq!(header["kid"], jwk["kid"]);
-        let input = format!("{protected}.{}", URL_SAFE_NO_PAD.encode(d.body.as_bytes()));
-        let sig = Signature::from_slice(&URL_SAFE_NO_PAD.decode(sig).unwrap()).unwrap();
-        vk.verify(input.as_bytes(), &sig)
-            .expect("the signature verifies with the published key");
     }
     // Without a signing key, no key set is published.
     let plain = dev_server().await;
