@@ -467,6 +467,18 @@ async fn an_archive_is_placed_in_one_tenant_and_a_signed_one_is_vouched_for() {
     };
     let (ok, said) = import_signed(&temp("signed-copy"), &exported);
     assert!(ok, "{said}");
+    // The archive is read once: what is imported is what was verified, however the path
+    // changes between the two (a pipe, which can be read only once, shows it).
+    let pipe = temp("signed.fifo");
+    let made = Command::new("mkfifo").arg(&pipe).status().unwrap();
+    assert!(made.success());
+    let writer = {
+        let (pipe, text) = (pipe.clone(), signed_text.clone());
+        std::thread::spawn(move || std::fs::write(pipe, text))
+    };
+    let (ok, said) = import_signed(&temp("signed-pipe"), &pipe);
+    writer.join().unwrap().unwrap();
+    assert!(ok, "a signed archive read once: {said}");
     // Unsigned, or changed by a byte: refused, nothing written.
     let target = temp("refused");
     let (ok, said) = import_signed(&target, &file);

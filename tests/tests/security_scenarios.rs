@@ -86,36 +86,49 @@ async fn a_reporter_cannot_steer_the_owners_task_to_an_end_but_the_owner_can() {
         {"id": "alice", "kind": "human", "role": "admin"},
         {"id": "bob", "kind": "human", "role": "reporter"}
     ]);
-    let (task, state) = settle(
-        &s,
-        "ta",
-        json!({"messageId": "tck-input-required-0", "role": "ROLE_USER", "parts": [
-            {"text": "Deploy it"},
-            {"data": {"name": "Release", "goal": "Ship", "participants": participants}, "mediaType": MEDIA}]}),
-    )
-    .await;
-    assert_eq!(state, "TASK_STATE_INPUT_REQUIRED");
-    let send = |token: &'static str, id: &'static str| {
-        let s = &s;
-        let task = task.clone();
-        async move {
-            call(
-                s,
-                token,
-                "SendMessage",
-                json!({"message": {"messageId": id, "role": "ROLE_USER", "taskId": task,
-                    "parts": [{"text": "stop it"}]}, "configuration": {"returnImmediately": false}}),
-            )
+    // Each scenario that ends a task otherwise than by its work, sent by bob to a task of
+    // alice's of its own: none is followed (the model loop answers him instead) — his turn
+    // neither fails nor rejects her task, nor hangs it until the deadline reaper fails it
+    // (a stalled turn would hold this blocking send).
+    for id in [
+        "tck-reject-task-bob",
+        "fault-turn-fails-bob",
+        "fault-turn-stalls-bob",
+    ] {
+        let (task, state) = settle(
+            &s,
+            "ta",
+            json!({"messageId": "tck-input-required-0", "role": "ROLE_USER", "parts": [
+                {"text": "Deploy it"},
+                {"data": {"name": "Release", "goal": "Ship", "participants": participants}, "mediaType": MEDIA}]}),
+        )
+        .await;
+        assert_eq!(state, "TASK_STATE_INPUT_REQUIRED");
+        let sent = call(
+            &s,
+            "tb",
+            "SendMessage",
+            json!({"message": {"messageId": id, "role": "ROLE_USER", "taskId": task,
+                "parts": [{"text": "stop it"}]}, "configuration": {"returnImmediately": false}}),
+        );
+        let v = tokio::time::timeout(std::time::Duration::from_secs(20), sent)
             .await
-        }
-    };
-    // bob's rejection is not followed (the model loop answers him instead)...
-    let v = send("tb", "tck-reject-task-bob").await;
-    let after = v["result"]["task"]["status"]["state"]
-        .as_str()
-        .unwrap_or("");
-    assert_ne!(after, "TASK_STATE_REJECTED", "bob ended alice's task: {v}");
-    assert!(v.get("error").is_none(), "{v}");
+            .unwrap_or_else(|_| panic!("{id}: bob's turn stalled alice's task"));
+        assert!(v.get("error").is_none(), "{id}: {v}");
+        let after = v["result"]["task"]["status"]["state"]
+            .as_str()
+            .unwrap_or("");
+        assert!(
+            ![
+                "TASK_STATE_REJECTED",
+                "TASK_STATE_FAILED",
+                "TASK_STATE_WORKING",
+                ""
+            ]
+            .contains(&after),
+            "{id}: bob steered alice's task to {after}: {v}"
+        );
+    }
     // ...the owner's is.
     let (_, state) = settle(&s, "ta", text("tck-reject-task-alice", "no")).await;
     assert_eq!(state, "TASK_STATE_REJECTED", "the owner may");

@@ -96,11 +96,20 @@ async fn signing_in_and_out_never_revives_anothers_signed_out_session() {
     let bobs = sign_in(&s, "tb").await.unwrap();
     sign_out(&s, &bobs).await;
     assert!(!opens(&s, &bobs).await);
-    // alice churns through sessions; bob's copied cookie stays dead throughout.
-    for _ in 0..300 {
-        let c = sign_in(&s, "ta").await.unwrap();
-        sign_out(&s, &c).await;
-    }
+    // alice churns through sessions one past what the old revocation list held (it forgot its
+    // oldest entry then, bob's); bob's copied cookie stays dead throughout.
+    const OLD_REVOKED_LIST: usize = 10_000;
+    const CHURNERS: usize = 8;
+    let churn = (0..CHURNERS).map(|w| {
+        let s = &s;
+        async move {
+            for _ in (w..=OLD_REVOKED_LIST).step_by(CHURNERS) {
+                let c = sign_in(s, "ta").await.unwrap();
+                sign_out(s, &c).await;
+            }
+        }
+    });
+    futures_util::future::join_all(churn).await;
     assert!(!opens(&s, &bobs).await, "a signed-out session works again");
     // Without signing out, alice reaches her bound: the next sign-in is refused, and none of
     // hers (or anyone's) is forgotten to make room.

@@ -80,6 +80,18 @@ async fn the_owners_board_shows_no_participants_webhook_and_no_failure_names_a_u
         "{body}"
     );
     assert!(!body.contains("alice-s3cr3t"));
+    // The timeline shows each viewer the config events the API's log shows them: their own.
+    let timeline_sets = |page: &str| page.matches("<strong>PushConfigSet</strong>").count();
+    assert_eq!(
+        timeline_sets(&seen),
+        1,
+        "alice's timeline shows bob's config"
+    );
+    assert_eq!(
+        timeline_sets(&body),
+        1,
+        "bob's timeline shows alice's config"
+    );
 }
 
 #[tokio::test]

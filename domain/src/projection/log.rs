@@ -134,6 +134,12 @@ fn record(
     })
 }
 
+/// Whether `reader` sees the stored event `e` of the task whose head is `head` — the rule a
+/// page applies, for every other reader of the log (the board's timeline).
+pub fn shown(head: &TaskHead, e: &StoredEvent, reader: LogReader<'_>) -> bool {
+    e.decode().map_or(true, |event| shows(head, &event, reader))
+}
+
 /// Whether `reader` sees `event`: everything but the push configs of other principals.
 fn shows(head: &TaskHead, event: &TaskEvent, reader: LogReader<'_>) -> bool {
     let LogReader::Client(who) = reader else {

@@ -243,13 +243,14 @@ fn admit_on(head: &TaskHead, event: &TaskEvent, gate: &Admission) -> Result<(), 
             };
             crate::push::PushConfigSpec::parse(&wire, &config.id, &gate.addresses, "config")
                 .map_err(|e| e.to_string())?;
-            match &config.owner {
-                Some(o) if !head.visible_to(o) => Err(format!(
+            if let Some(o) = config.owner.as_ref().filter(|o| !head.visible_to(o)) {
+                return Err(format!(
                     "a push config of {o}, who does not see task {}",
                     head.id
-                )),
-                _ => Ok(()),
+                ));
             }
+            let by = config.owner.as_ref().unwrap_or(&head.owner);
+            super::subscriptions::room_for(head, by, &config.id).map_err(|e| e.to_string())
         }
         _ => Ok(()),
     }

@@ -361,3 +361,31 @@ fn a_push_config_is_one_the_api_would_have_registered() {
         .admit(&config("https://example.com/hook", None), at(3), &gate())
         .is_ok());
 }
+
+#[test]
+fn a_push_config_past_its_principals_room_is_refused() {
+    use crate::push::MAX_PUSH_CONFIGS_PER_PRINCIPAL;
+    let config = |id: String| TaskEvent::PushConfigSet {
+        config: PushConfigSpec {
+            id,
+            url: "https://example.com/hook".into(),
+            token: None,
+            scheme: None,
+            credentials: None,
+            owner: None,
+            protocol: PushProtocol::V1,
+        },
+        at: at(3),
+    };
+    let mut state = given(vec![]);
+    // Given the owner's room filled to the limit, each config admitted on the way.
+    for i in 0..MAX_PUSH_CONFIGS_PER_PRINCIPAL {
+        let e = config(format!("p-{i}"));
+        state.admit(&e, at(4), &gate()).expect("within the room");
+        state.apply_event(&e);
+    }
+    // Then one more is refused, and replacing one the owner holds is still admitted.
+    let why = refused(&state, config("p-one-more".into()));
+    assert!(why.contains("the limit"), "{why}");
+    assert!(state.admit(&config("p-0".into()), at(4), &gate()).is_ok());
+}

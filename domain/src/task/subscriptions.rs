@@ -20,24 +20,32 @@ pub(super) fn set(
     at: Timestamp,
 ) -> Result<Vec<TaskEvent>, DomainError> {
     let by = by.unwrap_or_else(|| head.owner.clone());
-    let mine = || head.push.iter().filter(|p| p.belongs_to(&by, &head.owner));
-    let replaces = mine().any(|p| p.id == config.id);
-    let held = mine().count();
-    if !replaces && held >= MAX_PUSH_CONFIGS_PER_PRINCIPAL {
-        return Err(DomainError::invalid(
-            "id",
-            format!(
-                "you already have {held} push notification configs on task {}, the limit; \
-                 delete one first",
-                head.id
-            ),
-        ));
-    }
+    room_for(head, &by, &config.id)?;
     config.owner = (by != head.owner).then_some(by);
     Ok(vec![TaskEvent::PushConfigSet {
         config,
         at: head.next_stamp(at),
     }])
+}
+
+/// Whether `by` may hold one more config with `id` on the task: a replacement (same id) always,
+/// a new one while `by` holds fewer than `MAX_PUSH_CONFIGS_PER_PRINCIPAL`. Decided commands and
+/// admitted (imported) events read this one rule.
+pub(super) fn room_for(head: &TaskHead, by: &Principal, id: &str) -> Result<(), DomainError> {
+    let mine = || head.push.iter().filter(|p| p.belongs_to(by, &head.owner));
+    let replaces = mine().any(|p| p.id == id);
+    let held = mine().count();
+    if !replaces && held >= MAX_PUSH_CONFIGS_PER_PRINCIPAL {
+        return Err(DomainError::invalid(
+            "id",
+            format!(
+                "{by} already has {held} push notification configs on task {}, the limit; \
+                 delete one first",
+                head.id
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// `DeletePushConfig`: removing a config that does not exist changes nothing.

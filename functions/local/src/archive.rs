@@ -2,7 +2,7 @@
 //! archive runs with a file (written private to its owner beside its place and renamed into it,
 //! never through a link) or standard output, and a file read a bounded line at a time.
 
-use std::io::{BufRead, BufReader, Read, Seek};
+use std::io::{BufRead, BufReader, Read, Seek, Write};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -105,20 +105,18 @@ pub async fn import(
     path: &Path,
 ) -> Result<ArchiveReport, ArchiveCliError> {
     let stores = open_store(storage, retention).await?;
-    let mut file = std::fs::File::open(path).map_err(file_err(path))?;
+    let file = std::fs::File::open(path).map_err(file_err(path))?;
     let options = ImportOptions {
         tenant: flags.tenant.clone(),
         require_signed: flags.require_signed,
         signer: keys.signer.clone(),
         seal: keys.seal.clone(),
     };
-    if flags.require_signed {
-        let mut lines = BoundedLines::new(&mut file);
-        let verified = archive::verify(lines.by_ref(), keys.signer.as_deref());
-        lines.failure().map_err(file_err(path))?;
-        verified?;
-        file.rewind().map_err(file_err(path))?;
-    }
+    let mut file = if flags.require_signed {
+        verified_copy(file, keys.signer.as_deref(), path)?
+    } else {
+        file
+    };
     let ledger = Ledger::uncached(
         stores.events.clone(),
         keys.policy.clone().unwrap_or_else(AddressPolicy::strict),
@@ -127,6 +125,40 @@ pub async fn import(
     let report = archive::import(&ledger, stores.events.as_ref(), lines.by_ref(), &options).await;
     lines.failure().map_err(file_err(path))?;
     Ok(report?)
+}
+
+/// `--require-signed`: the archive read once, verified while it is copied into an unnamed file
+/// private to this process, and that copy returned to be imported — what is imported is what was
+/// verified, whatever happens at `path` meanwhile (a pipe can be imported too).
+fn verified_copy(
+    file: std::fs::File,
+    signer: Option<&dyn CardSigner>,
+    path: &Path,
+) -> Result<std::fs::File, ArchiveCliError> {
+    let mut copy = tempfile::tempfile().map_err(file_err(path))?;
+    let mut lines = BoundedLines::new(Tee {
+        from: file,
+        to: &mut copy,
+    });
+    let verified = archive::verify(lines.by_ref(), signer);
+    lines.failure().map_err(file_err(path))?;
+    verified?;
+    copy.rewind().map_err(file_err(path))?;
+    Ok(copy)
+}
+
+/// A reader that writes what it reads to `to`.
+struct Tee<R, W> {
+    from: R,
+    to: W,
+}
+
+impl<R: Read, W: Write> Read for Tee<R, W> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.from.read(buf)?;
+        self.to.write_all(&buf[..n])?;
+        Ok(n)
+    }
 }
 
 /// An archive's lines, numbered from 1, each read no further than one byte past

@@ -113,7 +113,9 @@ pub(super) async fn render(
     let upto = as_of.map_or(version, |a| a.at);
     let from = upto.saturating_sub(MAX_TIMELINE_EVENTS as u64);
     let mut events = app.service.events(&id, from).await.unwrap_or_default();
-    events.retain(|e| e.seq <= upto);
+    // What the API's log shows this viewer: another principal's webhooks are theirs (ADR 021).
+    let reader = taskledger_domain::projection::log::LogReader::Client(who);
+    events.retain(|e| e.seq <= upto && taskledger_domain::projection::log::shown(&head, e, reader));
     // Each viewer's own webhooks, as the API lists them to that viewer (ADR 021).
     let pushes = app
         .service
