@@ -353,3 +353,45 @@ async fn a_server_bounding_token_lifetimes_refuses_longer_lived_tokens() {
         key.sign(&json!({"iss": ISSUER, "aud": AUDIENCE, "sub": "alice", "exp": now() + 60}));
     refused(&s, &no_iat, "says nothing of when it was issued").await;
 }
+
+/// Whether the board opens with `cookie` (its front page, or the sign-in page it sends to).
+async fn board_opens(s: &Server, cookie: &str) -> bool {
+    let (status, headers, _) = taskledger_tests::board::page(s, "/", cookie).await;
+    match status {
+        StatusCode::OK => true,
+        StatusCode::SEE_OTHER => {
+            assert_eq!(headers["location"], "/board/login");
+            false
+        }
+        other => panic!("the board answered {other}"),
+    }
+}
+
+#[tokio::test]
+async fn a_board_session_ends_when_its_jwt_expires_or_its_key_is_withdrawn() {
+    let (kept, dropped) = (Key::new("kept", 3), Key::new("dropped", 5));
+    let idp = idp(json!({"keys": [kept.jwk(), dropped.jwk()]})).await;
+    let s = server(&idp).await;
+    // Given: alice signs in with a token that expires in 3 s; bob with one of a key the
+    // issuer is about to withdraw; carol with a token that stays good.
+    let mut brief = claims("alice");
+    brief["exp"] = json!(now() + 3);
+    let alice = taskledger_tests::board::session(&s, &kept.sign(&brief)).await;
+    let bob = taskledger_tests::board::session(&s, &dropped.sign(&claims("bob"))).await;
+    let carol = taskledger_tests::board::session(&s, &kept.sign(&claims("carol"))).await;
+    for c in [&alice, &bob, &carol] {
+        assert!(board_opens(&s, c).await);
+    }
+    // When: the issuer withdraws bob's key (a token of a new key makes the server read the
+    // set again), and alice's token expires.
+    let new = Key::new("new", 7);
+    *idp.keys.lock().unwrap() = json!({"keys": [kept.jwk(), new.jwk()]});
+    tokio::time::sleep(REFETCH * 2).await;
+    assert_eq!(s.as_user(&new.sign(&claims("dave"))).total_tasks().await, 0);
+    tokio::time::sleep(std::time::Duration::from_millis(3_500)).await;
+    // Then: their sessions no longer open the board (the cookies themselves are still
+    // well signed and unexpired); carol's does.
+    assert!(!board_opens(&s, &alice).await, "an expired JWT's session");
+    assert!(!board_opens(&s, &bob).await, "a withdrawn key's session");
+    assert!(board_opens(&s, &carol).await);
+}
