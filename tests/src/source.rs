@@ -56,3 +56,29 @@ pub fn is_test_file(path: &Path) -> bool {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     name.ends_with("_tests.rs") || name == "tests.rs"
 }
+
+/// A file's product code: every `#[cfg(test)]` item left out — a declared test module
+/// (`mod name;`) or a `use` its one line, anything else (an inline `mod tests { … }`, which
+/// this code base keeps last in its file) everything from there on. Cutting at the first
+/// `#[cfg(test)]` instead would hide all that follows a test module declared at the top.
+pub fn product_code(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut lines = text.lines();
+    while let Some(line) = lines.next() {
+        if line.trim() != "#[cfg(test)]" {
+            out.push_str(line);
+            out.push('\n');
+            continue;
+        }
+        // Other attributes may come between; then the item itself.
+        let item = lines.by_ref().map(str::trim).find(|l| !l.starts_with("#["));
+        let one_line = item.is_some_and(|l| {
+            let l = l.strip_prefix("pub ").unwrap_or(l);
+            (l.starts_with("mod ") || l.starts_with("use ")) && l.ends_with(';')
+        });
+        if !one_line {
+            break;
+        }
+    }
+    out
+}

@@ -6,7 +6,7 @@
 
 use std::path::{Path, PathBuf};
 
-use taskledger_tests::source::{crates, is_test_file, root, rust_files};
+use taskledger_tests::source::{crates, is_test_file, product_code, root, rust_files};
 
 /// The longest product file, in lines.
 const MAX_FILE_LINES: usize = 600;
@@ -118,7 +118,7 @@ fn only_the_composition_names_adapters() {
         .iter()
         .filter(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let product = product_code(&text);
             product.contains("taskledger_infra")
         })
         .map(|f| f.display().to_string())
@@ -145,7 +145,7 @@ fn every_file_is_created_through_the_one_private_writer() {
         .filter(|f| **f != writer && f.file_name().is_some_and(|n| n != "build.rs"))
         .filter_map(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let product = product_code(&text);
             let product = product.replace("PrivateFile::create", "");
             opens
                 .iter()
@@ -171,7 +171,7 @@ fn only_the_ledger_appends_to_the_store() {
         .filter(|f| !is_test_file(f) && !f.starts_with(&ledger))
         .filter(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let product = product_code(&text);
             product.contains(".append(&")
         })
         .map(|f| f.display().to_string())
@@ -197,7 +197,7 @@ fn only_the_front_door_reaches_the_0_3_shapes() {
         .filter(|f| !is_test_file(f) && !f.starts_with(app.join("v03")) && !allowed.contains(f))
         .filter(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let product = product_code(&text);
             product.contains("crate::v03")
         })
         .map(|f| f.display().to_string())
@@ -219,7 +219,7 @@ fn only_the_settings_read_the_environment() {
         .filter(|f| !f.starts_with(&settings) && f.file_name().is_some_and(|n| n != "build.rs"))
         .filter(|f| {
             let text = std::fs::read_to_string(f).unwrap();
-            let product = text.split("#[cfg(test)]").next().unwrap_or_default();
+            let product = product_code(&text);
             product.contains("env::var")
         })
         .map(|f| f.display().to_string())

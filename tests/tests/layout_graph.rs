@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use taskledger_tests::source::{crates, root, rust_files};
+use taskledger_tests::source::{crates, product_code, root, rust_files};
 
 /// The module a file holds, as path segments from the crate root.
 fn module_of(src: &Path, file: &Path) -> Vec<String> {
@@ -81,8 +81,7 @@ fn test_modules(files: &[PathBuf]) -> Vec<PathBuf> {
 
 /// The file's product code: test modules and comments left out.
 fn product_text(text: &str) -> String {
-    let product = text.split("#[cfg(test)]").next().unwrap_or_default();
-    product
+    product_code(text)
         .lines()
         .map(|l| {
             // A comment runs to the end of the line; `://` in a URL is not one.
@@ -318,4 +317,18 @@ fn the_reader_sees_use_trees_and_relative_paths() {
     let m = ["task".to_string(), "gates".to_string()];
     let r = resolve(&m, &paths[0]);
     assert_eq!(r.join("::"), "task::commands::TaskCommand");
+}
+
+#[test]
+fn test_code_is_left_out_and_nothing_after_a_declared_test_module_is() {
+    let text = "use crate::a;\n#[cfg(test)]\nmod tests;\n#[cfg(test)]\n#[allow(unused)]\npub use crate::b;\nuse crate::c;\n#[cfg(test)]\nmod more {\n    use crate::d;\n}\n";
+    let product = product_code(text);
+    assert!(
+        product.contains("crate::a") && product.contains("crate::c"),
+        "{product}"
+    );
+    assert!(
+        !product.contains("crate::b") && !product.contains("crate::d"),
+        "{product}"
+    );
 }

@@ -309,7 +309,7 @@ impl Call {
         ctx.trace = self.trace;
         ctx.last_event_id = self.last_event_id;
         ctx.task_encoding = Some(tasks);
-        ctx.card = card;
+        ctx.card = card.map(|c| c as Arc<dyn crate::operations::ServedCard>);
         ctx
     }
 }

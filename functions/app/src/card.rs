@@ -34,6 +34,16 @@ impl PublicCard {
     }
 }
 
+impl crate::operations::ServedCard for PublicCard {
+    fn card(&self) -> &AgentCard {
+        &self.card
+    }
+
+    fn signed(&self, card: AgentCard) -> AgentCard {
+        PublicCard::signed(self, card)
+    }
+}
+
 /// Signs the card's RFC 8785 form — the 1.0 card, then the merged card a version-less fetch
 /// gets (ADR 031) — and each form an official SDK verifies instead where it differs (the 1.x
 /// SDKs drop empty members; a2a-sdk 0.3 reads the card as its 0.3 model): a verifier accepts

@@ -149,9 +149,9 @@ impl A2aGrpc {
             if let (true, Operation::GetExtendedAgentCard, Some(card)) =
                 (line.is_v03(), &op, &ctx.card)
             {
-                if card.card.capabilities.extended_agent_card != Some(true) {
+                if card.card().capabilities.extended_agent_card != Some(true) {
                     return Ok(Reply {
-                        outcome: Outcome::Card(Box::new(card.card.clone())),
+                        outcome: Outcome::Card(Box::new(card.card().clone())),
                         extensions: Default::default(),
                     });
                 }

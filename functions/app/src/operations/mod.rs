@@ -167,6 +167,16 @@ const OPT_IN: [&str; 3] = [
     taskledger_domain::extensions::hitl::HITL_URI,
 ];
 
+/// The public card a binding serves, and how a card derived from it (the extended card) is
+/// signed — `crate::card::PublicCard`, named here by what operations ask of it.
+pub trait ServedCard: Send + Sync + std::fmt::Debug {
+    fn card(&self) -> &taskledger_domain::wire::AgentCard;
+    fn signed(
+        &self,
+        card: taskledger_domain::wire::AgentCard,
+    ) -> taskledger_domain::wire::AgentCard;
+}
+
 /// What a request carries besides its operation.
 #[derive(Debug, Clone)]
 pub struct Context {
@@ -180,7 +190,7 @@ pub struct Context {
     /// The `1.x` the client speaks (`A2A-Version`).
     pub version: ProtocolVersion,
     /// The public agent card as this binding serves it (set for GetExtendedAgentCard).
-    pub card: Option<Arc<crate::card::PublicCard>>,
+    pub card: Option<Arc<dyn ServedCard>>,
     /// How the binding writes a Task result: given, GetTask's result may come already
     /// written that way (`Outcome::Encoded`, ADR 026).
     pub task_encoding: Option<TaskEncoding>,
@@ -400,10 +410,10 @@ async fn run(svc: &Arc<Service>, ctx: Context, op: Operation) -> Result<Reply, A
         Operation::GetExtendedAgentCard => match ctx
             .card
             .as_deref()
-            .filter(|c| c.card.capabilities.extended_agent_card == Some(true))
+            .filter(|c| c.card().capabilities.extended_agent_card == Some(true))
         {
             Some(public) => Outcome::Card(Box::new(public.signed(extended_card(
-                public.card.clone(),
+                public.card().clone(),
                 who,
                 &svc.caller_limits(),
             )))),
