@@ -39,6 +39,8 @@ pub struct Calls {
 pub struct CallsSnapshot {
     pub counts: [(CallOutcome, u64); 3],
     pub latency: HistogramSnapshot,
+    /// The latencies since the last reading, in seconds (kept only for EMF reports).
+    pub samples: Vec<f64>,
 }
 
 impl Calls {
@@ -47,10 +49,16 @@ impl Calls {
         self.latency.observe(took, samples);
     }
 
-    pub fn snapshot(&self) -> CallsSnapshot {
+    /// The counts and latency; with `samples`, the latency samples taken since the last one.
+    pub fn snapshot(&self, samples: bool) -> CallsSnapshot {
         CallsSnapshot {
             counts: CallOutcome::ALL.map(|o| (o, self.counts[o as usize].load(Ordering::Relaxed))),
             latency: self.latency.snapshot(),
+            samples: if samples {
+                self.latency.take_samples()
+            } else {
+                Vec::new()
+            },
         }
     }
 }

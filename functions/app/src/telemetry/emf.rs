@@ -124,6 +124,14 @@ impl Reporter {
                 millis(&now.push_samples),
             ));
         }
+        for (name, calls) in [
+            ("UpstreamCallLatency", &now.upstream),
+            ("McpCallLatency", &now.mcp),
+        ] {
+            if !calls.samples.is_empty() {
+                plain.push((name, "Milliseconds", millis(&calls.samples)));
+            }
+        }
         if !plain.is_empty() {
             out.push(line(ns, at_ms, &[], &plain));
         }
@@ -158,6 +166,22 @@ impl Reporter {
                     &[("Outcome", o.label())],
                     &[("PushDeliveries", "Count", json!(d))],
                 ));
+            }
+        }
+        for (name, calls, before) in [
+            ("UpstreamCalls", &now.upstream, last.map(|l| &l.upstream)),
+            ("McpCalls", &now.mcp, last.map(|l| &l.mcp)),
+        ] {
+            for (i, (o, n)) in calls.counts.iter().enumerate() {
+                let d = delta(*n, before.map(|b| b.counts[i].1));
+                if d > 0 {
+                    out.push(line(
+                        ns,
+                        at_ms,
+                        &[("Outcome", o.label())],
+                        &[(name, "Count", json!(d))],
+                    ));
+                }
             }
         }
         self.last = Some(now);

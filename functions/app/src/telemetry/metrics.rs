@@ -274,8 +274,8 @@ impl Metrics {
             push_samples: self.take_if_sampling(&self.push_latency),
             open_streams: self.open_streams.load(Ordering::Relaxed).max(0) as u64,
             spans_dropped: load(&self.spans_dropped),
-            upstream: self.upstream.snapshot(),
-            mcp: self.mcp.snapshot(),
+            upstream: self.upstream.snapshot(self.sampling()),
+            mcp: self.mcp.snapshot(self.sampling()),
         }
     }
 

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use taskledger_domain::wire::TaskState;
 
+use super::calls::CallOutcome;
 use super::emf::Reporter;
 use super::histogram::BUCKETS;
 use super::metrics::{Binding, Metrics, PushOutcome, TokenKind, TurnOutcome};
@@ -39,6 +40,8 @@ fn record_some(m: &Metrics) {
     m.turn(TurnOutcome::Ran, Some(Duration::from_millis(40)));
     m.tokens(TokenKind::Input, 12);
     m.push(PushOutcome::Delivered, Duration::from_millis(3));
+    m.upstream(CallOutcome::Ok, Duration::from_millis(5));
+    m.mcp(CallOutcome::Timeout, Duration::from_millis(7));
 }
 
 /// Prometheus text: `# HELP` and `# TYPE` before each family's samples, samples as
@@ -121,6 +124,9 @@ fn the_prometheus_text_is_well_formed() {
         "a2a_requests_total{method=\"GetTask\",binding=\"grpc\",outcome=\"TASK_NOT_FOUND\"}"
     ));
     assert!(text.contains("taskledger_tasks{state=\"TASK_STATE_COMPLETED\"} 3"));
+    assert!(text.contains("taskledger_upstream_calls_total{outcome=\"ok\"} 1"));
+    assert!(text.contains("taskledger_mcp_calls_total{outcome=\"timeout\"} 1"));
+    assert!(text.contains("taskledger_mcp_call_duration_seconds_count 1"));
     assert_eq!(
         BUCKETS.len() + 1,
         text.matches("taskledger_agent_turn_duration_seconds_bucket")
@@ -273,6 +279,16 @@ fn emf_lines_follow_the_specification_and_report_what_changed() {
         find("AgentTurnDuration")["AgentTurnDuration"],
         json!([40.0])
     );
+    // Calls to other parties (ADR 034), as /metrics counts them.
+    assert_eq!(find("UpstreamCalls")["UpstreamCalls"], 1);
+    assert_eq!(find("UpstreamCalls")["Outcome"], "ok");
+    assert_eq!(find("McpCalls")["McpCalls"], 1);
+    assert_eq!(find("McpCalls")["Outcome"], "timeout");
+    assert_eq!(
+        find("UpstreamCallLatency")["UpstreamCallLatency"],
+        json!([5.0])
+    );
+    assert_eq!(find("McpCallLatency")["McpCallLatency"], json!([7.0]));
     // Nothing new: nothing reported.
     assert!(reporter.report(m.snapshot(), 1_767_225_601_000).is_empty());
 }
