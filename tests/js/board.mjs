@@ -332,6 +332,13 @@ async function mcpScenario(page) {
   );
   const history = await page.textContent('ol.history');
   check('the MCP server\'s answer reached the agent', history.includes('hello from the board'), history.slice(-300));
+  // The work view lists the call: the tool, its MCP server, how it ended.
+  await page.reload();
+  const row = page.locator('table.tool-calls tr[data-call="everything__echo"]');
+  const outcome = (await row.count()) === 1 ? await row.getAttribute('data-outcome') : null;
+  const server = (await row.count()) === 1 ? await row.locator('td').nth(3).textContent() : '';
+  check('the work view lists the MCP call, its server and its outcome', outcome === 'ok' && server === 'everything', `${outcome} ${server}`);
+  await page.screenshot({ path: `${shots}/mcp-work-view.png`, fullPage: true });
 }
 
 console.log(`${passed} passed, ${failed} failed`);

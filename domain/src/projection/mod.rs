@@ -11,6 +11,7 @@ mod log_tests;
 pub mod push;
 pub mod stream;
 pub mod timeline;
+pub mod tool_calls;
 pub mod work;
 
 pub use first::first_commit_view;

@@ -5,6 +5,7 @@
 
 use maud::{html, Markup};
 use taskledger_domain::ports::OutboxRecord;
+use taskledger_domain::projection::tool_calls::{tool_calls, CallEnd};
 use taskledger_domain::projection::work::{turns, TurnEnd};
 use taskledger_domain::task::stored::StoredEvent;
 use taskledger_domain::time::Timestamp;
@@ -29,6 +30,17 @@ fn outcome(end: &TurnEnd) -> (&'static str, String) {
     }
 }
 
+fn call_outcome(end: &CallEnd) -> (&'static str, String) {
+    match end {
+        CallEnd::Pending => (
+            "pending",
+            "no result yet (running, or waiting for approval)".into(),
+        ),
+        CallEnd::Ok => ("ok", "answered".into()),
+        CallEnd::Error(e) => ("error", format!("error: {e}")),
+    }
+}
+
 /// The section: turns from `events` (the page's window of the log), deliveries when given.
 pub(super) fn section(events: &[StoredEvent], deliveries: Option<&[OutboxRecord]>) -> Markup {
     let decoded: Vec<_> = events
@@ -36,6 +48,7 @@ pub(super) fn section(events: &[StoredEvent], deliveries: Option<&[OutboxRecord]
         .filter_map(|e| e.decode().ok().map(|d| (e.seq, d, e.recorded_at)))
         .collect();
     let turns = turns(&decoded);
+    let calls = tool_calls(&decoded);
     html! {
         section.work {
             h2 { "Agent turns" }
@@ -53,6 +66,24 @@ pub(super) fn section(events: &[StoredEvent], deliveries: Option<&[OutboxRecord]
                                 td { (t.reason) }
                                 td { (text) }
                                 td { @if let Some(at) = t.ended_at { (when(at)) } }
+                            }
+                        }
+                    }
+                }
+            }
+            @if !calls.is_empty() {
+                h2 { "Tool calls" }
+                table.tool-calls {
+                    thead { tr { th { "event" } th { "called" } th { "tool" } th { "MCP server" } th { "outcome" } } }
+                    tbody {
+                        @for c in calls.iter().rev() {
+                            @let (key, text) = call_outcome(&c.end);
+                            tr data-call=(c.name) data-outcome=(key) {
+                                td { "#" (c.seq) }
+                                td { (when(c.at)) }
+                                td { code { (c.name) } }
+                                td { @if let Some(s) = &c.server { (s) } @else { "built in" } }
+                                td { (text) }
                             }
                         }
                     }
