@@ -13,6 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use rmcp::model::RequestParamsMeta;
 use rmcp::model::{CallToolRequestParams, ContentBlock};
 use rmcp::service::{NotificationContext, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
@@ -21,6 +22,7 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use serde_json::Value;
 use taskledger_domain::agent::mcp::{CallResult, ListedTool, ToolServer, MAX_TOOL_RESULT_BYTES};
 use taskledger_domain::push::AddressPolicy;
+use taskledger_domain::trace::TraceContext;
 use tokio::sync::Mutex;
 
 use crate::webhook::{guarded_client, literal_permitted};
@@ -260,11 +262,20 @@ impl ToolServer for McpServer {
         Ok(listed)
     }
 
-    async fn call(&self, tool: &str, arguments: Value) -> Result<CallResult, String> {
+    async fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        trace: Option<&TraceContext>,
+    ) -> Result<CallResult, String> {
         let session = self.session().await?;
         let mut params = CallToolRequestParams::new(tool.to_string());
         if let Value::Object(args) = arguments {
             params = params.with_arguments(args);
+        }
+        // The calling span's own context (never a caller's `tracestate`): SEP-414's `_meta`.
+        if let Some(t) = trace {
+            params.set_traceparent(&t.traceparent());
         }
         let result = tokio::time::timeout(MCP_CALL_TIMEOUT, session.call_tool(params))
             .await

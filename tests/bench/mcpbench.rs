@@ -73,7 +73,7 @@ async fn adapter(url: &str, n: usize) -> Vec<f64> {
     for _ in 0..n {
         let t = Instant::now();
         let r = s
-            .call("echo", json!({"message": "bench"}))
+            .call("echo", json!({"message": "bench"}), None)
             .await
             .expect("call");
         assert!(r.text.contains("bench"));

@@ -326,4 +326,113 @@ async fn one_send_is_one_trace_from_request_to_turn_to_webhook() {
             &bad[..bad.len().min(40)]
         );
     }
+
+    mcp_call_is_a_client_span_named_to_the_server(&collector).await;
+}
+
+/// A minimal MCP server (Streamable HTTP, JSON answers): one tool, `whoami`, each call's
+/// params kept.
+async fn probe_mcp() -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
+    use axum::http::StatusCode;
+    use axum::response::IntoResponse;
+    let seen: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
+    let kept = seen.clone();
+    let app = axum::Router::new().route(
+        "/mcp",
+        axum::routing::post(move |axum::Json(req): axum::Json<serde_json::Value>| {
+            let kept = kept.clone();
+            async move {
+                let result = match req["method"].as_str().unwrap_or_default() {
+                    "initialize" => json!({"protocolVersion": req["params"]["protocolVersion"],
+                        "capabilities": {"tools": {}}, "serverInfo": {"name": "probe", "version": "1"}}),
+                    "tools/list" => json!({"tools": [{"name": "whoami", "description": "who calls",
+                        "inputSchema": {"type": "object"}}]}),
+                    "tools/call" => {
+                        kept.lock().unwrap().push(req["params"].clone());
+                        json!({"content": [{"type": "text", "text": "a probe"}]})
+                    }
+                    _ => return StatusCode::ACCEPTED.into_response(),
+                };
+                axum::Json(json!({"jsonrpc": "2.0", "id": req["id"], "result": result}))
+                    .into_response()
+            }
+        })
+        .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
+        .delete(|| async { StatusCode::METHOD_NOT_ALLOWED }),
+    );
+    (format!("http://{}/mcp", chat::serve(app).await), seen)
+}
+
+/// An MCP tool call (issue 52): a client span `mcp.call` of a trace of its own, linked to the
+/// caller's (issue 51, D), and named to the MCP server in the call's `_meta.traceparent`
+/// (SEP-414) — never the caller's trace, never a `tracestate`.
+async fn mcp_call_is_a_client_span_named_to_the_server(collector: &Collector) {
+    let (mcp_url, calls) = probe_mcp().await;
+    let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let app = axum::Router::new().route(
+        "/v1/chat/completions",
+        axum::routing::post(move || {
+            let first = !asked.swap(true, std::sync::atomic::Ordering::SeqCst);
+            async move {
+                axum::Json(if first {
+                    chat::answer(None, vec![chat::tool("c1", "probe__whoami", json!({}))])
+                } else {
+                    chat::answer(Some("done"), vec![])
+                })
+            }
+        }),
+    );
+    let model_url = format!("http://{}/v1", chat::serve(app).await);
+    let mut c = config(Storage::Memory, &model_url);
+    c.mcp = vec![taskledger_app::compose::McpServerSpec::new(
+        "probe",
+        &mcp_url,
+        taskledger_domain::push::AddressPolicy::allow_loopback(),
+    )];
+    let server = Server::start_with(c).await.over(Binding::JsonRpc);
+    let trace_id = format!("{:032x}", rand_u128());
+    let v = server
+        .call_with(
+            "SendMessage",
+            json!({"message": {"messageId": "trace-mcp", "role": "ROLE_USER",
+                "parts": [{"text": "who is there"}]}, "configuration": {"returnImmediately": false}}),
+            &[
+                ("traceparent", &format!("00-{trace_id}-00f067aa0ba902b7-01")),
+                ("tracestate", "acme=1"),
+            ],
+        )
+        .await;
+    assert!(v.get("error").is_none(), "{v}");
+    let params = calls
+        .lock()
+        .unwrap()
+        .first()
+        .cloned()
+        .expect("the tool was called");
+    let meta = &params["_meta"];
+    let sent = meta["traceparent"]
+        .as_str()
+        .expect("_meta.traceparent")
+        .to_string();
+    assert!(meta.get("tracestate").is_none(), "{meta}");
+    let parts: Vec<&str> = sent.split('-').collect();
+    assert_eq!(parts.len(), 4, "{sent}");
+    assert_ne!(parts[1], trace_id, "the MCP server saw the caller's trace");
+    let spans = collector
+        .trace(parts[1], Duration::from_secs(20), |s| {
+            s.iter().any(|x| x.name == "mcp.call")
+        })
+        .await;
+    let call = named(&spans, "mcp.call")[0];
+    assert_eq!(
+        call.span_id, parts[2],
+        "the server is told the calling span"
+    );
+    assert_eq!(call.kind, 3, "a client span");
+    assert!(call.parent.is_empty(), "a root of its own trace");
+    assert!(
+        call.links.iter().any(|(t, _)| *t == trace_id),
+        "linked to the caller's trace: {:?}",
+        call.links
+    );
 }

@@ -47,8 +47,14 @@ pub trait ToolServer: Send + Sync {
     fn name(&self) -> &str;
     /// Its tools, as listed now (again after `notifications/tools/list_changed`).
     async fn tools(&self) -> Result<Vec<ListedTool>, String>;
-    /// Calls `tool` with `arguments`, within the adapter's timeout and output bound.
-    async fn call(&self, tool: &str, arguments: Value) -> Result<CallResult, String>;
+    /// Calls `tool` with `arguments`, within the adapter's timeout and output bound; `trace`
+    /// is the calling span's context, passed on in the request's `_meta` (SEP-414).
+    async fn call(
+        &self,
+        tool: &str,
+        arguments: Value,
+        trace: Option<&crate::trace::TraceContext>,
+    ) -> Result<CallResult, String>;
 }
 
 /// Whether `name` is a function name every model API takes: ASCII letters, digits, `_` and

@@ -2,7 +2,8 @@
 //! intrinsic tools (each `NAME__tool` with its JSON schema; read again when a server says its
 //! list changed; names that are not valid function names or that collide refused with a log
 //! line), and a call run against its server — a client span of a trace of its own linked to the
-//! turn, counted in `taskledger_mcp_calls_total`, its result bounded, an error given back to the
+//! turn and named to the server in the call's `_meta.traceparent` (SEP-414), counted in
+//! `taskledger_mcp_calls_total`, its result bounded, an error given back to the
 //! model as the call's result. Which calls wait for a person is the approval list's
 //! (`NAME__tool`, `NAME__*`) and the tool's `destructiveHint` unless the deployment trusts it.
 
@@ -106,9 +107,10 @@ impl McpTools {
         } else {
             tracing::Span::none()
         };
+        let trace = telemetry::trace::of_span(&span);
         let started = Instant::now();
         let result = server
-            .call(&tool.tool.name, call.arguments.clone())
+            .call(&tool.tool.name, call.arguments.clone(), trace.as_ref())
             .instrument(span)
             .await;
         let outcome = match &result {
