@@ -69,17 +69,35 @@ impl Settings {
     }
 
     /// The MCP servers over Streamable HTTP (`--mcp-server`), each with its token from
-    /// `TASKLEDGER_MCP_TOKEN_<NAME>`.
+    /// `TASKLEDGER_MCP_TOKEN_<NAME>`, else from the tokens object (`TASKLEDGER_MCP_TOKENS` or
+    /// its file), which names only servers configured.
     pub fn mcp_servers(&self, d: Deployment) -> Result<Vec<McpServerSpec>, SettingsError> {
         let mut specs =
             McpServerSpec::parse_list(&self.mcp_servers.join(","), &self.address_policy(d)?)
                 .map_err(|e| SettingsError::invalid("--mcp-server / TASKLEDGER_MCP_SERVERS", e))?;
+        let name = "--mcp-tokens-file / TASKLEDGER_MCP_TOKENS";
+        let tokens = super::read_or_text(
+            name,
+            self.mcp_tokens.as_deref(),
+            self.mcp_tokens_file.as_deref(),
+        )?
+        .map(|text| mcp_tokens(&text).map_err(|e| SettingsError::invalid(name, e)))
+        .transpose()?
+        .unwrap_or_default();
+        if let Some(unknown) = tokens.keys().find(|k| !specs.iter().any(|s| &s.name == *k)) {
+            return Err(SettingsError::invalid(
+                name,
+                format!("a token for {unknown:?}, which no --mcp-server names"),
+            ));
+        }
         for spec in &mut specs {
             let var = format!(
                 "TASKLEDGER_MCP_TOKEN_{}",
                 spec.name.to_ascii_uppercase().replace('-', "_")
             );
-            spec.token = super::named_var(&var).and_then(|t| UpstreamToken::new(&t));
+            spec.token = super::named_var(&var)
+                .or_else(|| tokens.get(&spec.name).cloned())
+                .and_then(|t| UpstreamToken::new(&t));
         }
         Ok(specs)
     }
@@ -88,6 +106,19 @@ impl Settings {
     pub fn mcp_trust(&self) -> Vec<String> {
         tool_list(&self.mcp_trust)
     }
+}
+
+/// The MCP servers' tokens object: `{"NAME": "token", …}`, each token a non-blank string.
+/// What it held is never part of the error.
+fn mcp_tokens(text: &str) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let map: std::collections::BTreeMap<String, serde_json::Value> = serde_json::from_str(text)
+        .map_err(|_| "not a JSON object of tokens by server name".to_string())?;
+    map.into_iter()
+        .map(|(k, v)| match v {
+            serde_json::Value::String(t) if !t.trim().is_empty() => Ok((k, t)),
+            _ => Err(format!("the token of {k:?} is not a non-blank string")),
+        })
+        .collect()
 }
 
 fn nonblank(v: &Option<String>) -> Option<&str> {

@@ -169,6 +169,19 @@ pub struct Settings {
         value_delimiter = ','
     )]
     pub mcp_servers: Vec<String>,
+    /// Bearer tokens of the MCP servers, a JSON object by server name (`{"NAME": "token"}`),
+    /// from the environment only (on AWS, the McpTokensSecret secret). Never logged. A
+    /// server's TASKLEDGER_MCP_TOKEN_<NAME> goes first.
+    #[arg(
+        long,
+        env = "TASKLEDGER_MCP_TOKENS",
+        hide = true,
+        hide_env_values = true
+    )]
+    pub mcp_tokens: Option<String>,
+    /// A file holding that JSON object (instead of TASKLEDGER_MCP_TOKENS).
+    #[arg(long, env = "TASKLEDGER_MCP_TOKENS_FILE")]
+    pub mcp_tokens_file: Option<PathBuf>,
     /// Destructive MCP tools (annotated destructiveHint) that run without a person's approval:
     /// `NAME__tool` or `NAME__*`, comma-separated.
     #[arg(long, env = "TASKLEDGER_MCP_TRUST", default_value = "")]

@@ -249,3 +249,35 @@ fn a_lambda_reads_the_environment_the_template_writes() {
     assert!(l.response_streaming);
     assert_eq!(l.auth, ApiAuth::Iam);
 }
+
+#[test]
+fn mcp_tokens_come_by_server_name_and_name_only_servers_configured() {
+    let servers = "docs=http://127.0.0.1:3001/mcp,web=http://127.0.0.1:3002/mcp";
+    let with = |tokens: &str| {
+        given(&["--mcp-server", servers, "--mcp-tokens", tokens])
+            .unwrap()
+            .settings
+            .mcp_servers(Deployment::Local)
+    };
+    let specs = with(r#"{"docs": "d-s3cret"}"#).unwrap();
+    assert_eq!(
+        specs[0].token.as_ref().map(|t| t.secret()),
+        Some("d-s3cret")
+    );
+    assert!(specs[1].token.is_none());
+    let e = with(r#"{"nobody": "x"}"#).unwrap_err().to_string();
+    assert!(
+        e.contains("\"nobody\"") && e.contains("no --mcp-server"),
+        "{e}"
+    );
+    for bad in [
+        r#"["d-s3cret"]"#,
+        "d-s3cret",
+        r#"{"docs": " "}"#,
+        r#"{"docs": 7}"#,
+    ] {
+        let e = with(bad).unwrap_err().to_string();
+        assert!(e.contains("TASKLEDGER_MCP_TOKENS"), "{e}");
+        assert!(!e.contains("s3cret"), "the error shows the secret: {e}");
+    }
+}
