@@ -7,6 +7,7 @@ pub mod binding;
 pub mod board;
 pub mod chat;
 pub mod grpc;
+pub mod mcp_probe;
 pub mod otlp;
 pub mod proxy;
 pub mod receiver;

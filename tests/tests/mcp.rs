@@ -106,6 +106,15 @@ async fn server(ev: &Everything, calls: Vec<Value>, approve: &[&str]) -> (Server
 }
 
 async fn server_on(spec: McpServerSpec, calls: Vec<Value>, approve: &[&str]) -> (Server, Model) {
+    server_on_trusting(spec, calls, approve, &[]).await
+}
+
+async fn server_on_trusting(
+    spec: McpServerSpec,
+    calls: Vec<Value>,
+    approve: &[&str],
+    trust: &[&str],
+) -> (Server, Model) {
     let model = Model {
         calls,
         seen: Arc::default(),
@@ -124,6 +133,7 @@ async fn server_on(spec: McpServerSpec, calls: Vec<Value>, approve: &[&str]) -> 
         approve_tools: approve.iter().map(|s| s.to_string()).collect(),
     };
     config.mcp = vec![spec];
+    config.mcp_trust = trust.iter().map(|s| s.to_string()).collect();
     (Server::start_with(config).await, model)
 }
 
@@ -248,4 +258,94 @@ async fn a_stdio_server_of_the_local_server_is_called_the_same_way() {
             .contains("over stdio"),
         "{r:?}"
     );
+}
+
+/// The probe server's tools: one annotated destructive, one not.
+fn probe_tools() -> Value {
+    json!([
+        {"name": "wipe", "description": "wipes", "inputSchema": {"type": "object"},
+         "annotations": {"destructiveHint": true}},
+        {"name": "look", "description": "looks", "inputSchema": {"type": "object"}}
+    ])
+}
+
+#[tokio::test]
+async fn a_destructive_tool_waits_for_a_person_unless_trusted_and_every_call_carries_its_token() {
+    use taskledger_tests::mcp_probe::probe;
+    let p = probe(probe_tools()).await;
+    let mut spec = McpServerSpec::new("probe", &p.url, AddressPolicy::allow_loopback());
+    spec.token = taskledger_app::compose::UpstreamToken::new("probe-s3cret");
+    // Given no approval list: the destructive tool waits, the other runs.
+    let calls = vec![tool("c1", "probe__wipe", json!({}))];
+    let (s, _) = server_on(spec.clone(), calls, &[]).await;
+    let hitl = taskledger_domain::extensions::hitl::HITL_URI;
+    let waiting = s
+        .call_with(
+            "SendMessage",
+            json!({"message": {"messageId": "m-probe-1", "role": "ROLE_USER",
+                "parts": [{"text": "wipe it"}], "extensions": [hitl]}}),
+            &[("A2A-Extensions", hitl)],
+        )
+        .await;
+    assert_eq!(
+        waiting["result"]["task"]["status"]["state"], "TASK_STATE_INPUT_REQUIRED",
+        "{waiting}"
+    );
+    assert!(p.calls.lock().unwrap().is_empty(), "ran without approval");
+    let calls = vec![tool("c2", "probe__look", json!({}))];
+    let (s, _) = server_on(spec.clone(), calls, &[]).await;
+    let t = s.send_task("m-probe-2", "look").await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    // Trusted by the deployment: the destructive tool runs at once.
+    let calls = vec![tool("c3", "probe__wipe", json!({}))];
+    let (s, _) = server_on_trusting(spec, calls, &[], &["probe__*"]).await;
+    let t = s.send_task("m-probe-3", "wipe it").await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+    let seen = p.calls.lock().unwrap().clone();
+    let names: Vec<&str> = seen
+        .iter()
+        .map(|(_, p)| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["look", "wipe"]);
+    for (headers, _) in &seen {
+        assert_eq!(headers["authorization"], "Bearer probe-s3cret");
+    }
+}
+
+#[tokio::test]
+async fn an_mcp_url_the_ssrf_rules_refuse_is_refused_at_start() {
+    for url in [
+        "http://127.0.0.1:3001/mcp",
+        "http://10.0.0.8/mcp",
+        "http://169.254.169.254/latest",
+        "file:///etc/passwd",
+    ] {
+        let spec = McpServerSpec::new("x", url, AddressPolicy::strict());
+        let e = taskledger_app::compose::mcp_tools(&[spec], vec![])
+            .err()
+            .unwrap_or_else(|| panic!("{url} accepted"));
+        assert!(e.contains("x"), "{url}: {e}");
+    }
+    let ok = McpServerSpec::new(
+        "x",
+        "https://tools.example.com/mcp",
+        AddressPolicy::strict(),
+    );
+    assert!(taskledger_app::compose::mcp_tools(&[ok], vec![]).is_ok());
+}
+
+#[tokio::test]
+async fn the_local_server_lists_the_tools_at_start() {
+    use std::sync::atomic::Ordering;
+    let p = taskledger_tests::mcp_probe::probe(probe_tools()).await;
+    let spec = McpServerSpec::new("probe", &p.url, AddressPolicy::allow_loopback());
+    let (_s, model) = server_on(spec, vec![], &[]).await;
+    for _ in 0..100 {
+        if p.lists.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(p.lists.load(Ordering::SeqCst), 1, "listed once at start");
+    assert!(model.seen.lock().unwrap().is_empty(), "before any turn");
 }

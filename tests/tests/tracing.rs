@@ -330,44 +330,14 @@ async fn one_send_is_one_trace_from_request_to_turn_to_webhook() {
     mcp_call_is_a_client_span_named_to_the_server(&collector).await;
 }
 
-/// A minimal MCP server (Streamable HTTP, JSON answers): one tool, `whoami`, each call's
-/// params kept.
-async fn probe_mcp() -> (String, Arc<Mutex<Vec<serde_json::Value>>>) {
-    use axum::http::StatusCode;
-    use axum::response::IntoResponse;
-    let seen: Arc<Mutex<Vec<serde_json::Value>>> = Arc::default();
-    let kept = seen.clone();
-    let app = axum::Router::new().route(
-        "/mcp",
-        axum::routing::post(move |axum::Json(req): axum::Json<serde_json::Value>| {
-            let kept = kept.clone();
-            async move {
-                let result = match req["method"].as_str().unwrap_or_default() {
-                    "initialize" => json!({"protocolVersion": req["params"]["protocolVersion"],
-                        "capabilities": {"tools": {}}, "serverInfo": {"name": "probe", "version": "1"}}),
-                    "tools/list" => json!({"tools": [{"name": "whoami", "description": "who calls",
-                        "inputSchema": {"type": "object"}}]}),
-                    "tools/call" => {
-                        kept.lock().unwrap().push(req["params"].clone());
-                        json!({"content": [{"type": "text", "text": "a probe"}]})
-                    }
-                    _ => return StatusCode::ACCEPTED.into_response(),
-                };
-                axum::Json(json!({"jsonrpc": "2.0", "id": req["id"], "result": result}))
-                    .into_response()
-            }
-        })
-        .get(|| async { StatusCode::METHOD_NOT_ALLOWED })
-        .delete(|| async { StatusCode::METHOD_NOT_ALLOWED }),
-    );
-    (format!("http://{}/mcp", chat::serve(app).await), seen)
-}
-
 /// An MCP tool call (issue 52): a client span `mcp.call` of a trace of its own, linked to the
 /// caller's (issue 51, D), and named to the MCP server in the call's `_meta.traceparent`
 /// (SEP-414) — never the caller's trace, never a `tracestate`.
 async fn mcp_call_is_a_client_span_named_to_the_server(collector: &Collector) {
-    let (mcp_url, calls) = probe_mcp().await;
+    let probe = taskledger_tests::mcp_probe::probe(
+        json!([{"name": "whoami", "description": "who calls", "inputSchema": {"type": "object"}}]),
+    )
+    .await;
     let asked = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let app = axum::Router::new().route(
         "/v1/chat/completions",
@@ -386,7 +356,7 @@ async fn mcp_call_is_a_client_span_named_to_the_server(collector: &Collector) {
     let mut c = config(Storage::Memory, &model_url);
     c.mcp = vec![taskledger_app::compose::McpServerSpec::new(
         "probe",
-        &mcp_url,
+        &probe.url,
         taskledger_domain::push::AddressPolicy::allow_loopback(),
     )];
     let server = Server::start_with(c).await.over(Binding::JsonRpc);
@@ -403,7 +373,8 @@ async fn mcp_call_is_a_client_span_named_to_the_server(collector: &Collector) {
         )
         .await;
     assert!(v.get("error").is_none(), "{v}");
-    let params = calls
+    let (_, params) = probe
+        .calls
         .lock()
         .unwrap()
         .first()

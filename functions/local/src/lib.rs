@@ -198,12 +198,16 @@ async fn build_bindings(
     let outbox = stores.embedded.clone().map(|db| {
         taskledger_app::http::TaskOutbox(db as Arc<dyn taskledger_domain::ports::PushOutbox>)
     });
+    let mcp =
+        compose::mcp_tools(&config.mcp, config.mcp_trust.clone()).map_err(LocalError::Agent)?;
+    // A long-lived server lists the tools at start (a server that cannot is logged now, not at
+    // the first turn); each turn reads the list again only when a server said it changed.
+    if let Some(tools) = mcp.clone() {
+        tokio::spawn(async move { tools.specs().await });
+    }
     let agent = config
         .agent
-        .build_with(
-            config.timings.clone(),
-            compose::mcp_tools(&config.mcp, config.mcp_trust.clone()).map_err(LocalError::Agent)?,
-        )
+        .build_with(config.timings.clone(), mcp)
         .await
         .map_err(LocalError::Agent)?;
     let ports = compose::StorePorts {
