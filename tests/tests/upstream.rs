@@ -524,3 +524,82 @@ async fn a_long_task_and_an_answer_go_through_the_dynamodb_stream_and_the_turn_q
     let t = s.wait_state(id, "TASK_STATE_COMPLETED").await;
     assert_eq!(artifact_text(&t, "greeting"), "hello Grace");
 }
+
+#[tokio::test]
+async fn the_upstreams_auth_required_becomes_ours_with_its_message() {
+    let mut asks = status("u-1", "TASK_STATE_AUTH_REQUIRED");
+    asks["statusUpdate"]["status"]["message"] = json!({"messageId": "u-m-1",
+        "role": "ROLE_AGENT", "parts": [{"text": "sign in to the calendar first"}]});
+    let (url, _) = scripted(vec![status("u-1", "TASK_STATE_WORKING"), asks]).await;
+    let s = server_for(choice(&url, Duration::from_secs(5))).await;
+    let t = s.send_task(&format!("m-{}", tag()), "book it").await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_AUTH_REQUIRED", "{t}");
+    assert_eq!(
+        t["status"]["message"]["parts"][0]["text"], "sign in to the calendar first",
+        "{t}"
+    );
+}
+
+#[tokio::test]
+async fn an_unchanged_card_is_read_again_by_its_etag() {
+    use axum::response::IntoResponse;
+    let script = Script {
+        events: vec![status("u-1", "TASK_STATE_INPUT_REQUIRED")],
+        ..Default::default()
+    };
+    let asked: Arc<Mutex<Vec<String>>> = Arc::default();
+    let (card_state, seen) = (script.clone(), asked.clone());
+    let card = move |headers: HeaderMap| {
+        let (s, seen) = (card_state.clone(), seen.clone());
+        async move {
+            let etag = "\"card-v1\"";
+            let sent = headers
+                .get("if-none-match")
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or("")
+                .to_string();
+            seen.lock().unwrap().push(sent.clone());
+            if sent == etag {
+                return (axum::http::StatusCode::NOT_MODIFIED, [("etag", etag)]).into_response();
+            }
+            let Json(body) = scripted_card(State(s), headers).await;
+            ([("etag", etag)], Json(body)).into_response()
+        }
+    };
+    let app = axum::Router::new()
+        .route("/.well-known/agent-card.json", get(card))
+        .route("/", post(scripted_rpc))
+        .with_state(script.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    *script.interface.lock().unwrap() = Some(format!("{url}/"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    let mut c = choice(&url, Duration::from_secs(5));
+    c.follow.card_ttl = Duration::ZERO;
+    let s = server_for(c).await;
+    // Two turns, each reading the card (trusted for no time here): the second asks by its tag,
+    // is told it has not changed, and goes on with the card it holds.
+    let t = s.send_task(&format!("m-{}", tag()), "go").await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{t}");
+    let id = t["id"].as_str().unwrap();
+    s.send(
+        &format!("m-{}", tag()),
+        "more",
+        json!({"taskId": id}),
+        json!({"returnImmediately": true}),
+    )
+    .await;
+    for _ in 0..200 {
+        if asked.lock().unwrap().len() >= 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    let asked = asked.lock().unwrap().clone();
+    assert!(asked.len() >= 2, "{asked:?}");
+    assert_eq!(asked[0], "", "the first read asks for the card");
+    assert!(
+        asked[1..].iter().all(|a| a == "\"card-v1\""),
+        "later reads ask by its tag: {asked:?}"
+    );
+}
