@@ -209,6 +209,51 @@ async fn the_0_2_card_path_is_read_when_the_card_is_not_at_the_new_one() {
 }
 
 #[tokio::test]
+async fn our_cancel_cancels_a_0_3_upstream_task() {
+    let Some(p) = partner(Sdk::V03, &[]).await else {
+        return;
+    };
+    let s = server_for(choice(&p.url, Duration::from_secs(30))).await;
+    let id = s
+        .start_task(
+            json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
+            "parts": [{"text": "wait"}]}),
+        )
+        .await;
+    s.wait_state(&id, "TASK_STATE_WORKING").await;
+    let c = s.ok("CancelTask", json!({"id": id})).await;
+    assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED");
+    // The upstream task our task's log followed (0.3 has no tasks/list): its own state.
+    let log = s.ok("ListTaskEvents", json!({"id": id})).await;
+    let upstream = log["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find_map(|e| e["payload"]["UpstreamRecorded"]["upstream"]["task_id"].as_str())
+        .unwrap_or_else(|| panic!("no upstream task in {log}"))
+        .to_string();
+    let client = reqwest::Client::new();
+    let mut seen = Value::Null;
+    for _ in 0..100 {
+        seen = client
+            .post(format!("{}/", p.url))
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+                "params": {"id": upstream}}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if seen["result"]["status"]["state"] == "canceled" {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("the upstream task was not canceled: {seen}");
+}
+
+#[tokio::test]
 async fn our_cancel_cancels_the_upstream_task() {
     let Some(p) = partner(Sdk::V1, &[]).await else {
         return;

@@ -1,5 +1,5 @@
 //! A long upstream task followed across a kill -9 of taskledger (issue 52, ADR 034): the server
-//! binary on SQLite follows an a2a-sdk 1.x agent's task in turns of a second; it is killed with
+//! binary on SQLite follows an a2a-sdk agent's task (1.x, and 0.3) in turns of a second; it is killed with
 //! SIGKILL mid-task and started again on the same data directory; the task completes with every
 //! tick of the upstream's artifact exactly once (the mirror of the upstream task, committed with
 //! each batch, tells the restarted follower where it stands; nothing is sent upstream twice).
@@ -11,8 +11,17 @@ use taskledger_tests::binary::ServerProcess;
 use taskledger_tests::upstream::{partner, Sdk};
 
 #[tokio::test]
-async fn a_long_upstream_task_survives_a_kill_9_of_the_server() {
-    let Some(partner) = partner(Sdk::V1, &[]).await else {
+async fn a_long_1_x_upstream_task_survives_a_kill_9_of_the_server() {
+    survives_a_kill_9(Sdk::V1).await;
+}
+
+#[tokio::test]
+async fn a_long_0_3_upstream_task_survives_a_kill_9_of_the_server() {
+    survives_a_kill_9(Sdk::V03).await;
+}
+
+async fn survives_a_kill_9(sdk: Sdk) {
+    let Some(partner) = partner(sdk, &[]).await else {
         return;
     };
     let url = partner.url.clone();
