@@ -300,6 +300,8 @@ struct Script {
     seen_auth: Arc<Mutex<Vec<String>>>,
     /// The card's interface URL (another one makes a card that dropped ours).
     interface: Arc<Mutex<Option<String>>>,
+    /// The card's skills.
+    skills: Arc<Mutex<Vec<Value>>>,
 }
 
 async fn scripted_card(State(s): State<Script>, headers: HeaderMap) -> Json<Value> {
@@ -311,11 +313,12 @@ async fn scripted_card(State(s): State<Script>, headers: HeaderMap) -> Json<Valu
             .to_string(),
     );
     let url = s.interface.lock().unwrap().clone().unwrap_or_default();
+    let skills = s.skills.lock().unwrap().clone();
     Json(
         json!({"name": "scripted", "description": "d", "version": "1",
         "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC", "protocolVersion": "1.0"}],
         "capabilities": {"streaming": true}, "defaultInputModes": ["text/plain"],
-        "defaultOutputModes": ["text/plain"], "skills": []}),
+        "defaultOutputModes": ["text/plain"], "skills": skills}),
     )
 }
 
@@ -647,4 +650,46 @@ async fn an_unchanged_card_is_read_again_by_its_etag() {
         asked[1..].iter().all(|a| a == "\"card-v1\""),
         "later reads ask by its tag: {asked:?}"
     );
+}
+
+#[tokio::test]
+async fn our_card_follows_the_upstreams_skills_without_a_turn() {
+    let (url, script) = scripted(vec![]).await;
+    let skill = |id: &str| json!({"id": id, "name": id, "description": "d", "tags": ["t"]});
+    *script.skills.lock().unwrap() = vec![skill("plan")];
+    let mut c = choice(&url, Duration::from_secs(5));
+    c.follow.card_ttl = Duration::from_millis(100);
+    let s = server_for(c).await;
+    let ours = || async {
+        let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", s.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        card["skills"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|k| k["id"].as_str().map(str::to_string))
+            .collect::<Vec<_>>()
+    };
+    let until = |want: &'static str, gone: &'static str| {
+        let ours = &ours;
+        async move {
+            let mut seen = Vec::new();
+            for _ in 0..100 {
+                seen = ours().await;
+                if seen.iter().any(|k| k == want) && !seen.iter().any(|k| k == gone) {
+                    return;
+                }
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            panic!("our card's skills {seen:?}: no {want}, or still {gone}");
+        }
+    };
+    until("plan", "ship").await;
+    // The upstream changes its skills; no task runs: our card follows within its TTL.
+    *script.skills.lock().unwrap() = vec![skill("ship")];
+    until("ship", "plan").await;
 }

@@ -77,6 +77,8 @@ pub struct A2aClient {
     ids: std::sync::atomic::AtomicU64,
     /// How long a card read is trusted before it is revalidated.
     card_ttl: Duration,
+    /// A background read of the card is under way (`refresh_if_stale`).
+    refreshing: std::sync::atomic::AtomicBool,
 }
 
 /// A call's own span and the context the upstream is told of.
@@ -100,7 +102,34 @@ impl A2aClient {
             known: Mutex::new(None),
             ids: std::sync::atomic::AtomicU64::new(1),
             card_ttl,
+            refreshing: std::sync::atomic::AtomicBool::new(false),
         }
+    }
+
+    /// Reads the card again in the background when none is held or the one held is past its
+    /// TTL — one read at a time: what serves our own card (which advertises the upstream's
+    /// skills) never waits on the upstream, and is stale no longer than the TTL and one request,
+    /// also where no turn runs (the API function on AWS).
+    pub fn refresh_if_stale(self: &Arc<Self>) {
+        use std::sync::atomic::Ordering;
+        let stale = self.known.lock().is_ok_and(|k| {
+            k.as_ref()
+                .is_none_or(|k| k.read_at.elapsed() >= self.card_ttl)
+        });
+        if !stale || self.refreshing.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            self.refreshing.store(false, Ordering::SeqCst);
+            return;
+        };
+        let me = self.clone();
+        runtime.spawn(async move {
+            if let Err(e) = me.card().await {
+                tracing::debug!(error = %e, "the upstream's card was not read again");
+            }
+            me.refreshing.store(false, Ordering::SeqCst);
+        });
     }
 
     /// The card as last read, without asking (our own card's advertised skills).

@@ -72,7 +72,7 @@ impl Default for FollowSettings {
 
 /// The upstream agent as the worker.
 pub struct UpstreamAgent {
-    client: A2aClient,
+    client: Arc<A2aClient>,
     follow: FollowSettings,
 }
 
@@ -81,7 +81,7 @@ impl UpstreamAgent {
     /// with the deployment's credential).
     pub fn new(http: Arc<dyn Outbound>, url: &str, follow: FollowSettings) -> Arc<Self> {
         Arc::new(Self {
-            client: A2aClient::new(http, url, follow.card_ttl),
+            client: Arc::new(A2aClient::new(http, url, follow.card_ttl)),
             follow,
         })
     }
@@ -181,6 +181,7 @@ impl Agent for UpstreamAgent {
     }
 
     fn advertised(&self) -> Option<Advertised> {
+        self.client.refresh_if_stale();
         self.client.cached().map(|c| c.advertised)
     }
 }
