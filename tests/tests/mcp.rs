@@ -115,6 +115,17 @@ async fn server_on_trusting(
     approve: &[&str],
     trust: &[&str],
 ) -> (Server, Model) {
+    server_with(spec, calls, approve, trust, None).await
+}
+
+/// The model agent with `spec`'s tools, on `storage` (none: the tests' default store).
+async fn server_with(
+    spec: McpServerSpec,
+    calls: Vec<Value>,
+    approve: &[&str],
+    trust: &[&str],
+    storage: Option<taskledger_local::Storage>,
+) -> (Server, Model) {
     let model = Model {
         calls,
         seen: Arc::default(),
@@ -134,6 +145,10 @@ async fn server_on_trusting(
     };
     config.mcp = vec![spec];
     config.mcp_trust = trust.iter().map(|s| s.to_string()).collect();
+    if let Some(storage) = storage {
+        config.storage = storage;
+        config.blocking_timeout = Duration::from_secs(20);
+    }
     (Server::start_with(config).await, model)
 }
 
@@ -348,4 +363,41 @@ async fn the_local_server_lists_the_tools_at_start() {
     }
     assert_eq!(p.lists.load(Ordering::SeqCst), 1, "listed once at start");
     assert!(model.seen.lock().unwrap().is_empty(), "before any turn");
+}
+
+#[tokio::test]
+async fn an_mcp_call_goes_through_the_dynamodb_stream_and_the_turn_queue() {
+    // The AWS path: the commit's stream record becomes a turn on the queue, the worker's model
+    // loop calls server-everything's echo, and its result is committed from there.
+    if !taskledger_tests::aws_endpoint() {
+        return;
+    }
+    let Some(ev) = everything().await else {
+        return;
+    };
+    let spec = McpServerSpec::new("everything", &ev.url, AddressPolicy::allow_loopback());
+    let calls = vec![tool(
+        "c1",
+        "everything__echo",
+        json!({"message": "via the queue"}),
+    )];
+    let storage = taskledger_local::Storage::Dynamo {
+        index_shards: 1,
+        prefix: format!("tl-mcp-{}-", uuid::Uuid::new_v4().simple()),
+        create_tables: true,
+        counter: None,
+        pollers: true,
+    };
+    let (s, _) = server_with(spec, calls, &[], &[], Some(storage)).await;
+    let t = s.send_task("m-mcp-queue", "echo").await;
+    let id = t["id"].as_str().unwrap().to_string();
+    let t = s.wait_state(&id, "TASK_STATE_COMPLETED").await;
+    let r = responses(&s.ok("GetTask", json!({"id": id})).await);
+    assert!(
+        r[0]["response"]["result"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("via the queue"),
+        "{r:?} {t}"
+    );
 }
