@@ -7,11 +7,13 @@
 //! the built-in ones), every task an MCP task too (`mcp_tasks`, the MCP endpoint, with the
 //! `mcp-server` feature), and the composition the binaries share (`compose`).
 //!
-//! Rooms depend downwards only: the bindings (`http`, `grpc`) → `v03` (the 0.3 edge, which
-//! translates to and from `operations`' requests and results) → `operations` (a request typed
-//! and run) → `service` → `agent` (the port); `runners` → `service`; all on the leaves
-//! `request`, `per_task`, `telemetry` and `error`. `compose` may name everything, infra's
-//! adapters included.
+//! Rooms depend downwards only (no circle: checked): the bindings (`http`, `grpc`) → `call`
+//! (the front door: a request read once, its protocol line deciding what varies by line) →
+//! `v03` (the 0.3 edge, which translates to and from `operations`' requests and results) →
+//! `operations` (a request typed and run) → `service` → `agent` (the port); `card` → `v03`,
+//! `operations` (which names the served card by its trait, `operations::ServedCard`);
+//! `runners` → `service`; all on the leaves `request`, `per_task`, `telemetry` and `error`.
+//! `compose` may name everything, infra's adapters included.
 
 pub mod agent;
 pub mod archive;
