@@ -693,3 +693,45 @@ async fn our_card_follows_the_upstreams_skills_without_a_turn() {
     *script.skills.lock().unwrap() = vec![skill("ship")];
     until("ship", "plan").await;
 }
+
+#[tokio::test]
+async fn behind_an_upstream_the_input_modes_our_card_states_are_the_ones_we_take() {
+    // The scripted upstream takes text/plain only.
+    let (url, _) = scripted(vec![status("u-1", "TASK_STATE_COMPLETED")]).await;
+    let s = server_for(choice(&url, Duration::from_secs(5))).await;
+    let envelope = taskledger_domain::extensions::harness::MEDIA_TYPE;
+    let mut modes = Value::Null;
+    for _ in 0..100 {
+        let card: Value = reqwest::get(format!("{}/.well-known/agent-card.json", s.base))
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        modes = card["defaultInputModes"].clone();
+        if modes == json!(["text/plain", envelope]) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert_eq!(modes, json!(["text/plain", envelope]));
+    // A data part (application/json, which the built-in agent takes) is refused, saying so.
+    let v = s
+        .call(
+            "SendMessage",
+            json!({"message": {"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
+                "parts": [{"data": {"a": 1}}]}}),
+        )
+        .await;
+    assert_eq!(v["error"]["code"], -32005, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("application/json"),
+        "{v}"
+    );
+    // Text is taken.
+    let t = s.send_task(&format!("m-{}", tag()), "go").await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_COMPLETED", "{t}");
+}

@@ -189,11 +189,7 @@ pub fn advertise(card: &mut AgentCard, a: &crate::agent::upstream::Advertised) {
         card.skills = a.skills.clone();
     }
     if !a.input_modes.is_empty() {
-        card.default_input_modes = a.input_modes.clone();
-        let envelope = crate::extensions::harness::MEDIA_TYPE.to_string();
-        if !card.default_input_modes.contains(&envelope) {
-            card.default_input_modes.push(envelope);
-        }
+        card.default_input_modes = crate::task::intake::input_modes(&a.input_modes);
     }
     if !a.output_modes.is_empty() {
         card.default_output_modes = a.output_modes.clone();

@@ -113,6 +113,27 @@ pub fn part_media_type(p: &Part) -> Option<String> {
     })
 }
 
+/// The input modes the deployment's card states and its intake holds every client part to:
+/// the built-in `INPUT_MODES`, or — behind an upstream agent that states its own (ADR 034) —
+/// those of ours the upstream accepts too, and the task envelope (taskledger's, whoever works
+/// on the task). One list for the card and the check, so neither says more than the other.
+pub fn input_modes(upstream: &[String]) -> Vec<String> {
+    if upstream.is_empty() {
+        return INPUT_MODES.iter().map(|m| m.to_string()).collect();
+    }
+    let theirs: Vec<&str> = upstream.iter().map(String::as_str).collect();
+    let mut out: Vec<String> = INPUT_MODES
+        .iter()
+        .filter(|m| accepts(&theirs, &m.to_ascii_lowercase()))
+        .map(|m| m.to_string())
+        .collect();
+    let envelope = crate::extensions::harness::MEDIA_TYPE.to_string();
+    if !out.contains(&envelope) {
+        out.push(envelope);
+    }
+    out
+}
+
 /// Whether `media_type` (an essence) is one of `accepted`: equal, or under a `type/*` or `*/*`
 /// the list holds.
 pub fn accepts(accepted: &[&str], media_type: &str) -> bool {
@@ -323,6 +344,28 @@ mod tests {
         assert_eq!(
             e,
             DomainError::invalid("message.parts", "a message needs at least one part")
+        );
+    }
+
+    #[test]
+    fn behind_an_upstream_the_modes_are_ours_it_takes_too_and_the_envelope() {
+        let envelope = crate::extensions::harness::MEDIA_TYPE;
+        // None stated: the built-in modes.
+        assert_eq!(input_modes(&[]), INPUT_MODES.map(str::to_string).to_vec());
+        // Text only: text and the envelope.
+        assert_eq!(
+            input_modes(&["text/plain".into()]),
+            vec!["text/plain".to_string(), envelope.to_string()]
+        );
+        // A wildcard takes every one of ours; a type we do not take is not stated.
+        assert_eq!(input_modes(&["*/*".into()]).len(), INPUT_MODES.len());
+        assert_eq!(
+            input_modes(&["image/png".into(), "Application/*".into()]),
+            INPUT_MODES
+                .iter()
+                .filter(|m| m.starts_with("application/"))
+                .map(|m| m.to_string())
+                .collect::<Vec<_>>()
         );
     }
 

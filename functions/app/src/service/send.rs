@@ -105,6 +105,12 @@ impl Service {
         };
         let message = req.message;
         let message_id = intake::validate_user_message(&message, "message")?;
+        // Behind an upstream agent, the modes the card states are those of ours it takes too.
+        if let Some(theirs) = self.agent().advertised().map(|a| a.input_modes) {
+            let modes = intake::input_modes(&theirs);
+            let modes: Vec<&str> = modes.iter().map(String::as_str).collect();
+            intake::check_input_modes(&message, "message", &modes)?;
+        }
 
         let (task_id, since, committed, first) = match message.task_id.clone() {
             Some(raw) => {
