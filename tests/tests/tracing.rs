@@ -327,6 +327,32 @@ async fn one_send_is_one_trace_from_request_to_turn_to_webhook() {
         );
     }
 
+    // A refused request's span names its error (OpenTelemetry's `error.type`: the reason).
+    let refused_trace = format!("{:032x}", rand_u128());
+    let v = server
+        .call_with(
+            "GetTask",
+            json!({"id": "no-such-task"}),
+            &[(
+                "traceparent",
+                &format!("00-{refused_trace}-00f067aa0ba902b7-01"),
+            )],
+        )
+        .await;
+    assert!(v.get("error").is_some(), "{v}");
+    let spans = collector
+        .trace(&refused_trace, Duration::from_secs(20), |s| {
+            s.iter().any(|x| x.name == "GetTask")
+        })
+        .await;
+    let get = named(&spans, "GetTask")[0];
+    assert_eq!(
+        get.attributes.get("error.type").map(String::as_str),
+        Some("TASK_NOT_FOUND"),
+        "{:?}",
+        get.attributes
+    );
+
     mcp_call_is_a_client_span_named_to_the_server(&collector).await;
 }
 
