@@ -154,6 +154,17 @@ async fn a_tool_call_is_an_mcp_task_and_the_same_a2a_task() {
         ),
         INVALID_PARAMS
     );
+    // Each ran through the operations layer as a binding's requests do: counted as `mcp`.
+    let counted = |method: &str, outcome: &str| {
+        taskledger_app::telemetry::metrics()
+            .snapshot()
+            .requests
+            .iter()
+            .any(|(m, b, o, n)| m.name() == method && b.label() == "mcp" && *o == outcome && *n > 0)
+    };
+    assert!(counted("SendMessage", "ok"));
+    assert!(counted("GetTask", "ok"));
+    assert!(counted("GetTask", "TASK_NOT_FOUND"));
 }
 
 #[tokio::test]

@@ -34,6 +34,9 @@ use taskledger_domain::wire::{SendMessageResponse, Task, TaskState};
 
 use crate::error::AppError;
 use crate::http::AppState;
+use crate::operations::{self, Context, Operation, Outcome};
+use crate::request;
+use crate::telemetry::Binding;
 
 /// Where the endpoint is served.
 pub const MCP_PATH: &str = "/mcp";
@@ -102,20 +105,51 @@ impl TaskTools {
             .map(|s| s.saturating_mul(1000))
     }
 
-    async fn task(&self, who: &Principal, id: &str) -> Result<Task, McpError> {
+    /// One A2A operation for an MCP request, run as every binding's are (`operations`): the
+    /// request's span, continuing the trace its `traceparent` names, its metrics (binding
+    /// `mcp`), the same rules.
+    async fn run(
+        &self,
+        rc: &RequestContext<RoleServer>,
+        who: &Principal,
+        op: Operation,
+    ) -> Result<Outcome, AppError> {
+        let mut ctx = Context::new(who.clone(), Binding::Mcp);
+        if let Some(parts) = rc.extensions.get::<axum::http::request::Parts>() {
+            let values = |name: &'static str| {
+                parts
+                    .headers
+                    .get_all(name)
+                    .iter()
+                    .filter_map(|v| v.to_str().ok())
+            };
+            ctx.trace = request::trace_context(values("traceparent"), values("tracestate"));
+        }
+        operations::execute(&self.state.service, ctx, op)
+            .await
+            .map(|r| r.outcome)
+    }
+
+    async fn task(
+        &self,
+        rc: &RequestContext<RoleServer>,
+        who: &Principal,
+        id: &str,
+    ) -> Result<Task, McpError> {
         let req = serde_json::from_value(json!({"id": id, "historyLength": 0}))
             .map_err(|e| McpError::invalid_params(format!("taskId: {e}"), None))?;
-        self.state
-            .service
-            .get_task(who, req)
-            .await
-            .map_err(mcp_error)
+        match self.run(rc, who, Operation::GetTask(req)).await {
+            Ok(Outcome::Task(t)) => Ok(*t),
+            Ok(_) => Err(McpError::internal_error("GetTask answered no task", None)),
+            Err(e) => Err(mcp_error(e)),
+        }
     }
 
     /// Sends `text` as `who` (to `task_id`, in `context_id`), returning at once or once the
     /// task finishes or waits.
     async fn send(
         &self,
+        rc: &RequestContext<RoleServer>,
         who: &Principal,
         text: &str,
         task_id: Option<&str>,
@@ -134,11 +168,14 @@ impl TaskTools {
             json!({"message": message, "configuration": {"returnImmediately": at_once}}),
         )
         .map_err(|e| McpError::invalid_params(e.to_string(), None))?;
-        self.state
-            .service
-            .send_message(who, req, None)
-            .await
-            .map_err(mcp_error)
+        match self.run(rc, who, Operation::SendMessage(req)).await {
+            Ok(Outcome::Sent(r)) => Ok(r),
+            Ok(_) => Err(McpError::internal_error(
+                "SendMessage answered nothing",
+                None,
+            )),
+            Err(e) => Err(mcp_error(e)),
+        }
     }
 }
 
@@ -291,7 +328,10 @@ impl ServerHandler for TaskTools {
             && ctx
                 .client_capabilities()
                 .is_some_and(|c| c.supports_tasks());
-        let task = match self.send(&who, text, task_id, context_id, as_task).await? {
+        let task = match self
+            .send(&ctx, &who, text, task_id, context_id, as_task)
+            .await?
+        {
             SendMessageResponse::Task(t) => t,
             SendMessageResponse::Message(m) => {
                 return Ok(CallToolResult::success(vec![Content::text(shapes::text_of(&m))]).into())
@@ -320,7 +360,7 @@ impl ServerHandler for TaskTools {
         ctx: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, McpError> {
         let who = Self::caller(&ctx)?;
-        let task = self.task(&who, &request.task_id).await?;
+        let task = self.task(&ctx, &who, &request.task_id).await?;
         Ok(GetTaskResult::new(shapes::detailed(
             &task,
             self.ttl_ms(&who),
@@ -333,7 +373,7 @@ impl ServerHandler for TaskTools {
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let who = Self::caller(&ctx)?;
-        let task = self.task(&who, &request.task_id).await?;
+        let task = self.task(&ctx, &who, &request.task_id).await?;
         if shapes::status_of(task.status.state) != rmcp::model::TaskStatus::InputRequired {
             return Ok(());
         }
@@ -343,9 +383,10 @@ impl ServerHandler for TaskTools {
             return Ok(());
         };
         if let Some(text) = shapes::answer_text(response) {
-            self.send(&who, &text, Some(&task.id), None, true).await?;
+            self.send(&ctx, &who, &text, Some(&task.id), None, true)
+                .await?;
         } else if response.get("action").and_then(Value::as_str) == Some("cancel") {
-            self.cancel(&who, &task.id).await?;
+            self.cancel(&ctx, &who, &task.id).await?;
         }
         Ok(())
     }
@@ -356,17 +397,22 @@ impl ServerHandler for TaskTools {
         ctx: RequestContext<RoleServer>,
     ) -> Result<(), McpError> {
         let who = Self::caller(&ctx)?;
-        self.cancel(&who, &request.task_id).await
+        self.cancel(&ctx, &who, &request.task_id).await
     }
 }
 
 impl TaskTools {
     /// Cancels the task; one that has ended already is acknowledged (MCP's cancel is
     /// cooperative).
-    async fn cancel(&self, who: &Principal, id: &str) -> Result<(), McpError> {
+    async fn cancel(
+        &self,
+        rc: &RequestContext<RoleServer>,
+        who: &Principal,
+        id: &str,
+    ) -> Result<(), McpError> {
         let req = serde_json::from_value(json!({"id": id}))
             .map_err(|e| McpError::invalid_params(format!("taskId: {e}"), None))?;
-        match self.state.service.cancel_task(who, req).await {
+        match self.run(rc, who, Operation::CancelTask(req)).await {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == ErrorKind::TaskNotCancelable => Ok(()),
             Err(e) => Err(mcp_error(e)),

@@ -18,16 +18,24 @@ pub enum Binding {
     JsonRpc,
     HttpJson,
     Grpc,
+    /// taskledger's MCP endpoint (`/mcp`, every task an MCP task too).
+    Mcp,
 }
 
 impl Binding {
-    pub const ALL: [Binding; 3] = [Binding::JsonRpc, Binding::HttpJson, Binding::Grpc];
+    pub const ALL: [Binding; 4] = [
+        Binding::JsonRpc,
+        Binding::HttpJson,
+        Binding::Grpc,
+        Binding::Mcp,
+    ];
 
     pub fn label(self) -> &'static str {
         match self {
             Self::JsonRpc => "jsonrpc",
             Self::HttpJson => "http_json",
             Self::Grpc => "grpc",
+            Self::Mcp => "mcp",
         }
     }
 
