@@ -209,8 +209,19 @@ async fn the_0_2_card_path_is_read_when_the_card_is_not_at_the_new_one() {
 }
 
 #[tokio::test]
+async fn our_cancel_cancels_the_upstream_task() {
+    cancel_reaches_the_upstream(Sdk::V1).await;
+}
+
+#[tokio::test]
 async fn our_cancel_cancels_a_0_3_upstream_task() {
-    let Some(p) = partner(Sdk::V03, &[]).await else {
+    cancel_reaches_the_upstream(Sdk::V03).await;
+}
+
+/// Our CancelTask of a task the upstream works on cancels the upstream's task: its own GetTask
+/// (0.3: tasks/get) says so, the task named by the mirror our task's log recorded.
+async fn cancel_reaches_the_upstream(sdk: Sdk) {
+    let Some(p) = partner(sdk, &[]).await else {
         return;
     };
     let s = server_for(choice(&p.url, Duration::from_secs(30))).await;
@@ -223,7 +234,6 @@ async fn our_cancel_cancels_a_0_3_upstream_task() {
     s.wait_state(&id, "TASK_STATE_WORKING").await;
     let c = s.ok("CancelTask", json!({"id": id})).await;
     assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED");
-    // The upstream task our task's log followed (0.3 has no tasks/list): its own state.
     let log = s.ok("ListTaskEvents", json!({"id": id})).await;
     let upstream = log["events"]
         .as_array()
@@ -232,12 +242,17 @@ async fn our_cancel_cancels_a_0_3_upstream_task() {
         .find_map(|e| e["payload"]["UpstreamRecorded"]["upstream"]["task_id"].as_str())
         .unwrap_or_else(|| panic!("no upstream task in {log}"))
         .to_string();
+    let (method, canceled) = match sdk {
+        Sdk::V1 => ("GetTask", "TASK_STATE_CANCELED"),
+        Sdk::V03 => ("tasks/get", "canceled"),
+    };
     let client = reqwest::Client::new();
     let mut seen = Value::Null;
     for _ in 0..100 {
         seen = client
             .post(format!("{}/", p.url))
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tasks/get",
+            .header("A2A-Version", if sdk == Sdk::V1 { "1.0" } else { "0.3" })
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": method,
                 "params": {"id": upstream}}))
             .send()
             .await
@@ -245,44 +260,7 @@ async fn our_cancel_cancels_a_0_3_upstream_task() {
             .json()
             .await
             .unwrap();
-        if seen["result"]["status"]["state"] == "canceled" {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!("the upstream task was not canceled: {seen}");
-}
-
-#[tokio::test]
-async fn our_cancel_cancels_the_upstream_task() {
-    let Some(p) = partner(Sdk::V1, &[]).await else {
-        return;
-    };
-    let s = server_for(choice(&p.url, Duration::from_secs(30))).await;
-    let id = s
-        .start_task(
-            json!({"messageId": format!("m-{}", tag()), "role": "ROLE_USER",
-            "parts": [{"text": "wait"}]}),
-        )
-        .await;
-    s.wait_state(&id, "TASK_STATE_WORKING").await;
-    let c = s.ok("CancelTask", json!({"id": id})).await;
-    assert_eq!(c["status"]["state"], "TASK_STATE_CANCELED");
-    // the upstream's own list says its task was canceled
-    let client = reqwest::Client::new();
-    let mut seen = Value::Null;
-    for _ in 0..100 {
-        seen = client
-            .post(format!("{}/", p.url))
-            .header("A2A-Version", "1.0")
-            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "ListTasks", "params": {}}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        if seen["result"]["tasks"][0]["status"]["state"] == "TASK_STATE_CANCELED" {
+        if seen["result"]["status"]["state"] == canceled {
             return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
