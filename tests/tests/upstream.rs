@@ -331,15 +331,41 @@ async fn scripted(events: Vec<Value>) -> (String, Script) {
         events,
         ..Default::default()
     };
-    let app = axum::Router::new()
-        .route("/.well-known/agent-card.json", get(scripted_card))
+    let card = axum::Router::new().route("/.well-known/agent-card.json", get(scripted_card));
+    (serve_script(&script, card).await, script)
+}
+
+/// Serves `card` (the card's routes) beside the scripted JSON-RPC endpoint; the base URL, which
+/// the card names as its interface.
+async fn serve_script(script: &Script, card: axum::Router<Script>) -> String {
+    let app = card
         .route("/", post(scripted_rpc))
         .with_state(script.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     *script.interface.lock().unwrap() = Some(format!("{url}/"));
     tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, script)
+    url
+}
+
+/// A server whose upstream's card is trusted for no time, with a task waiting for input; once
+/// `meanwhile` ran, the answer is sent (its turn reads the card again). The task's id.
+async fn answered_after(url: &str, meanwhile: impl FnOnce()) -> (Server, String) {
+    let mut c = choice(url, Duration::from_secs(5));
+    c.follow.card_ttl = Duration::ZERO;
+    let s = server_for(c).await;
+    let t = s.send_task(&format!("m-{}", tag()), "go").await;
+    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{t}");
+    let id = t["id"].as_str().unwrap().to_string();
+    meanwhile();
+    s.send(
+        &format!("m-{}", tag()),
+        "more",
+        json!({"taskId": id}),
+        json!({"returnImmediately": true}),
+    )
+    .await;
+    (s, id)
 }
 
 fn status(task: &str, state: &str) -> Value {
@@ -417,22 +443,12 @@ async fn garbage_fails_ours_with_a_correlation_id_not_the_upstreams_words() {
 #[tokio::test]
 async fn a_card_that_drops_the_tasks_interface_fails_the_task_at_its_next_turn() {
     let (url, script) = scripted(vec![status("u-1", "TASK_STATE_INPUT_REQUIRED")]).await;
-    let mut c = choice(&url, Duration::from_secs(5));
-    c.follow.card_ttl = Duration::ZERO;
-    let s = server_for(c).await;
-    let t = s.send_task(&format!("m-{}", tag()), "go").await;
-    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{t}");
-    *script.interface.lock().unwrap() = Some(format!("{url}/moved"));
     // the answer's turn reads the card again (trusted for no time here)
-    let id = t["id"].as_str().unwrap();
-    s.send(
-        &format!("m-{}", tag()),
-        "more",
-        json!({"taskId": id}),
-        json!({"returnImmediately": true}),
-    )
+    let (s, id) = answered_after(&url, || {
+        *script.interface.lock().unwrap() = Some(format!("{url}/moved"));
+    })
     .await;
-    let t = s.wait_state(id, "TASK_STATE_FAILED").await;
+    let t = s.wait_state(&id, "TASK_STATE_FAILED").await;
     let text = t["status"]["message"]["parts"][0]["text"].as_str().unwrap();
     assert!(text.contains("no longer offers"), "{text}");
     assert!(
@@ -592,29 +608,14 @@ async fn an_unchanged_card_is_read_again_by_its_etag() {
             ([("etag", etag)], Json(body)).into_response()
         }
     };
-    let app = axum::Router::new()
-        .route("/.well-known/agent-card.json", get(card))
-        .route("/", post(scripted_rpc))
-        .with_state(script.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}", listener.local_addr().unwrap());
-    *script.interface.lock().unwrap() = Some(format!("{url}/"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    let mut c = choice(&url, Duration::from_secs(5));
-    c.follow.card_ttl = Duration::ZERO;
-    let s = server_for(c).await;
-    // Two turns, each reading the card (trusted for no time here): the second asks by its tag,
-    // is told it has not changed, and goes on with the card it holds.
-    let t = s.send_task(&format!("m-{}", tag()), "go").await;
-    assert_eq!(t["status"]["state"], "TASK_STATE_INPUT_REQUIRED", "{t}");
-    let id = t["id"].as_str().unwrap();
-    s.send(
-        &format!("m-{}", tag()),
-        "more",
-        json!({"taskId": id}),
-        json!({"returnImmediately": true}),
+    let url = serve_script(
+        &script,
+        axum::Router::new().route("/.well-known/agent-card.json", get(card)),
     )
     .await;
+    // Two turns, each reading the card (trusted for no time here): the second asks by its tag,
+    // is told it has not changed, and goes on with the card it holds.
+    let _served = answered_after(&url, || {}).await;
     for _ in 0..200 {
         if asked.lock().unwrap().len() >= 2 {
             break;
