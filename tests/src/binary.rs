@@ -66,11 +66,32 @@ impl ServerProcess {
     /// The binary on a SQLite store in `dir`, with `extra` flags — as deployed: the
     /// conformance scenarios off unless `extra` says `--conformance-scenarios`.
     pub async fn sqlite_with(dir: &std::path::Path, extra: &[&str]) -> Self {
+        let dir = dir.to_str().expect("a UTF-8 path");
+        Self::start(&["--store", "sqlite", "--data-dir", dir], extra).await
+    }
+
+    /// The binary on DynamoDB (the emulator `AWS_ENDPOINT_URL` names), its tables under
+    /// `prefix` (made when missing), the stream poller and the SQS queues' pollers running —
+    /// the AWS path in one process; `dir` holds its local files.
+    pub async fn dynamodb_with(dir: &std::path::Path, prefix: &str, extra: &[&str]) -> Self {
+        let dir = dir.to_str().expect("a UTF-8 path");
+        let store = [
+            "--store",
+            "dynamodb",
+            "--create-tables",
+            "--table-prefix",
+            prefix,
+            "--data-dir",
+            dir,
+        ];
+        Self::start(&store, extra).await
+    }
+
+    async fn start(store: &[&str], extra: &[&str]) -> Self {
         let port = free_port();
         let listen = format!("127.0.0.1:{port}");
-        let mut args = vec!["--store", "sqlite", "--data-dir"];
-        let dir = dir.to_str().expect("a UTF-8 path");
-        args.extend_from_slice(&[dir, "--listen", &listen]);
+        let mut args = store.to_vec();
+        args.extend_from_slice(&["--listen", &listen]);
         args.extend_from_slice(extra);
         let child = std::process::Command::new(server_binary())
             .args(&args)
