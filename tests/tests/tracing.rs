@@ -354,6 +354,7 @@ async fn one_send_is_one_trace_from_request_to_turn_to_webhook() {
     );
 
     mcp_call_is_a_client_span_named_to_the_server(&collector).await;
+    an_upstream_call_is_a_client_span_under_the_a2a_names(&collector).await;
 }
 
 /// An MCP tool call (issue 52): a client span `mcp.call` of a trace of its own, linked to the
@@ -431,5 +432,115 @@ async fn mcp_call_is_a_client_span_named_to_the_server(collector: &Collector) {
         call.links.iter().any(|(t, _)| *t == trace_id),
         "linked to the caller's trace: {:?}",
         call.links
+    );
+}
+
+/// A call to an upstream A2A agent (issue 53, 6): a client span of a trace of its own, linked to
+/// the caller's, named after the A2A method with OpenTelemetry's draft A2A attributes — the
+/// method, the protocol version, the server, the message sent.
+async fn an_upstream_call_is_a_client_span_under_the_a2a_names(collector: &Collector) {
+    let seen: Arc<Mutex<Vec<HeaderMap>>> = Arc::default();
+    let kept = seen.clone();
+    let base: Arc<Mutex<String>> = Arc::default();
+    let card_base = base.clone();
+    let app = axum::Router::new()
+        .route(
+            "/.well-known/agent-card.json",
+            axum::routing::get(move || {
+                let url = card_base.lock().unwrap().clone();
+                async move {
+                    axum::Json(json!({"name": "up", "description": "d", "version": "1",
+                        "supportedInterfaces": [{"url": url, "protocolBinding": "JSONRPC",
+                            "protocolVersion": "1.0"}],
+                        "capabilities": {"streaming": true}, "defaultInputModes": ["text/plain"],
+                        "defaultOutputModes": ["text/plain"], "skills": []}))
+                }
+            }),
+        )
+        .route(
+            "/",
+            axum::routing::post(
+                move |headers: HeaderMap, axum::Json(req): axum::Json<serde_json::Value>| {
+                    kept.lock().unwrap().push(headers);
+                    async move {
+                        let done = json!({"statusUpdate": {"taskId": "u-1", "contextId": "uc",
+                            "status": {"state": "TASK_STATE_COMPLETED"}}});
+                        (
+                            [("content-type", "text/event-stream")],
+                            format!(
+                                "data: {}\n\n",
+                                json!({"jsonrpc": "2.0", "id": req["id"], "result": done})
+                            ),
+                        )
+                    }
+                },
+            ),
+        );
+    let url = format!("http://{}", chat::serve(app).await);
+    *base.lock().unwrap() = format!("{url}/");
+    let mut c = config(Storage::Memory, "http://127.0.0.1:9/v1");
+    c.agent = AgentChoice::Upstream(
+        taskledger_app::compose::UpstreamChoice::new(
+            &url,
+            taskledger_domain::push::AddressPolicy::allow_loopback(),
+        )
+        .unwrap(),
+    );
+    let server = Server::start_with(c).await.over(Binding::JsonRpc);
+    let trace_id = format!("{:032x}", rand_u128());
+    let v = server
+        .call_with(
+            "SendMessage",
+            json!({"message": {"messageId": "trace-upstream", "role": "ROLE_USER",
+                "parts": [{"text": "hello"}]}, "configuration": {"returnImmediately": false}}),
+            &[("traceparent", &format!("00-{trace_id}-00f067aa0ba902b7-01"))],
+        )
+        .await;
+    assert_eq!(
+        v["result"]["task"]["status"]["state"], "TASK_STATE_COMPLETED",
+        "{v}"
+    );
+    let sent = seen.lock().unwrap()[0]
+        .get("traceparent")
+        .and_then(|h| h.to_str().ok())
+        .expect("the upstream is told a traceparent")
+        .to_string();
+    let parts: Vec<&str> = sent.split('-').collect();
+    assert_ne!(parts[1], trace_id, "the upstream saw the caller's trace");
+    let spans = collector
+        .trace(parts[1], Duration::from_secs(20), |s| {
+            s.iter().any(|x| x.name == "SendStreamingMessage")
+        })
+        .await;
+    let call = named(&spans, "SendStreamingMessage")[0];
+    assert_eq!(
+        call.span_id, parts[2],
+        "the upstream is told the calling span"
+    );
+    assert_eq!(call.kind, 3, "a client span");
+    assert!(call.parent.is_empty(), "a root of its own trace");
+    assert!(
+        call.links.iter().any(|(t, _)| *t == trace_id),
+        "linked to the caller's trace: {:?}",
+        call.links
+    );
+    for (k, want) in [
+        ("a2a.method.name", "SendStreamingMessage"),
+        ("rpc.method", "SendStreamingMessage"),
+        ("a2a.protocol.version", "1.0"),
+        ("server.address", "127.0.0.1"),
+        ("a2a.message.id", "trace-upstream"),
+    ] {
+        assert_eq!(
+            call.attributes.get(k).map(String::as_str),
+            Some(want),
+            "{k}: {:?}",
+            call.attributes
+        );
+    }
+    assert!(
+        !call.attributes.contains_key("error.type"),
+        "{:?}",
+        call.attributes
     );
 }

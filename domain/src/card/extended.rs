@@ -107,7 +107,7 @@ mod tests {
             description: "d".into(),
             version: "1".into(),
             auth: CardAuth::Bearer,
-            push_notifications: true,
+            served: crate::card::Served::all(),
             grpc_url: None,
             extended_card: true,
         });

@@ -38,13 +38,43 @@ pub struct CardSettings {
     pub version: String,
     /// How callers authenticate (the card's security scheme).
     pub auth: CardAuth,
-    /// Whether webhook deliveries are made (`capabilities.pushNotifications`).
-    pub push_notifications: bool,
+    /// Which capability-gated operations are served (`capabilities.streaming`,
+    /// `capabilities.pushNotifications`).
+    pub served: Served,
     /// `host:port` of the gRPC binding, when it is served (listed as a `GRPC` interface).
     pub grpc_url: Option<String>,
     /// Whether authenticated callers get an extended card (`capabilities.extendedAgentCard`):
     /// whenever callers authenticate.
     pub extended_card: bool,
+}
+
+/// The capability-gated operation groups a server serves (A2A §3.3.4): one it does not
+/// declare answers with its specific error (UnsupportedOperation for streams,
+/// PushNotificationNotSupported for push configs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Served {
+    /// SendStreamingMessage and SubscribeToTask.
+    pub streaming: bool,
+    /// The four push-config operations and webhook deliveries.
+    pub push_notifications: bool,
+}
+
+impl Served {
+    /// Streams and push notifications both.
+    pub const fn all() -> Self {
+        Self {
+            streaming: true,
+            push_notifications: true,
+        }
+    }
+
+    /// Streams, no push notifications.
+    pub const fn without_push() -> Self {
+        Self {
+            streaming: true,
+            push_notifications: false,
+        }
+    }
 }
 
 /// How callers authenticate, as the card states it.
@@ -210,8 +240,8 @@ pub fn agent_card(s: &CardSettings) -> AgentCard {
         version: s.version.clone(),
         documentation_url: None,
         capabilities: AgentCapabilities {
-            streaming: Some(true),
-            push_notifications: Some(s.push_notifications),
+            streaming: Some(s.served.streaming),
+            push_notifications: Some(s.served.push_notifications),
             extensions: extensions(),
             extended_agent_card: Some(s.extended_card),
         },
@@ -275,7 +305,7 @@ mod tests {
             description: "d".into(),
             version: "1".into(),
             auth: CardAuth::Bearer,
-            push_notifications: false,
+            served: Served::without_push(),
             grpc_url: None,
             extended_card: false,
         });
@@ -322,6 +352,37 @@ mod tests {
     }
 
     #[test]
+    fn the_capabilities_say_which_gated_operations_are_served() {
+        let caps = |served| {
+            serde_json::to_value(
+                agent_card(&CardSettings {
+                    public_url: "https://a2a.example.com".into(),
+                    name: "n".into(),
+                    description: "d".into(),
+                    version: "1".into(),
+                    auth: CardAuth::None,
+                    served,
+                    grpc_url: None,
+                    extended_card: false,
+                })
+                .capabilities,
+            )
+            .unwrap()
+        };
+        let all = caps(Served::all());
+        assert_eq!(all["streaming"], true);
+        assert_eq!(all["pushNotifications"], true);
+        let none = caps(Served {
+            streaming: false,
+            push_notifications: false,
+        });
+        // Declared false, not left out: a client reads an absent capability as unknown.
+        assert_eq!(none["streaming"], false);
+        assert_eq!(none["pushNotifications"], false);
+        assert_eq!(none["extendedAgentCard"], false);
+    }
+
+    #[test]
     fn a_grpc_interface_is_listed_only_when_served() {
         let mut settings = CardSettings {
             public_url: "https://a2a.example.com".into(),
@@ -329,7 +390,7 @@ mod tests {
             description: "d".into(),
             version: "1".into(),
             auth: CardAuth::None,
-            push_notifications: false,
+            served: Served::without_push(),
             grpc_url: None,
             extended_card: false,
         };
@@ -386,7 +447,7 @@ mod tests {
                 description: "d".into(),
                 version: "1".into(),
                 auth,
-                push_notifications: false,
+                served: Served::without_push(),
                 grpc_url: None,
                 extended_card: false,
             }))

@@ -11,7 +11,7 @@ fn card() -> AgentCard {
         description: "d".into(),
         version: "1".into(),
         auth: CardAuth::Bearer,
-        push_notifications: false,
+        served: crate::card::Served::without_push(),
         grpc_url: None,
         extended_card: false,
     })
@@ -141,7 +141,7 @@ fn the_sdk_form_drops_what_the_official_sdks_drop_and_is_the_same_when_nothing_i
             description: "d".into(),
             version: "1".into(),
             auth: CardAuth::None,
-            push_notifications: false,
+            served: crate::card::Served::without_push(),
             grpc_url: None,
             extended_card: false,
         }

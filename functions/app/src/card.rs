@@ -96,7 +96,7 @@ mod tests {
             description: "d".into(),
             version: "1".into(),
             auth: taskledger_domain::card::CardAuth::Bearer,
-            push_notifications: true,
+            served: taskledger_domain::card::Served::all(),
             grpc_url: None,
             extended_card: true,
         });

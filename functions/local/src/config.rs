@@ -79,6 +79,9 @@ pub struct Config {
     pub stream_keep_alive: Duration,
     /// How often an open stream reads its task's events for commits of other processes.
     pub stream_poll: Duration,
+    /// Which capability-gated operations are served (`--streaming-enabled`,
+    /// `--push-enabled`): push notifications only on a store with an outbox or queues.
+    pub served: taskledger_domain::card::Served,
     /// Host names answered besides loopback names and the public URL's host (a server without
     /// credentials refuses others; the card is signed only for these and the public URL).
     pub allowed_hosts: Vec<String>,

@@ -313,6 +313,10 @@ impl Config {
             grpc: local.grpc()?,
             stream_keep_alive: settings.stream_keep_alive(),
             stream_poll: settings.stream_poll(),
+            served: taskledger_domain::card::Served {
+                streaming: settings.streaming_enabled,
+                push_notifications: settings.push_enabled,
+            },
             allowed_hosts: taskledger_app::http::guard::parse_allowed_hosts(&settings.allowed_hosts)
                 .map_err(invalid("--allowed-hosts"))?,
             metrics_token: local.metrics_token.clone().filter(|t| !t.is_empty()),
@@ -387,5 +391,16 @@ mod tests {
         settings.event_detail_level = "everything".into();
         let e = lifecycle(&settings, &local).unwrap_err().to_string();
         assert!(e.contains("--event-detail-level"), "{e}");
+    }
+
+    #[test]
+    fn streams_and_pushes_are_served_unless_a_flag_turns_them_off() {
+        let (mut settings, local) = (Settings::defaults(), LocalFlags::defaults());
+        let served = |s: &Settings| Config::from_flags(s, &local, |_| None).unwrap().served;
+        assert_eq!(served(&settings), taskledger_domain::card::Served::all());
+        settings.streaming_enabled = false;
+        assert!(!served(&settings).streaming && served(&settings).push_notifications);
+        settings.push_enabled = false;
+        assert!(!served(&settings).streaming && !served(&settings).push_notifications);
     }
 }

@@ -189,7 +189,8 @@ async fn build_bindings(
     };
     // What pushes, signs and seals: assembled as every deployment does (`compose::PushParts`).
     let push = compose::PushParts::new(
-        stores.embedded.is_some() || stores.serverless.is_some(),
+        config.served.push_notifications
+            && (stores.embedded.is_some() || stores.serverless.is_some()),
         config.push.policy.clone(),
         config.push.signing_key_pem.as_deref(),
         secrets(config)?,
@@ -228,6 +229,7 @@ async fn build_bindings(
             blocking_timeout: config.blocking_timeout,
             dispatch,
             stream_poll: config.stream_poll,
+            streaming_enabled: config.served.streaming,
             retention: config.retention.clone(),
             rate_limit: config.rate_limit,
             task_limit: config.task_limit,
@@ -346,7 +348,7 @@ async fn build_bindings(
     let grpc_card = taskledger_app::http::card_at(
         &http,
         auth.card_auth(),
-        service.push_enabled(),
+        service.served(),
         card_base,
         configured,
     );

@@ -104,6 +104,7 @@ impl PushParts {
         Ok(ServiceSettings {
             blocking_timeout: settings.blocking_timeout(d),
             push_enabled: self.enabled,
+            streaming_enabled: settings.streaming_enabled,
             push_policy: self.policy.clone(),
             secrets: Some(self.seal()),
             stream_poll: settings.stream_poll(),

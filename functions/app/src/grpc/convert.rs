@@ -321,7 +321,7 @@ mod tests {
                 description: "d".into(),
                 version: "1".into(),
                 auth: taskledger_domain::card::CardAuth::Bearer,
-                push_notifications: true,
+                served: taskledger_domain::card::Served::all(),
                 grpc_url: Some("a.example:443".into()),
                 extended_card: true,
             },

@@ -11,7 +11,7 @@ use axum::http::{Extensions, HeaderMap, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde_json::json;
 use sha2::{Digest, Sha256};
-use taskledger_domain::card::{agent_card, CardAuth, CardSettings};
+use taskledger_domain::card::{agent_card, CardAuth, CardSettings, Served};
 
 use super::guard::{self, Base};
 use super::{AppState, GrpcAddress, HttpSettings, CARD_MAX_AGE_SECS};
@@ -64,7 +64,7 @@ pub(super) fn public_card(
     let card = card_advertising(
         &state.settings,
         state.auth.card_auth(),
-        state.service.push_enabled(),
+        state.service.served(),
         base.url.clone(),
         base.configured,
         state.service.agent().advertised().as_ref(),
@@ -78,11 +78,11 @@ pub(super) fn public_card(
 pub fn card_at(
     settings: &HttpSettings,
     auth: CardAuth,
-    push: bool,
+    served: Served,
     base: String,
     configured: bool,
 ) -> PublicCard {
-    card_advertising(settings, auth, push, base, configured, None)
+    card_advertising(settings, auth, served, base, configured, None)
 }
 
 /// `card_at`, advertising what the agent says of itself besides (an upstream agent's skills
@@ -90,7 +90,7 @@ pub fn card_at(
 fn card_advertising(
     settings: &HttpSettings,
     auth: CardAuth,
-    push: bool,
+    served: Served,
     base: String,
     configured: bool,
     advertised: Option<&taskledger_domain::agent::upstream::Advertised>,
@@ -102,7 +102,7 @@ fn card_advertising(
         description: settings.description.clone(),
         version: settings.version.clone(),
         auth,
-        push_notifications: push,
+        served,
         extended_card: auth != CardAuth::None,
     });
     if let Some(a) = advertised {

@@ -55,6 +55,9 @@ pub struct ServiceSettings {
     /// Whether webhook deliveries are made (a push worker runs): push config operations and
     /// `capabilities.pushNotifications` depend on it.
     pub push_enabled: bool,
+    /// Whether SendStreamingMessage and SubscribeToTask are served
+    /// (`capabilities.streaming`): when not, both answer UnsupportedOperation.
+    pub streaming_enabled: bool,
     /// Which webhook addresses configs may name (literal addresses are checked at creation).
     pub push_policy: AddressPolicy,
     /// How often an open stream reads its task's events when no commit was announced in this
@@ -106,6 +109,7 @@ impl Default for ServiceSettings {
             blocking_timeout: Duration::from_secs(60),
             dispatch: Dispatch::InProcess,
             push_enabled: false,
+            streaming_enabled: true,
             push_policy: AddressPolicy::strict(),
             stream_poll: DEFAULT_STREAM_POLL,
             stream_max: None,
@@ -246,6 +250,14 @@ impl Service {
 
     pub fn push_enabled(&self) -> bool {
         self.settings.push_enabled
+    }
+
+    /// The capability-gated operations this service serves, as its card declares them.
+    pub fn served(&self) -> taskledger_domain::card::Served {
+        taskledger_domain::card::Served {
+            streaming: self.settings.streaming_enabled,
+            push_notifications: self.settings.push_enabled,
+        }
     }
 
     /// The limits every caller works within here (stated in the extended agent card).

@@ -14,10 +14,10 @@ use taskledger_domain::agent::upstream::{
     MAX_UPSTREAM_CARD_BYTES,
 };
 use taskledger_domain::ports::{Outbound, OutboundError, OutboundEvents, OutboundRequest};
-use taskledger_domain::trace::TraceContext;
 use taskledger_domain::wire::{Message, Role, StreamResponse};
 use tracing::Instrument;
 
+use super::spans::{self, About};
 use crate::telemetry;
 
 /// How long a card read is trusted, by default, before it is revalidated (`If-None-Match`).
@@ -50,6 +50,21 @@ impl std::fmt::Display for Trouble {
 
 impl std::error::Error for Trouble {}
 
+impl Trouble {
+    /// The kind of trouble as a call's span names it (OpenTelemetry's `error.type`): the HTTP
+    /// status, `timeout`, or what went wrong.
+    pub fn kind(&self) -> String {
+        match self {
+            Trouble::Transient(OutboundError::Status(code)) => code.to_string(),
+            Trouble::Transient(OutboundError::Timeout) => "timeout".into(),
+            Trouble::Transient(_) => "unavailable".into(),
+            Trouble::Broken(_) => "malformed_response".into(),
+            Trouble::AddressRefused => "address_refused".into(),
+            Trouble::Refused(_) => "rpc_error".into(),
+        }
+    }
+}
+
 impl From<OutboundError> for Trouble {
     fn from(e: OutboundError) -> Self {
         if e.transient() {
@@ -79,18 +94,6 @@ pub struct A2aClient {
     card_ttl: Duration,
     /// A background read of the card is under way (`refresh_if_stale`).
     refreshing: std::sync::atomic::AtomicBool,
-}
-
-/// A call's own span and the context the upstream is told of.
-fn call_span(method: &'static str) -> (tracing::Span, Option<TraceContext>) {
-    if !telemetry::trace::is_exporting() {
-        return (tracing::Span::none(), None);
-    }
-    let from = telemetry::trace::of_span(&tracing::Span::current());
-    let span = tracing::info_span!("a2a.upstream", otel.kind = "client", rpc.method = method);
-    telemetry::trace::own_trace(&span, from.as_ref());
-    let ctx = telemetry::trace::of_span(&span);
-    (span, ctx)
 }
 
 impl A2aClient {
@@ -155,7 +158,7 @@ impl A2aClient {
         };
         let mut last = Trouble::Broken("no card path answered".into());
         for path in paths {
-            let (span, trace) = call_span("GET agent card");
+            let (span, trace) = spans::card();
             let reply = self
                 .http
                 .call(OutboundRequest {
@@ -238,7 +241,8 @@ impl A2aClient {
         link: Option<(&str, &str)>,
     ) -> Result<Box<dyn OutboundEvents>, Trouble> {
         let params = json!({ "message": outgoing(i.protocol, message, link) });
-        self.open(i, Method::Stream, params).await
+        self.open(i, Method::Stream, params, about(message, link))
+            .await
     }
 
     /// Sends `message` without waiting for the work (`returnImmediately` / `blocking: false`):
@@ -256,7 +260,8 @@ impl A2aClient {
             }
             UpstreamProtocol::V03 => json!({"message": m, "configuration": {"blocking": false}}),
         };
-        self.unary(i, Method::Send, params).await
+        self.unary(i, Method::Send, params, about(message, link))
+            .await
     }
 
     /// The upstream task as it is (no history).
@@ -266,7 +271,15 @@ impl A2aClient {
         task_id: &str,
     ) -> Result<StreamResponse, Trouble> {
         let answer = self
-            .unary(i, Method::Get, json!({ "id": task_id, "historyLength": 0 }))
+            .unary(
+                i,
+                Method::Get,
+                json!({ "id": task_id, "historyLength": 0 }),
+                About {
+                    task: Some(task_id),
+                    ..About::default()
+                },
+            )
             .await?;
         match answer {
             StreamResponse::Task(_) => Ok(answer),
@@ -278,7 +291,11 @@ impl A2aClient {
 
     /// Cancels the upstream task.
     pub async fn cancel(&self, i: &UpstreamInterface, task_id: &str) -> Result<(), Trouble> {
-        self.unary(i, Method::Cancel, json!({ "id": task_id }))
+        let about = About {
+            task: Some(task_id),
+            ..About::default()
+        };
+        self.unary(i, Method::Cancel, json!({ "id": task_id }), about)
             .await
             .map(|_| ())
     }
@@ -288,14 +305,22 @@ impl A2aClient {
         i: &UpstreamInterface,
         method: Method,
         params: Value,
+        about: About<'_>,
     ) -> Result<Box<dyn OutboundEvents>, Trouble> {
-        let (span, trace) = call_span(method.name(i.protocol));
+        let (span, trace) = spans::call(
+            method.name(UpstreamProtocol::V1),
+            method.name(i.protocol),
+            i,
+            about,
+        );
         let mut req = self.envelope(i, method, params);
         req.trace = trace;
         let started = Instant::now();
-        let r = self.http.stream(req).instrument(span).await;
+        let r = self.http.stream(req).instrument(span.clone()).await;
         telemetry::metrics().upstream(outcome(&r), started.elapsed());
-        Ok(r?)
+        let r = r.map_err(Trouble::from);
+        spans::close(&span, r.as_ref().map(|_| None).map_err(Trouble::kind));
+        r
     }
 
     async fn unary(
@@ -303,23 +328,35 @@ impl A2aClient {
         i: &UpstreamInterface,
         method: Method,
         params: Value,
+        about: About<'_>,
     ) -> Result<StreamResponse, Trouble> {
-        let (span, trace) = call_span(method.name(i.protocol));
+        let (span, trace) = spans::call(
+            method.name(UpstreamProtocol::V1),
+            method.name(i.protocol),
+            i,
+            about,
+        );
         let mut req = self.envelope(i, method, params);
         req.trace = trace;
         let started = Instant::now();
-        let r = self.http.call(req).instrument(span).await;
+        let r = self.http.call(req).instrument(span.clone()).await;
         telemetry::metrics().upstream(outcome(&r), started.elapsed());
-        let reply = r?;
-        if !(200..300).contains(&reply.status) {
-            return Err(OutboundError::Status(reply.status).into());
-        }
-        let body = String::from_utf8_lossy(&reply.body);
-        match (method, i.protocol) {
-            // 1.0 answers GetTask and CancelTask with the bare task.
-            (Method::Get | Method::Cancel, UpstreamProtocol::V1) => decode_task(&body),
-            _ => decode(i.protocol, &body),
-        }
+        let answer = r.map_err(Trouble::from).and_then(|reply| {
+            if !(200..300).contains(&reply.status) {
+                return Err(OutboundError::Status(reply.status).into());
+            }
+            let body = String::from_utf8_lossy(&reply.body);
+            match (method, i.protocol) {
+                // 1.0 answers GetTask and CancelTask with the bare task.
+                (Method::Get | Method::Cancel, UpstreamProtocol::V1) => decode_task(&body),
+                _ => decode(i.protocol, &body),
+            }
+        });
+        spans::close(
+            &span,
+            answer.as_ref().map(spans::task_of).map_err(Trouble::kind),
+        );
+        answer
     }
 }
 
@@ -351,6 +388,15 @@ impl Method {
             (Method::Get, UpstreamProtocol::V03) => "tasks/get",
             (Method::Cancel, UpstreamProtocol::V03) => "tasks/cancel",
         }
+    }
+}
+
+/// What a send is about: the message, and the upstream's task and context it continues.
+fn about<'a>(m: &'a Message, link: Option<(&'a str, &'a str)>) -> About<'a> {
+    About {
+        task: link.map(|(t, _)| t),
+        context: link.map(|(_, c)| c),
+        message: Some(m.message_id.as_str()),
     }
 }
 

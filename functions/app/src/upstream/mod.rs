@@ -12,6 +12,7 @@
 
 mod client;
 mod follow;
+mod spans;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -299,7 +299,7 @@ mod tests {
             description: "d".into(),
             version: "1".into(),
             auth,
-            push_notifications: true,
+            served: taskledger_domain::card::Served::all(),
             grpc_url: grpc.then(|| "h:2".into()),
             extended_card: auth != CardAuth::None,
         })

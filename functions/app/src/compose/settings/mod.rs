@@ -252,6 +252,11 @@ pub struct Settings {
     /// Milliseconds between the keep-alive comments of an idle stream.
     #[arg(long, env = "TASKLEDGER_STREAM_KEEP_ALIVE_MS", default_value_t = DEFAULT_STREAM_KEEP_ALIVE_MS)]
     pub stream_keep_alive_ms: u64,
+    /// Streams (SendStreamingMessage, SubscribeToTask, and their 0.3 names): `false` declares
+    /// `capabilities.streaming` false and answers them UnsupportedOperation (A2A §3.3.4).
+    #[arg(long, env = "TASKLEDGER_STREAMING_ENABLED", default_value_t = true, action = clap::ArgAction::Set,
+          value_parser = clap::builder::BoolishValueParser::new())]
+    pub streaming_enabled: bool,
     /// Milliseconds between an open stream's reads of its task's events when no commit was
     /// announced in this process (commits of other processes sharing the store).
     #[arg(long, env = "TASKLEDGER_STREAM_POLL_MS", default_value_t = crate::service::DEFAULT_STREAM_POLL.as_millis() as u64)]

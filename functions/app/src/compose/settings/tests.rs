@@ -30,6 +30,7 @@ fn every_default_is_the_one_written_on_its_field() {
     assert_eq!(s.index_shards, 1);
     assert_eq!(s.agent_follow_secs, DEFAULT_AGENT_FOLLOW_SECS);
     assert!(s.push_enabled);
+    assert!(s.streaming_enabled);
     assert!(!s.conformance_scenarios);
     assert_eq!(
         s.stream_keep_alive(),

@@ -94,7 +94,25 @@ fn resume_position(raw: &str, version: u64) -> Result<u64, AppError> {
     Ok(n)
 }
 
+/// A stream asked of a server that declares `capabilities.streaming` false (A2A §3.3.4).
+fn streaming_not_supported() -> AppError {
+    AppError::protocol(
+        ErrorKind::UnsupportedOperation,
+        "streaming is not enabled on this server (capabilities.streaming is false): use \
+         SendMessage and GetTask",
+    )
+}
+
 impl Service {
+    /// Before a stream is opened: streams are served here.
+    fn require_streaming(&self) -> Result<(), AppError> {
+        if self.settings.streaming_enabled {
+            Ok(())
+        } else {
+            Err(streaming_not_supported())
+        }
+    }
+
     /// SendStreamingMessage: the message is taken in as by SendMessage; the stream is the
     /// task from the message's commit on, until it is terminal or interrupted.
     pub async fn stream_message(
@@ -103,7 +121,8 @@ impl Service {
         req: SendMessageRequest,
         idempotency: Option<(IdempotencyKey, String)>,
     ) -> Result<TaskStream, AppError> {
-        // A place first: a refused stream takes no message in.
+        // Served, and a place first: a refused stream takes no message in.
+        self.require_streaming()?;
         let slot = self.stream_slot(who)?;
         let sub = match self.submit(who, req, idempotency).await? {
             Submission::Direct(reply) => {
@@ -131,6 +150,7 @@ impl Service {
         req: GetTaskRequest,
         last_event_id: Option<&str>,
     ) -> Result<TaskStream, AppError> {
+        self.require_streaming()?;
         let task_id = task_id_of(&req.id)?;
         let slot = self.stream_slot(who)?;
         let start = match last_event_id {
