@@ -259,7 +259,7 @@ async fn a_non_streaming_behaviour_plays_over_a_stream_and_a_subscription() {
 #[tokio::test]
 async fn a_tck_name_the_contract_lacks_fails_the_task_naming_it() {
     let s = Server::start().await;
-    for text in ["tck-nonesuch", "tck-client-parse"] {
+    for text in ["tck-nonesuch", "tck-client-parses"] {
         let t = settled(&s, text).await;
         assert_eq!(state(&t), "TASK_STATE_FAILED", "{t}");
         assert_eq!(said(&t), format!("unimplemented ACTS behaviour {text:?}"));
@@ -289,4 +289,122 @@ async fn the_message_id_contract_comes_first_and_plain_messages_go_to_the_model(
     next["messageId"] = json!(format!("plain-{}", uuid::Uuid::new_v4().simple()));
     let t = s.ok("SendMessage", json!({"message": next})).await["task"].clone();
     assert_ne!(said(&t), "multi-turn complete", "{t}");
+}
+
+/// `tck-client-parse` (ACTS §10 as the a2a-itk runner reaches a client): the data part's
+/// canned answer is served to the upstream forwarder's A2A client, and the task's artifact is
+/// what that client made of it.
+async fn client_parse(s: &Server, operation: &str, payload: Value) -> Value {
+    let v = s
+        .ok(
+            "SendMessage",
+            json!({"message": {"messageId": uuid::Uuid::new_v4().to_string(), "role": "ROLE_USER",
+                "parts": [{"text": "tck-client-parse"},
+                          {"data": {"operation": operation, "wire_payload": payload}}]}}),
+        )
+        .await;
+    let t = &v["task"];
+    assert_eq!(state(t), "TASK_STATE_COMPLETED", "{t}");
+    t["artifacts"][0]["parts"][0]["data"].clone()
+}
+
+#[tokio::test]
+async fn the_client_parse_behaviour_reports_what_our_a2a_client_made_of_a_canned_answer() {
+    let s = Server::start().await;
+    // A send answered with a task: the discriminator kept, the task as parsed.
+    let parsed = client_parse(
+        &s,
+        "send_message",
+        json!({"jsonrpc": "2.0", "id": "fixed", "result": {"task": {"id": "up-1", "contextId": "uc-1",
+            "status": {"state": "TASK_STATE_INPUT_REQUIRED", "message": {"messageId": "q",
+                "role": "ROLE_AGENT", "parts": [{"text": "which one?"}]}},
+            "artifacts": [{"artifactId": "a", "parts": [{"text": "x"}]}]}}}),
+    )
+    .await;
+    assert_eq!(parsed["task"]["id"], "up-1", "{parsed}");
+    assert_eq!(
+        parsed["task"]["status"]["state"],
+        "TASK_STATE_INPUT_REQUIRED"
+    );
+    assert_eq!(
+        parsed["task"]["status"]["message"]["parts"][0]["text"],
+        "which one?"
+    );
+    assert_eq!(
+        parsed["task"]["artifacts"].as_array().map(Vec::len),
+        Some(1)
+    );
+    // A send answered with a message.
+    let parsed = client_parse(
+        &s,
+        "send_message",
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"message": {"messageId": "r",
+            "role": "ROLE_AGENT", "parts": [{"text": "hi"}]}}}),
+    )
+    .await;
+    assert_eq!(parsed["message"]["messageId"], "r", "{parsed}");
+    // GetTask: the bare task, history and data parts kept.
+    let parsed = client_parse(
+        &s,
+        "get_task",
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"id": "up-2", "contextId": "uc",
+            "status": {"state": "TASK_STATE_COMPLETED"},
+            "artifacts": [{"artifactId": "d", "parts": [{"data": {"k": [1, 2]}}]}],
+            "history": [{"role": "ROLE_USER", "parts": [{"text": "go"}]},
+                        {"role": "ROLE_AGENT", "parts": [{"text": "done"}]}]}}),
+    )
+    .await;
+    assert_eq!(parsed["id"], "up-2", "{parsed}");
+    assert_eq!(parsed["artifacts"][0]["parts"][0]["data"]["k"][1], 2);
+    assert_eq!(parsed["history"].as_array().map(Vec::len), Some(2));
+    // A JSON-RPC error: the one the answer carried, and what the client raised.
+    let parsed = client_parse(
+        &s,
+        "get_task",
+        json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": "Task not found"}}),
+    )
+    .await;
+    assert_eq!(parsed["error"]["code"], -32001, "{parsed}");
+    assert!(
+        parsed["raised"].as_str().is_some_and(|r| !r.is_empty()),
+        "{parsed}"
+    );
+    // A card, as the client reads it; one without a JSON-RPC interface is no agent it can call.
+    let parsed = client_parse(
+        &s,
+        "get_agent_card",
+        json!({"name": "Up", "version": "1", "capabilities": {"streaming": true},
+            "supportedInterfaces": [{"url": "https://up.example/a2a", "protocolBinding": "JSONRPC",
+                "protocolVersion": "1.0"}],
+            "skills": [{"id": "s", "name": "S", "description": "d", "tags": []}]}),
+    )
+    .await;
+    assert_eq!(parsed["name"], "Up", "{parsed}");
+    assert_eq!(parsed["capabilities"]["streaming"], true);
+    assert_eq!(parsed["skills"][0]["id"], "s");
+    let parsed = client_parse(
+        &s,
+        "get_agent_card",
+        json!({"name": "Rest only", "version": "1", "supportedInterfaces": [
+            {"url": "https://up.example/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"}]}),
+    )
+    .await;
+    assert!(
+        parsed["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("JSON-RPC")),
+        "{parsed}"
+    );
+    // An answer that is no A2A answer is an error, not a parse.
+    let parsed = client_parse(
+        &s,
+        "get_task",
+        json!({"jsonrpc": "2.0", "id": 1, "result": 7}),
+    )
+    .await;
+    assert!(parsed["error"]["message"].is_string(), "{parsed}");
+    // Without its request the behaviour fails saying what it needs.
+    let t = settled(&s, "tck-client-parse").await;
+    assert_eq!(state(&t), "TASK_STATE_FAILED", "{t}");
+    assert!(said(&t).contains("wire_payload"), "{t}");
 }

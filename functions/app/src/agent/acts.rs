@@ -40,8 +40,11 @@ pub enum Behavior {
     Cancel,
     StreamBasic,
     StreamChunked,
-    /// A `tck-` name this contract does not have (the runner's `tck-client-parse` among them:
-    /// it asks for an A2A client, and taskledger has none).
+    /// ACTS §10's client tests, as the a2a-itk runner reaches a client: the message's data part
+    /// holds `{operation, wire_payload}`, and the task's artifact is what our A2A client (the
+    /// upstream forwarder's) made of that payload served to it (`ClientProbe`).
+    ClientParse,
+    /// A `tck-` name this contract does not have.
     Unknown(String),
 }
 
@@ -57,7 +60,7 @@ impl Behavior {
     }
 }
 
-const NAMES: [(&str, Behavior); 15] = [
+const NAMES: [(&str, Behavior); 16] = [
     ("tck-complete-task", Behavior::CompleteTask),
     ("tck-task-failure", Behavior::TaskFailure),
     ("tck-reject-task", Behavior::RejectTask),
@@ -73,7 +76,80 @@ const NAMES: [(&str, Behavior); 15] = [
     ("tck-cancel", Behavior::Cancel),
     ("tck-stream-basic", Behavior::StreamBasic),
     ("tck-stream-chunked", Behavior::StreamChunked),
+    ("tck-client-parse", Behavior::ClientParse),
 ];
+
+/// The A2A client `tck-client-parse` asks to parse a canned answer: it serves `wire_payload`
+/// to our client as the answer to `operation` and says what the client made of it — the
+/// parsed object, or `{"error": …}` (implemented by the upstream forwarder's client, handed in
+/// by the composition: an agent sees no adapter).
+#[async_trait::async_trait]
+pub trait ClientProbe: Send + Sync {
+    async fn parse(&self, operation: &str, wire_payload: serde_json::Value) -> serde_json::Value;
+}
+
+/// `tck-client-parse`'s request: the `{operation, wire_payload}` of the message's first data
+/// part that names an operation.
+pub fn client_request(m: &Message) -> Option<(String, serde_json::Value)> {
+    m.parts.iter().find_map(|p| match &p.content {
+        PartContent::Data(d) => d.get("operation").and_then(|o| o.as_str()).map(|op| {
+            (
+                op.to_string(),
+                d.get("wire_payload").cloned().unwrap_or_default(),
+            )
+        }),
+        _ => None,
+    })
+}
+
+/// `tck-client-parse`'s steps once the client has parsed (`Ok`: its result, as the data part
+/// of the task's one artifact) or could not be asked (`Err`: the task fails saying why).
+pub fn client_parse_steps(parsed: Result<serde_json::Value, String>) -> Vec<Step> {
+    let now = Timestamp::now;
+    let working = TaskCommand::ChangeStatus {
+        state: TaskState::Working,
+        message: None,
+        at: now(),
+    };
+    match parsed {
+        Ok(value) => vec![Step::Commit(vec![
+            working,
+            TaskCommand::AddArtifact {
+                artifact: Artifact {
+                    artifact_id: "client-parse".into(),
+                    name: Some("client-parse".into()),
+                    description: None,
+                    parts: vec![Part {
+                        content: PartContent::Data(value),
+                        metadata: None,
+                        filename: None,
+                        media_type: Some("application/json".into()),
+                    }],
+                    metadata: None,
+                    extensions: vec![],
+                    start_generation: None,
+                    end_generation: None,
+                },
+                append: false,
+                last_chunk: true,
+                at: now(),
+            },
+            TaskCommand::ChangeStatus {
+                state: TaskState::Completed,
+                message: Some(agent_message("tck-client-parse ok")),
+                at: now(),
+            },
+        ])],
+        Err(why) => vec![Step::Commit(vec![
+            working,
+            TaskCommand::ChangeStatus {
+                state: TaskState::Failed,
+                message: Some(agent_message(&why)),
+                at: now(),
+            },
+        ])],
+    }
+}
 
 /// The first text part of `m`, if it has one.
 pub fn first_text(m: &Message) -> Option<&str> {
@@ -284,6 +360,8 @@ pub fn steps(
             )]));
             steps
         }
+        // Played by the scenario agent, which holds the client (`client_parse_steps`).
+        Behavior::ClientParse => return None,
         Behavior::Unknown(name) => vec![Step::Commit(vec![ends(
             TaskState::Failed,
             &format!("unimplemented ACTS behaviour {name:?}"),
@@ -312,10 +390,7 @@ mod tests {
             named("tck-complet-task"),
             Some(Behavior::Unknown("tck-complet-task".into()))
         );
-        assert_eq!(
-            named("tck-client-parse"),
-            Some(Behavior::Unknown("tck-client-parse".into()))
-        );
+        assert_eq!(named("tck-client-parse"), Some(Behavior::ClientParse));
         for none in ["hello", "", "tck-", "tck-- x", "TCK-cancel", "a tck-cancel"] {
             assert_eq!(named(none), None, "{none:?}");
         }

@@ -130,6 +130,8 @@ pub struct ScenarioAgent {
     conformance: bool,
     /// Everything the rules do not cover: the model loop on the scripted model.
     model_loop: Arc<LlmAgent>,
+    /// The A2A client `tck-client-parse` asks to parse (none: that behaviour fails saying so).
+    client: Option<Arc<dyn acts::ClientProbe>>,
 }
 
 impl ScenarioAgent {
@@ -141,11 +143,35 @@ impl ScenarioAgent {
     /// The agent, its conformance and fault rules on or off (a deployment's
     /// `--conformance-scenarios`).
     pub fn configured(timings: ScenarioTimings, conformance: bool) -> Arc<Self> {
+        Self::with_client(timings, conformance, None)
+    }
+
+    /// The agent, with the A2A client ACTS's client tests ask to parse (`tck-client-parse`).
+    pub fn with_client(
+        timings: ScenarioTimings,
+        conformance: bool,
+        client: Option<Arc<dyn acts::ClientProbe>>,
+    ) -> Arc<Self> {
         Arc::new(Self {
             timings,
             conformance,
             model_loop: LlmAgent::new(Arc::new(ScriptedModel), DEFAULT_MAX_TURNS),
+            client,
         })
+    }
+
+    /// `tck-client-parse`: what the client made of the message's canned payload.
+    async fn client_parse(&self, input: Option<&Message>) -> Vec<Step> {
+        let parsed = match (&self.client, input.and_then(acts::client_request)) {
+            (Some(client), Some((operation, payload))) => {
+                Ok(client.parse(&operation, payload).await)
+            }
+            (None, _) => Err("tck-client-parse: no A2A client is configured here".to_string()),
+            (_, None) => {
+                Err("tck-client-parse needs a data part {operation, wire_payload}".to_string())
+            }
+        };
+        acts::client_parse_steps(parsed)
     }
 
     /// The rule for a scenario no model can play through tools, or `None`: the model loop.
@@ -324,9 +350,12 @@ impl Agent for ScenarioAgent {
                 behavior = None;
             }
         }
-        let steps = behavior.as_ref().and_then(|b| {
-            acts::steps(b, &task_id, input.as_ref(), self.timings.acts).map(|s| (b, s))
-        });
+        let steps = match behavior.as_ref() {
+            Some(b @ Behavior::ClientParse) => Some((b, self.client_parse(input.as_ref()).await)),
+            b => b.and_then(|b| {
+                acts::steps(b, &task_id, input.as_ref(), self.timings.acts).map(|s| (b, s))
+            }),
+        };
         match steps {
             Some((b, steps)) => {
                 self.play(tasks.as_ref(), &task_id, &format!("{b:?}"), steps)

@@ -70,7 +70,13 @@ impl AgentChoice {
         mcp: Option<Arc<crate::agent::llm::McpTools>>,
     ) -> Result<Arc<dyn Agent>, String> {
         Ok(match self {
-            Self::Scenario { conformance } => ScenarioAgent::configured(timings, *conformance),
+            Self::Scenario { conformance } => ScenarioAgent::with_client(
+                timings,
+                *conformance,
+                conformance
+                    .then(upstream::client_parser)
+                    .transpose()?,
+            ),
             Self::Upstream(choice) => choice.build().await?,
             Self::Custom(agent) => agent.0.clone(),
             Self::OpenAi {

@@ -81,6 +81,15 @@ impl UpstreamChoice {
     }
 }
 
+/// The A2A client ACTS's client tests ask to parse (`tck-client-parse`): the upstream
+/// forwarder's, over an HTTP adapter that reaches loopback only for the fixtures it serves
+/// itself (it is given no other URL).
+pub fn client_parser() -> Result<Arc<dyn crate::agent::acts::ClientProbe>, String> {
+    let http =
+        OutboundHttp::new(AddressPolicy::allow_loopback(), None).map_err(|e| e.to_string())?;
+    Ok(Arc::new(crate::upstream::ClientParser::new(Arc::new(http))))
+}
+
 /// The follow window from seconds (at least one).
 pub fn follow_window(secs: u64) -> Duration {
     Duration::from_secs(secs.max(1))

@@ -12,6 +12,7 @@
 
 mod client;
 mod follow;
+mod probe;
 mod spans;
 
 use std::sync::Arc;
@@ -29,6 +30,7 @@ use crate::agent::{Agent, TaskPort, TurnBudget, TurnEnd};
 use crate::error::AppError;
 
 pub use client::{A2aClient, Trouble, CARD_REVALIDATE_EVERY};
+pub use probe::{ClientParser, PROBE_TIMEOUT};
 
 /// How long one turn follows an upstream task before it continues in a new turn.
 pub const DEFAULT_FOLLOW_WINDOW: Duration = Duration::from_secs(60);
