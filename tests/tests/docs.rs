@@ -84,7 +84,10 @@ async fn every_runnable_shell_block_runs() {
     let _ = server.kill();
     let _ = server.wait();
     // The README's curl session, the guides' streaming, push, extension and events sessions.
-    assert!(ran >= 6, "the documented sessions are runnable ({ran} blocks)");
+    assert!(
+        ran >= 6,
+        "the documented sessions are runnable ({ran} blocks)"
+    );
 }
 
 #[test]

@@ -55,6 +55,20 @@ fn every_lambda_main_is_thin() {
         mains += 1;
         let n = lines(&main);
         assert!(n <= MAX_MAIN_LINES, "{}: {n} lines", main.display());
+        // A main runs what the composition assembled: it builds no AWS client or adapter.
+        let text = std::fs::read_to_string(&main).unwrap();
+        for builds in [
+            "client_from_env",
+            "Queue::new(",
+            "S3Archive::new(",
+            "WebhookSender::new(",
+        ] {
+            assert!(
+                !text.contains(builds),
+                "{} builds an adapter ({builds}): assemble it in functions/app/src/compose",
+                main.display()
+            );
+        }
     }
     assert!(
         mains >= 6,

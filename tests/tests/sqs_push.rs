@@ -10,7 +10,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde_json::json;
 use taskledger_app::agent::ScenarioAgent;
-use taskledger_app::compose::stream_relay;
+use taskledger_app::compose::lambda_relay;
 use taskledger_app::runners::push::attempt_batch;
 use taskledger_app::{Service, ServiceSettings};
 use taskledger_domain::cursor::CursorCodec;
@@ -111,14 +111,19 @@ async fn deliveries_flow_through_the_push_queue_with_retries_and_dead_letters() 
     let table = format!("{prefix}tasks");
     let items = pushed_items(&ddb, &table, &task.id).await;
     assert!(items.len() >= 2, "updates stored on event items: {items:?}");
-    let turns = sqs::SqsTurnQueue::new(
-        sqs::client_from_env().await,
-        sqs::create_queues(&sqs::client_from_env().await, &prefix)
-            .await
-            .unwrap()
-            .0,
-    );
-    let relay = stream_relay(store.clone(), turns, Some(queue.clone()));
+    // The relay as the relay Lambda assembles it from its settings.
+    let turns_url = sqs::create_queues(&sqs::client_from_env().await, &prefix)
+        .await
+        .unwrap()
+        .0;
+    let mut settings = taskledger_app::settings::Settings::defaults();
+    settings.table_prefix = prefix.clone();
+    let mut lambda: taskledger_app::settings::LambdaSettings =
+        taskledger_app::settings::defaults_of();
+    lambda.turns_queue_url = Some(turns_url);
+    lambda.push_queue_url = Some(queue.queue_url.clone());
+    lambda.push_dlq_url = Some(queue.dlq_url.clone());
+    let relay = lambda_relay(&settings, &lambda).await.unwrap();
     let mut expected = 0;
     for item in &items {
         expected += relay.relay(item).await.unwrap().deliveries;

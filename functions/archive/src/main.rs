@@ -4,15 +4,12 @@
 //! the task that failed, and the event source mapping retries from there; writing a task again
 //! is harmless (the newest write holds every event).
 
-use std::sync::Arc;
-
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use taskledger_app::compose;
 use taskledger_app::runners::Archiver;
 use taskledger_infra::relay::committed;
-use taskledger_infra::s3::{self, BucketName, S3Archive};
 
 async fn handle(
     archiver: &Archiver,
@@ -42,11 +39,6 @@ async fn handle(
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (settings, _) = compose::init_lambda()?;
-    let bucket = BucketName::parse(&settings.archive_bucket)
-        .map_err(|e| format!("TASKLEDGER_ARCHIVE_BUCKET must name the archive bucket: {e}"))?;
-    let store = compose::lambda_store(&settings).await?;
-    let sink = Arc::new(S3Archive::new(s3::client_from_env().await, bucket));
-    let signer = compose::PushParts::lambda(&settings)?.signer;
-    let archiver = Archiver::new(store, sink).signed_by(signer.map(|s| s as _));
+    let archiver = compose::lambda_archiver(&settings).await?;
     run(service_fn(|event| handle(&archiver, event))).await
 }

@@ -6,18 +6,16 @@
 
 use aws_lambda_events::event::sqs::{BatchItemFailure, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
-use taskledger_app::compose::{process_push_batch, PushParts};
-use taskledger_domain::push::RetryPolicy;
-use taskledger_infra::sqs::{self, ReceivedPush, SqsPushQueue};
-use taskledger_infra::webhook::WebhookSender;
+use taskledger_app::compose::{process_push_batch, PushWorker};
+use taskledger_infra::sqs::{self, ReceivedPush};
 
 async fn handle(
-    (queue, sender, retry): &(SqsPushQueue, WebhookSender, RetryPolicy),
+    worker: &PushWorker,
     event: LambdaEvent<SqsEvent>,
 ) -> Result<SqsBatchResponse, Error> {
     let records = event.payload.records;
     let msgs: Vec<ReceivedPush> = records.iter().map(sqs::received_push).collect();
-    let finished = process_push_batch(queue, sender, retry, &msgs).await;
+    let finished = process_push_batch(&worker.queue, &worker.sender, &worker.retry, &msgs).await;
     let mut response = SqsBatchResponse::default();
     for (record, done) in records.iter().zip(finished) {
         if !done {
@@ -34,14 +32,11 @@ async fn handle(
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (settings, lambda) = taskledger_app::compose::init_lambda()?;
-    let (url, dlq) = lambda.push_queues()?;
-    let push = PushParts::lambda(&settings)?;
-    let queue = SqsPushQueue::new(sqs::client_from_env().await, url, dlq);
+    let worker = taskledger_app::compose::lambda_push_worker(&settings, &lambda).await?;
     if std::env::args().nth(1).as_deref() == Some("redrive") {
-        let n = queue.redrive().await?;
+        let n = worker.queue.redrive().await?;
         println!("moved {n} dead letters back to the push queue");
         return Ok(());
     }
-    let worker = (queue, push.sender()?, push.retry);
     run(service_fn(|event| handle(&worker, event))).await
 }

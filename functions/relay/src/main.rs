@@ -7,9 +7,7 @@ use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use lambda_runtime::{run, service_fn, Error, LambdaEvent};
 use taskledger_app::runners::Relay;
-use taskledger_app::settings::LambdaSettings;
 use taskledger_infra::relay::committed;
-use taskledger_infra::sqs::{self, SqsPushQueue, SqsTurnQueue};
 
 async fn handle(relay: &Relay, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
     let mut response = DynamoDbEventResponse::default();
@@ -39,22 +37,6 @@ async fn handle(relay: &Relay, event: LambdaEvent<Event>) -> Result<DynamoDbEven
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let (settings, lambda) = taskledger_app::compose::init_lambda()?;
-    let url = LambdaSettings::required(
-        &lambda.turns_queue_url,
-        "TASKLEDGER_TURNS_QUEUE_URL",
-        "the agent-turn queue",
-    )?;
-    let client = sqs::client_from_env().await;
-    let store = taskledger_app::compose::lambda_store(&settings).await?;
-    let push = match lambda.push_queue_url.as_deref().filter(|q| !q.is_empty()) {
-        Some(q) => {
-            let dlq = lambda.push_dlq_url.clone().unwrap_or_default();
-            Some(SqsPushQueue::new(client.clone(), q.to_string(), dlq))
-        }
-        None => None,
-    };
-    let turns = SqsTurnQueue::new(client, url.to_string());
-    let relay = taskledger_app::compose::stream_relay(store.clone(), turns, push);
-    let relay = taskledger_app::compose::publishing_lifecycle(relay, store, &settings).await?;
+    let relay = taskledger_app::compose::lambda_relay(&settings, &lambda).await?;
     run(service_fn(|event| handle(&relay, event))).await
 }

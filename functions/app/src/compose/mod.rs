@@ -5,12 +5,14 @@
 //! (`lambda`). The only module of the crate that names infra's adapters.
 
 mod assembly;
+mod functions;
 mod lambda;
 mod mcp;
 pub mod settings;
 mod telemetry;
 mod upstream;
 pub use assembly::{Assembly, PushParts, Reaper, StorePorts};
+pub use functions::*;
 pub use lambda::*;
 pub use mcp::{mcp_tools, McpServerSpec};
 pub use telemetry::{init_lambda, init_telemetry, report};
