@@ -22,7 +22,7 @@ use taskledger_domain::error::ErrorKind;
 use super::common;
 use super::sse;
 use super::AppState;
-use crate::call::{Call, Entry};
+use crate::call::{Call, Entry, RestRoute, Route03};
 use crate::error::AppError;
 use crate::operations::{self, Outcome};
 use crate::telemetry::Binding;
@@ -57,15 +57,19 @@ pub(in crate::http) async fn rest(
         .strip_prefix(REST_PATH)
         .unwrap_or(parts.uri.path())
         .to_string();
-    if let Some(route) = v03::route(parts.method.as_str(), &below) {
-        let result = match route {
-            Ok(route) => v03::handle(&state, parts, body, route).await,
-            Err(e) => Err(e),
-        };
-        return result.unwrap_or_else(|e| v03::failure(&e));
+    let route = crate::call::rest_route(parts.method.as_str(), &below);
+    // A 0.3 row, or a refused path below `/v1/`, is answered in 0.3's shapes.
+    match (&route, route.as_ref().ok().and_then(Route03::of)) {
+        (_, Some(route03)) => {
+            return v03::handle(&state, parts, body, route03)
+                .await
+                .unwrap_or_else(|e| v03::failure(&e));
+        }
+        (Err(e), None) if crate::call::is_v03_path(&below) => return v03::failure(e),
+        _ => {}
     }
     let a2a_json = common::answers_in_a2a_json(&parts.headers);
-    let response = match handle(&state, parts, body).await {
+    let response = match handle(&state, parts, body, route).await {
         Ok(reply) => {
             let response = match reply.outcome {
                 // Each event is the bare StreamResponse.
@@ -112,10 +116,9 @@ async fn handle(
     state: &AppState,
     parts: axum::http::request::Parts,
     body: Body,
+    route: Result<RestRoute, AppError>,
 ) -> Result<operations::Reply, AppError> {
-    let path = parts.uri.path();
-    let below = path.strip_prefix(REST_PATH).unwrap_or(path);
-    let route = routes::route(parts.method.as_str(), below)?;
+    let route = routes::Route::of(route?)?;
     let mut request = if route.from_query {
         common::discard_body(body, &parts.headers, state.settings.body_read_timeout).await?;
         routes::query_fields(route.method, parts.uri.query())?

@@ -1,11 +1,11 @@
-//! HTTP+JSON paths and query strings (A2A §11), parsed by hand: Google-style custom verbs
-//! (`/tasks/{id}:cancel`) split on the last `:` of the raw segment before it is percent-decoded
-//! (an id holding `:` or `/` is sent encoded, `%3A`, `%2F`), an optional `/{tenant}` prefix,
-//! and camelCase query parameters typed as their request fields expect.
+//! HTTP+JSON routes of A2A 1.x (A2A §11): a row of the one route table (`call::rest_route`,
+//! where 0.3's `/v1/…` rows sit beside these) as the operation's request fields, and camelCase
+//! query parameters typed as their request fields expect.
 
 use serde_json::{json, Map, Value};
 use taskledger_domain::error::ErrorKind;
 
+use crate::call::{Entry, RestRoute, Source};
 use crate::error::AppError;
 use crate::operations::Method;
 
@@ -18,141 +18,35 @@ pub struct Route {
     pub from_query: bool,
 }
 
-/// First path segments that are operations; anything else first is a tenant.
-const RESOURCES: [&str; 4] = [
-    "message:send",
-    "message:stream",
-    "tasks",
-    "extendedAgentCard",
-];
-
-fn not_found(path: &str) -> AppError {
-    AppError::protocol(
-        ErrorKind::MethodNotFound,
-        format!("no HTTP+JSON operation at {path}"),
-    )
-    .with("path", path)
-}
-
-fn not_allowed(http: &str, path: &str, allowed: &str) -> AppError {
-    AppError::protocol(
-        ErrorKind::MethodNotAllowed,
-        format!("{http} is not allowed on {path} (allowed: {allowed})"),
-    )
-    .with("allow", allowed)
-}
-
-/// The id and verb of a `{id}:{verb}` segment; a segment without a known verb is an id.
-fn split_verb(raw: &str) -> (&str, Option<&str>) {
-    match raw.rsplit_once(':') {
-        Some((id, verb)) if !id.is_empty() => (id, Some(verb)),
-        _ => (raw, None),
+impl Route {
+    /// The 1.x route a route of the table is (its ids and tenant as request fields); a 0.3
+    /// row is not one (`call::Route03`).
+    pub fn of(route: RestRoute) -> Result<Self, AppError> {
+        let Entry::V1(method) = route.entry else {
+            return Err(AppError::protocol(
+                ErrorKind::Internal,
+                "an A2A 0.3 route reached the 1.x HTTP+JSON handler",
+            ));
+        };
+        let mut fields = Map::new();
+        if let Some(t) = route.tenant {
+            fields.insert("tenant".into(), json!(t));
+        }
+        for (field, value) in route.ids {
+            fields.insert(field.into(), json!(value));
+        }
+        Ok(Route {
+            method,
+            fields,
+            from_query: route.source == Source::Query,
+        })
     }
 }
 
-/// The route of `http_method` on `path` (below the binding's base path).
-pub fn route(http_method: &str, path: &str) -> Result<Route, AppError> {
-    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
-    let mut fields = Map::new();
-    let rest: &[&str] = match segments.first() {
-        Some(first) if !first.is_empty() && !RESOURCES.contains(first) => {
-            fields.insert(
-                "tenant".into(),
-                json!(crate::request::path_segment(first, "tenant")?),
-            );
-            &segments[1..]
-        }
-        _ => &segments,
-    };
-    let get = http_method == "GET";
-    let post = http_method == "POST";
-    let delete = http_method == "DELETE";
-    let only = |ok: bool, allowed: &str| {
-        if ok {
-            Ok(())
-        } else {
-            Err(not_allowed(http_method, path, allowed))
-        }
-    };
-    let make = |method, fields, from_query| Route {
-        method,
-        fields,
-        from_query,
-    };
-    match rest {
-        ["message:send"] => only(post, "POST").map(|()| make(Method::SendMessage, fields, false)),
-        ["message:stream"] => {
-            only(post, "POST").map(|()| make(Method::SendStreamingMessage, fields, false))
-        }
-        ["extendedAgentCard"] => {
-            only(get, "GET").map(|()| make(Method::GetExtendedAgentCard, fields, true))
-        }
-        ["tasks"] => only(get, "GET").map(|()| make(Method::ListTasks, fields, true)),
-        ["tasks", last] => {
-            let (raw_id, verb) = split_verb(last);
-            match verb {
-                Some("cancel") => {
-                    fields.insert(
-                        "id".into(),
-                        json!(crate::request::path_segment(raw_id, "id")?),
-                    );
-                    only(post, "POST").map(|()| make(Method::CancelTask, fields, false))
-                }
-                Some("subscribe") => {
-                    fields.insert(
-                        "id".into(),
-                        json!(crate::request::path_segment(raw_id, "id")?),
-                    );
-                    only(get || post, "GET, POST")
-                        .map(|()| make(Method::SubscribeToTask, fields, get))
-                }
-                Some(other) if !get => Err(not_found(&format!("tasks/{{id}}:{other}"))),
-                _ => {
-                    // No verb (or, on GET, an id that holds a `:`): the task itself.
-                    fields.insert(
-                        "id".into(),
-                        json!(crate::request::path_segment(last, "id")?),
-                    );
-                    only(get, "GET").map(|()| make(Method::GetTask, fields, true))
-                }
-            }
-        }
-        ["tasks", id, "events"] => {
-            fields.insert("id".into(), json!(crate::request::path_segment(id, "id")?));
-            only(get, "GET").map(|()| make(Method::ListTaskEvents, fields, true))
-        }
-        ["tasks", id, "pushNotificationConfigs"] => {
-            fields.insert(
-                "taskId".into(),
-                json!(crate::request::path_segment(id, "taskId")?),
-            );
-            match http_method {
-                "POST" => Ok(make(
-                    Method::CreateTaskPushNotificationConfig,
-                    fields,
-                    false,
-                )),
-                "GET" => Ok(make(Method::ListTaskPushNotificationConfigs, fields, true)),
-                _ => Err(not_allowed(http_method, path, "GET, POST")),
-            }
-        }
-        ["tasks", id, "pushNotificationConfigs", config] => {
-            fields.insert(
-                "taskId".into(),
-                json!(crate::request::path_segment(id, "taskId")?),
-            );
-            fields.insert(
-                "id".into(),
-                json!(crate::request::path_segment(config, "configId")?),
-            );
-            match (get, delete) {
-                (true, _) => Ok(make(Method::GetTaskPushNotificationConfig, fields, true)),
-                (_, true) => Ok(make(Method::DeleteTaskPushNotificationConfig, fields, true)),
-                _ => Err(not_allowed(http_method, path, "GET, DELETE")),
-            }
-        }
-        _ => Err(not_found(path)),
-    }
+/// The 1.x route of `http_method` on `path` (below the binding's base path).
+#[cfg(test)]
+pub(crate) fn route(http_method: &str, path: &str) -> Result<Route, AppError> {
+    Route::of(crate::call::rest_route(http_method, path)?)
 }
 
 /// How a query parameter is typed in its request object.

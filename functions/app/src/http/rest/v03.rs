@@ -19,8 +19,6 @@ use crate::error::AppError;
 use crate::operations::{self, Outcome};
 use crate::telemetry::Binding;
 
-pub(super) use crate::call::rest_route_03 as route;
-
 /// A refusal as 0.3 REST clients read it: the 0.3 SDK's status for the kind
 /// (`ErrorKind::http_v03`, a column of the one error table) and `{code, message, data}` with
 /// the JSON-RPC code (the official JS client maps errors by it).

@@ -25,6 +25,9 @@ use crate::service::Service;
 use crate::telemetry::Binding;
 use crate::v03;
 
+mod routes;
+pub use routes::{is_v03_path, rest_route, RestRoute, Source};
+
 /// The protocol line a request speaks: 1.x at a minor version, or A2A 0.3 — with the method
 /// as 0.3 names it, since its translation depends on it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -317,16 +320,26 @@ impl Call {
 /// A 0.3 HTTP+JSON route (`/v1/…`): its method and the ids its path names.
 pub use crate::v03::rest::Route03;
 
-/// The 0.3 route of a path below the HTTP+JSON base, if it is a 0.3 path (`/v1/…` or
-/// `/{tenant}/v1/…`): 0.3's paths are rows ahead of 1.0's in the one route lookup.
-pub fn rest_route_03(http_method: &str, path: &str) -> Option<Result<Route03, AppError>> {
-    v03::rest::route(http_method, path)
-}
-
 impl Route03 {
     /// The entry a 0.3 route is.
     pub fn entry(&self) -> Entry {
         Entry::V03(self.method)
+    }
+
+    /// The 0.3 route a route of the table is, if it is one of 0.3's rows.
+    pub fn of(route: &RestRoute) -> Option<Self> {
+        let Entry::V03(method) = route.entry else {
+            return None;
+        };
+        Some(Self {
+            method,
+            tenant: route.tenant.clone(),
+            task: route
+                .id("id")
+                .or_else(|| route.id("taskId"))
+                .map(str::to_string),
+            config: route.id("configId").map(str::to_string),
+        })
     }
 }
 
