@@ -307,6 +307,18 @@ impl Server {
     }
 
     /// The agent card, as any client fetches it.
+    /// A GET of `path` (from the server's root) read as JSON.
+    pub async fn get_json(&self, path: &str) -> Value {
+        self.client
+            .get(format!("{}{path}", self.base))
+            .send()
+            .await
+            .expect("GET request")
+            .json()
+            .await
+            .expect("a JSON answer")
+    }
+
     pub async fn card(&self) -> Value {
         self.client
             .get(format!("{}/.well-known/agent-card.json", self.base))

@@ -51,15 +51,7 @@ async fn the_card_declares_exactly_what_is_served() {
         // No credentials configured: no extended card either.
         assert_eq!(caps["extendedAgentCard"], false, "{caps}");
         // The 0.3 card (a request without a version) says the same.
-        let v03: Value = s
-            .client
-            .get(format!("{}/.well-known/agent.json", s.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        let v03 = s.get_json("/.well-known/agent.json").await;
         assert_eq!(v03["capabilities"]["streaming"], streaming, "{v03}");
         assert_eq!(v03["capabilities"]["pushNotifications"], push, "{v03}");
     }

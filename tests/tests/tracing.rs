@@ -413,15 +413,26 @@ async fn mcp_call_is_a_client_span_named_to_the_server(collector: &Collector) {
         .expect("_meta.traceparent")
         .to_string();
     assert!(meta.get("tracestate").is_none(), "{meta}");
+    client_span_of_its_own(collector, &sent, &trace_id, "mcp.call").await;
+}
+
+/// The client span `name` the `traceparent` a server was `sent` names: a root of a trace of
+/// its own (never the caller's `trace_id`), linked to the caller's.
+async fn client_span_of_its_own(
+    collector: &Collector,
+    sent: &str,
+    trace_id: &str,
+    name: &str,
+) -> Span {
     let parts: Vec<&str> = sent.split('-').collect();
     assert_eq!(parts.len(), 4, "{sent}");
-    assert_ne!(parts[1], trace_id, "the MCP server saw the caller's trace");
+    assert_ne!(parts[1], trace_id, "the server saw the caller's trace");
     let spans = collector
         .trace(parts[1], Duration::from_secs(20), |s| {
-            s.iter().any(|x| x.name == "mcp.call")
+            s.iter().any(|x| x.name == name)
         })
         .await;
-    let call = named(&spans, "mcp.call")[0];
+    let call = named(&spans, name)[0].clone();
     assert_eq!(
         call.span_id, parts[2],
         "the server is told the calling span"
@@ -433,6 +444,7 @@ async fn mcp_call_is_a_client_span_named_to_the_server(collector: &Collector) {
         "linked to the caller's trace: {:?}",
         call.links
     );
+    call
 }
 
 /// A call to an upstream A2A agent (issue 53, 6): a client span of a trace of its own, linked to
@@ -505,25 +517,7 @@ async fn an_upstream_call_is_a_client_span_under_the_a2a_names(collector: &Colle
         .and_then(|h| h.to_str().ok())
         .expect("the upstream is told a traceparent")
         .to_string();
-    let parts: Vec<&str> = sent.split('-').collect();
-    assert_ne!(parts[1], trace_id, "the upstream saw the caller's trace");
-    let spans = collector
-        .trace(parts[1], Duration::from_secs(20), |s| {
-            s.iter().any(|x| x.name == "SendStreamingMessage")
-        })
-        .await;
-    let call = named(&spans, "SendStreamingMessage")[0];
-    assert_eq!(
-        call.span_id, parts[2],
-        "the upstream is told the calling span"
-    );
-    assert_eq!(call.kind, 3, "a client span");
-    assert!(call.parent.is_empty(), "a root of its own trace");
-    assert!(
-        call.links.iter().any(|(t, _)| *t == trace_id),
-        "linked to the caller's trace: {:?}",
-        call.links
-    );
+    let call = client_span_of_its_own(collector, &sent, &trace_id, "SendStreamingMessage").await;
     for (k, want) in [
         ("a2a.method.name", "SendStreamingMessage"),
         ("rpc.method", "SendStreamingMessage"),
