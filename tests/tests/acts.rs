@@ -373,7 +373,8 @@ async fn the_client_parse_behaviour_reports_what_our_a2a_client_made_of_a_canned
     let parsed = client_parse(
         &s,
         "get_agent_card",
-        json!({"name": "Up", "version": "1", "capabilities": {"streaming": true},
+        json!({"name": "Up", "version": "1", "capabilities": {"streaming": true,
+            "pushNotifications": false, "extendedAgentCard": true},
             "supportedInterfaces": [{"url": "https://up.example/a2a", "protocolBinding": "JSONRPC",
                 "protocolVersion": "1.0"}],
             "skills": [{"id": "s", "name": "S", "description": "d", "tags": []}]}),
@@ -381,6 +382,8 @@ async fn the_client_parse_behaviour_reports_what_our_a2a_client_made_of_a_canned
     .await;
     assert_eq!(parsed["name"], "Up", "{parsed}");
     assert_eq!(parsed["capabilities"]["streaming"], true);
+    assert_eq!(parsed["capabilities"]["pushNotifications"], false);
+    assert_eq!(parsed["capabilities"]["extendedAgentCard"], true);
     assert_eq!(parsed["skills"][0]["id"], "s");
     let parsed = client_parse(
         &s,

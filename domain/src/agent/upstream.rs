@@ -65,6 +65,8 @@ pub struct UpstreamCard {
     /// offers cannot go on.
     pub offered: Vec<UpstreamInterface>,
     pub streaming: bool,
+    /// The capabilities the card declares, as read (unreadable ones: none declared).
+    pub capabilities: crate::wire::AgentCapabilities,
     pub advertised: Advertised,
 }
 
@@ -199,6 +201,10 @@ pub fn read_card(card: &Value) -> Result<UpstreamCard, String> {
             .pointer("/capabilities/streaming")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        capabilities: card
+            .get("capabilities")
+            .and_then(|c| serde_json::from_value(c.clone()).ok())
+            .unwrap_or_default(),
         advertised: Advertised {
             skills,
             input_modes: modes(card, "defaultInputModes"),

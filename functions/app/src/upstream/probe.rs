@@ -3,7 +3,7 @@
 //! server would — and the client the upstream forwarder uses calls it as it calls an upstream,
 //! through its HTTP adapter, envelope handling, error mapping and decoding. What the client
 //! made of it is the result: a send's answer with its `task`/`message` discriminator, GetTask's
-//! task, a card as the client reads it (name, JSON-RPC interfaces, streaming, skills, modes),
+//! task, a card as the client reads it (name, JSON-RPC interfaces, capabilities, skills, modes),
 //! or the error it raised.
 
 use std::sync::Arc;
@@ -64,7 +64,7 @@ impl ClientParser {
 fn card_as_read(card: &UpstreamCard) -> Value {
     json!({
         "name": card.name,
-        "capabilities": {"streaming": card.streaming},
+        "capabilities": card.capabilities,
         "supportedInterfaces": card.offered.iter().map(|i| json!({
             "url": i.url, "protocolBinding": "JSONRPC", "protocolVersion": i.protocol.label(),
         })).collect::<Vec<_>>(),
