@@ -320,14 +320,7 @@ impl Server {
     }
 
     pub async fn card(&self) -> Value {
-        self.client
-            .get(format!("{}/.well-known/agent-card.json", self.base))
-            .send()
-            .await
-            .expect("card request")
-            .json()
-            .await
-            .expect("card JSON")
+        self.get_json("/.well-known/agent-card.json").await
     }
 
     pub async fn total_tasks(&self) -> i64 {

@@ -110,6 +110,13 @@ pub fn own_trace(span: &Span, from: Option<&TraceContext>) {
     }
 }
 
+/// `span` made the root of a trace of its own linked to the current span (`own_trace`), and the
+/// context to tell the other party of: what an outgoing call leaves with (none unexporting).
+pub fn leaving_current(span: &Span) -> Option<TraceContext> {
+    own_trace(span, of_span(&Span::current()).as_ref());
+    of_span(span)
+}
+
 /// The context of `span` (exporting only: otherwise spans have none).
 pub fn of_span(span: &Span) -> Option<TraceContext> {
     let cx = span.context();

@@ -83,7 +83,7 @@ impl ClientProbe for ClientParser {
             Err(e) => return json!({"error": {"message": format!("no fixture port: {e}")}}),
         };
         let parsed = tokio::time::timeout(PROBE_TIMEOUT, self.run(operation, &fixture.base)).await;
-        fixture.stop();
+        drop(fixture);
         match parsed {
             Ok(Ok(value)) => value,
             // The answer's own error is what the client surfaced (CLIENT-PARSE-004).
@@ -121,8 +121,11 @@ impl Fixture {
         });
         Ok(Self { base, task })
     }
+}
 
-    fn stop(self) {
+/// A fixture ends with its call, however the call ends (a canceled turn too).
+impl Drop for Fixture {
+    fn drop(&mut self) {
         self.task.abort();
     }
 }

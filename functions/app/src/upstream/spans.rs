@@ -11,17 +11,12 @@ use crate::telemetry;
 
 /// A card read's own span and the context the upstream is told of.
 pub(super) fn card() -> (tracing::Span, Option<TraceContext>) {
-    if !telemetry::trace::is_exporting() {
-        return (tracing::Span::none(), None);
-    }
-    let from = telemetry::trace::of_span(&tracing::Span::current());
-    let span = tracing::info_span!(
+    let span = crate::exported_span!(
         "a2a.card",
         otel.name = "GET agent card",
         otel.kind = "client"
     );
-    telemetry::trace::own_trace(&span, from.as_ref());
-    let ctx = telemetry::trace::of_span(&span);
+    let ctx = telemetry::trace::leaving_current(&span);
     (span, ctx)
 }
 
@@ -47,7 +42,6 @@ pub(super) fn call(
         return (tracing::Span::none(), None);
     }
     use tracing::field::Empty;
-    let from = telemetry::trace::of_span(&tracing::Span::current());
     let span = tracing::info_span!(
         "a2a.client",
         otel.name = name,
@@ -80,8 +74,7 @@ pub(super) fn call(
             span.record(field, v);
         }
     }
-    telemetry::trace::own_trace(&span, from.as_ref());
-    let ctx = telemetry::trace::of_span(&span);
+    let ctx = telemetry::trace::leaving_current(&span);
     (span, ctx)
 }
 

@@ -94,20 +94,13 @@ impl McpTools {
         let Some(server) = self.servers.iter().find(|s| s.name() == tool.server) else {
             return Err(format!("MCP server {} is not configured", tool.server));
         };
-        let span = if telemetry::trace::is_exporting() {
-            let from = telemetry::trace::of_span(&tracing::Span::current());
-            let span = tracing::info_span!(
-                "mcp.call",
-                otel.kind = "client",
-                mcp.server = %tool.server,
-                mcp.tool = %tool.tool.name
-            );
-            telemetry::trace::own_trace(&span, from.as_ref());
-            span
-        } else {
-            tracing::Span::none()
-        };
-        let trace = telemetry::trace::of_span(&span);
+        let span = crate::exported_span!(
+            "mcp.call",
+            otel.kind = "client",
+            mcp.server = %tool.server,
+            mcp.tool = %tool.tool.name
+        );
+        let trace = telemetry::trace::leaving_current(&span);
         let started = Instant::now();
         let result = server
             .call(&tool.tool.name, call.arguments.clone(), trace.as_ref())

@@ -50,7 +50,7 @@ pub(in crate::http) async fn rest(
     request: Request,
 ) -> Response {
     let (parts, body) = request.into_parts();
-    // `/v1/…` is A2A 0.3, ahead of the 1.0 routes and their tenant prefix (ADR 031).
+    // One route table for both lines: a `/v1/…` path is A2A 0.3's (ADR 031).
     let below = parts
         .uri
         .path()
