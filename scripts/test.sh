@@ -335,12 +335,17 @@ log=$(mktemp)
 "${CARGO_TARGET_DIR:-target}/debug/taskledger" --store sqlite --listen "127.0.0.1:$port" --in-memory \
   --tokens "tok-alice=acme/alice,tok-bob=acme/bob,tok-carol=acme/carol" >"$log" 2>&1 &
 pids+=($!)
-# A second server runs the model agent against the mock Chat Completions endpoint board.mjs serves,
-# with the official MCP test server's tools (its echo needs a person's approval, given on the page).
+# A second server runs the model agent against a mock Chat Completions endpoint (mock_model.mjs,
+# on a port the system gives it and it prints), with the official MCP test server's tools (its
+# echo needs a person's approval, given on the page).
 agent_port=$(free_port)
-mock_port=$(free_port)
 everything_port=$(free_port)
 agent_log=$(mktemp)
+mock_out=$(mktemp)
+node "$js/mock_model.mjs" >"$mock_out" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do [ -s "$mock_out" ] && break; sleep 0.1; done
+mock_port=$(head -n 1 "$mock_out")
 node tests/mcp/everything_loopback.mjs "$everything_port" >/dev/null 2>&1 &
 pids+=($!)
 for _ in $(seq 1 100); do curl -s -o /dev/null "http://127.0.0.1:$everything_port/mcp" && break; sleep 0.1; done
@@ -352,7 +357,7 @@ pids+=($!)
 wait_for "http://127.0.0.1:$port/.well-known/agent-card.json"
 wait_for "http://127.0.0.1:$agent_port/.well-known/agent-card.json"
 shots="${CARGO_TARGET_DIR:-target}/screenshots"
-if ! node "$js/board.mjs" "http://127.0.0.1:$port" "$shots" "http://127.0.0.1:$agent_port" "$mock_port"; then
+if ! node "$js/board.mjs" "http://127.0.0.1:$port" "$shots" "http://127.0.0.1:$agent_port"; then
   echo "--- server logs"; cat "$log" "$agent_log"
   exit 1
 fi

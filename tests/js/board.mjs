@@ -5,21 +5,20 @@
 // (carol is offered no answer); alice approves a handoff and cancels a task from their pages.
 // Screenshots of the board and a task page go to <screenshot-dir> (not committed).
 //
-// With a second server running the model agent against a mock Chat Completions endpoint this
-// script serves (`--llm-base-url http://127.0.0.1:<mock-port>/v1`), it also watches a plan step
+// With a second server running the model agent against the mock Chat Completions endpoint of
+// mock_model.mjs (`--llm-base-url http://127.0.0.1:<mock-port>/v1`), it also watches a plan step
 // turn done on an open page as the agent works, and rejects the tool call the agent then asks
 // approval for.
 //
-// Usage: node board.mjs <base-url> <screenshot-dir> [<agent-server-url> <mock-port>]
+// Usage: node board.mjs <base-url> <screenshot-dir> [<agent-server-url>]
 // Tokens: tok-alice, tok-bob, tok-carol. Prints PASS/FAIL per check; exits 1 if any failed.
 
 import { mkdirSync } from 'node:fs';
-import http from 'node:http';
 import { randomUUID } from 'node:crypto';
 
 import { chromium } from 'playwright-core';
 
-const [base, shots, agentBase, mockPort] = process.argv.slice(2);
+const [base, shots, agentBase] = process.argv.slice(2);
 if (!base || !shots) {
   console.error('usage: node board.mjs <base-url> <screenshot-dir>');
   process.exit(2);
@@ -209,96 +208,51 @@ try {
   await browser.close();
 }
 
-// The mock model: first it completes the plan's first step (after a pause, so the page shows
-// it pending first), then it asks to spawn a sub-task (a tool that needs approval), then it
-// answers with whatever the tool result said.
-function serveMock(port) {
-  const reply = (message) => ({
-    model: 'mock-1',
-    choices: [{ message }],
-    usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
-  });
-  const call = (id, name, args) => ({ id, type: 'function', function: { name, arguments: JSON.stringify(args) } });
-  const server = http.createServer((req, res) => {
-    let body = '';
-    req.on('data', (c) => { body += c; });
-    req.on('end', async () => {
-      const messages = JSON.parse(body).messages ?? [];
-      const made = messages.reduce((n, m) => n + (m.tool_calls?.length ?? 0), 0);
-      const mcp = messages.some((m) => m.role === 'user' && JSON.stringify(m.content ?? '').includes('echo it'));
-      let answer;
-      if (mcp && made === 0) {
-        // The MCP scenario: the official test server's echo, which needs a person's approval.
-        answer = reply({ role: 'assistant', content: null, tool_calls: [call('e0', 'everything__echo', { message: 'hello from the board' })] });
-      } else if (mcp) {
-        const last = [...messages].reverse().find((m) => m.role === 'tool')?.content ?? '';
-        answer = reply({ role: 'assistant', content: `the echo said: ${last}` });
-      } else if (made === 0) {
-        await new Promise((r) => setTimeout(r, 2500));
-        answer = reply({ role: 'assistant', content: null, tool_calls: [call('c0', 'complete_step', { step: 'Build', output: 'built in 3 minutes' })] });
-      } else if (made === 1) {
-        answer = reply({ role: 'assistant', content: null, tool_calls: [call('c1', 'spawn_subtask', { name: 'Deploy', goal: 'deploy to prod' })] });
-      } else {
-        const last = [...messages].reverse().find((m) => m.role === 'tool')?.content ?? '';
-        answer = reply({ role: 'assistant', content: `finished; the deploy: ${last}` });
-      }
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.end(JSON.stringify(answer));
-    });
-  });
-  return new Promise((resolve) => server.listen(Number(port), '127.0.0.1', () => resolve(server)));
-}
-
 async function agentScenario(browser) {
-  const mock = await serveMock(mockPort);
-  try {
-    const r = await fetch(`${agentBase}/a2a`, {
-      method: 'POST',
-      headers: {
-        'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: 'Bearer tok-alice',
-        'A2A-Extensions': HITL_URI,
-      },
-      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {
-        message: { messageId: randomUUID(), role: 'ROLE_USER', extensions: [HITL_URI], parts: [{ text: 'Release it' }, { mediaType: TASK_MEDIA, data: {
-          name: 'Agent release', goal: 'Build and ship', approve_tools: ['spawn_subtask'],
-          participants: [{ id: 'alice', kind: 'human', role: 'admin' }],
-          plan: { steps: [{ id: '', name: 'Build' }, { id: '', name: 'Ship', depends_on: ['Build'] }] },
-        } }] },
-        configuration: { returnImmediately: true },
-      } }),
-    });
-    const id = (await r.json()).result.task.id;
-    const context = await browser.newContext();
-    const page = await context.newPage();
-    await page.goto(`${agentBase}/board/login`);
-    await page.fill('#token', 'tok-alice');
-    await Promise.all([page.waitForURL(`${agentBase}/`), page.click('button[type=submit]')]);
-    await page.goto(`${agentBase}/board/tasks/${id}`);
-    const build = 'svg.plan g.step[data-step-state]';
-    const first = await page.locator(build).first().getAttribute('data-step-state');
-    check('the plan step is pending when the page opens', first === 'pending', first);
-    await page.waitForFunction(() => document.querySelector('svg.plan g.step')?.dataset.stepState === 'done', null, { timeout: 15_000 }).then(
-      () => check('the step turns done on the open page as the agent works', true),
-      (e) => check('the step turns done on the open page as the agent works', false, e.message),
-    );
-    await page.waitForSelector('form[data-rpc=approve-tools]', { timeout: 15_000 }).then(
-      () => check('the tool call waits for approval on the page', true),
-      (e) => check('the tool call waits for approval on the page', false, e.message),
-    );
-    await page.screenshot({ path: `${shots}/tool-approval.png`, fullPage: true });
-    check('no message box while the decision is pending', (await page.locator('form[data-rpc=send]').count()) === 0);
-    await page.check('form[data-rpc=approve-tools] input[value=reject]');
-    await page.click('form[data-rpc=approve-tools] button[type=submit]');
-    await page.waitForFunction(() => document.querySelector('#task')?.dataset.state === 'TASK_STATE_COMPLETED', null, { timeout: 15_000 }).then(
-      () => check('rejecting the tool call lets the agent finish without it', true),
-      async () => check('rejecting the tool call lets the agent finish without it', false, await page.getAttribute('#task', 'data-state')),
-    );
-    const history = await page.textContent('ol.history');
-    check('the agent was told the call was rejected', /reject/i.test(history), history.slice(-300));
-    await mcpScenario(page);
-  } finally {
-    mock.close();
-  }
+  const r = await fetch(`${agentBase}/a2a`, {
+    method: 'POST',
+    headers: {
+      'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: 'Bearer tok-alice',
+      'A2A-Extensions': HITL_URI,
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', extensions: [HITL_URI], parts: [{ text: 'Release it' }, { mediaType: TASK_MEDIA, data: {
+        name: 'Agent release', goal: 'Build and ship', approve_tools: ['spawn_subtask'],
+        participants: [{ id: 'alice', kind: 'human', role: 'admin' }],
+        plan: { steps: [{ id: '', name: 'Build' }, { id: '', name: 'Ship', depends_on: ['Build'] }] },
+      } }] },
+      configuration: { returnImmediately: true },
+    } }),
+  });
+  const id = (await r.json()).result.task.id;
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await page.goto(`${agentBase}/board/login`);
+  await page.fill('#token', 'tok-alice');
+  await Promise.all([page.waitForURL(`${agentBase}/`), page.click('button[type=submit]')]);
+  await page.goto(`${agentBase}/board/tasks/${id}`);
+  const build = 'svg.plan g.step[data-step-state]';
+  const first = await page.locator(build).first().getAttribute('data-step-state');
+  check('the plan step is pending when the page opens', first === 'pending', first);
+  await page.waitForFunction(() => document.querySelector('svg.plan g.step')?.dataset.stepState === 'done', null, { timeout: 15_000 }).then(
+    () => check('the step turns done on the open page as the agent works', true),
+    (e) => check('the step turns done on the open page as the agent works', false, e.message),
+  );
+  await page.waitForSelector('form[data-rpc=approve-tools]', { timeout: 15_000 }).then(
+    () => check('the tool call waits for approval on the page', true),
+    (e) => check('the tool call waits for approval on the page', false, e.message),
+  );
+  await page.screenshot({ path: `${shots}/tool-approval.png`, fullPage: true });
+  check('no message box while the decision is pending', (await page.locator('form[data-rpc=send]').count()) === 0);
+  await page.check('form[data-rpc=approve-tools] input[value=reject]');
+  await page.click('form[data-rpc=approve-tools] button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#task')?.dataset.state === 'TASK_STATE_COMPLETED', null, { timeout: 15_000 }).then(
+    () => check('rejecting the tool call lets the agent finish without it', true),
+    async () => check('rejecting the tool call lets the agent finish without it', false, await page.getAttribute('#task', 'data-state')),
+  );
+  const history = await page.textContent('ol.history');
+  check('the agent was told the call was rejected', /reject/i.test(history), history.slice(-300));
+  await mcpScenario(page);
 }
 // An MCP tool (server-everything's echo, `--approve-tools everything__echo`) waits for a person:
 // alice approves it on the task's page, the tool runs on the MCP server, the agent reads its
