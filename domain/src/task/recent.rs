@@ -5,6 +5,7 @@
 //! The rows are always the history's first `history_len - len()` messages.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -25,10 +26,12 @@ enum Leaving {
     Oldest(usize),
 }
 
-/// The last messages of history, oldest first, with their JSON sizes.
+/// The last messages of history, oldest first, with their JSON sizes. Each message is shared
+/// (`Arc`): a commit's new state is a copy of the one before it, and copying a head then
+/// copies pointers, not the messages (the same JSON either way).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct RecentHistory {
-    messages: VecDeque<Message>,
+    messages: VecDeque<Arc<Message>>,
     sizes: VecDeque<u32>,
 }
 
@@ -55,7 +58,7 @@ impl RecentHistory {
                 // (a damaged snapshot) must not panic here.
                 self.messages.drain(..n.min(self.messages.len()));
                 self.sizes.drain(..n.min(self.sizes.len()));
-                self.messages.push_back(m.clone());
+                self.messages.push_back(Arc::new(m.clone()));
                 self.sizes.push_back(size as u32);
             }
         }
@@ -72,7 +75,7 @@ impl RecentHistory {
                 .messages
                 .iter()
                 .enumerate()
-                .map(|(i, old)| (at(i), old.clone()))
+                .map(|(i, old)| (at(i), Message::clone(old)))
                 .chain(std::iter::once((pos, m.clone())))
                 .collect(),
             Leaving::Oldest(n) => self
@@ -80,7 +83,7 @@ impl RecentHistory {
                 .iter()
                 .take(n)
                 .enumerate()
-                .map(|(i, old)| (at(i), old.clone()))
+                .map(|(i, old)| (at(i), Message::clone(old)))
                 .collect(),
         }
     }
@@ -106,7 +109,7 @@ impl RecentHistory {
 
     /// Every message it holds, oldest first.
     pub fn messages(&self) -> impl Iterator<Item = &Message> {
-        self.messages.iter()
+        self.messages.iter().map(|m| &**m)
     }
 
     /// The history a reader asked for, when the tail holds all of it: `Some(None)` for no
@@ -122,13 +125,13 @@ impl RecentHistory {
             return None;
         }
         let skip = self.messages.len() - want as usize;
-        Some(Some(self.messages.iter().skip(skip).cloned().collect()))
+        Some(Some(self.messages().skip(skip).cloned().collect()))
     }
 
     /// At most the last `n` messages it holds (a server default may return fewer).
     pub fn last(&self, n: usize) -> Vec<Message> {
         let skip = self.messages.len().saturating_sub(n);
-        self.messages.iter().skip(skip).cloned().collect()
+        self.messages().skip(skip).cloned().collect()
     }
 }
 
