@@ -208,23 +208,28 @@ try {
   await browser.close();
 }
 
-async function agentScenario(browser) {
+// Alice's message to the model agent's server (hitl/v1 active), answered at once: the task's id.
+async function sendToAgent(parts) {
   const r = await fetch(`${agentBase}/a2a`, {
     method: 'POST',
     headers: {
       'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: 'Bearer tok-alice',
       'A2A-Extensions': HITL_URI,
     },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: {
-      message: { messageId: randomUUID(), role: 'ROLE_USER', extensions: [HITL_URI], parts: [{ text: 'Release it' }, { mediaType: TASK_MEDIA, data: {
-        name: 'Agent release', goal: 'Build and ship', approve_tools: ['spawn_subtask'],
-        participants: [{ id: 'alice', kind: 'human', role: 'admin' }],
-        plan: { steps: [{ id: '', name: 'Build' }, { id: '', name: 'Ship', depends_on: ['Build'] }] },
-      } }] },
+    body: JSON.stringify({ jsonrpc: '2.0', id: randomUUID(), method: 'SendMessage', params: {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', extensions: [HITL_URI], parts },
       configuration: { returnImmediately: true },
     } }),
   });
-  const id = (await r.json()).result.task.id;
+  return (await r.json()).result.task.id;
+}
+
+async function agentScenario(browser) {
+  const id = await sendToAgent([{ text: 'Release it' }, { mediaType: TASK_MEDIA, data: {
+    name: 'Agent release', goal: 'Build and ship', approve_tools: ['spawn_subtask'],
+    participants: [{ id: 'alice', kind: 'human', role: 'admin' }],
+    plan: { steps: [{ id: '', name: 'Build' }, { id: '', name: 'Ship', depends_on: ['Build'] }] },
+  } }]);
   const context = await browser.newContext();
   const page = await context.newPage();
   await page.goto(`${agentBase}/board/login`);
@@ -258,18 +263,7 @@ async function agentScenario(browser) {
 // alice approves it on the task's page, the tool runs on the MCP server, the agent reads its
 // result and finishes.
 async function mcpScenario(page) {
-  const r = await fetch(`${agentBase}/a2a`, {
-    method: 'POST',
-    headers: {
-      'Content-Type': 'application/json', 'A2A-Version': '1.0', Authorization: 'Bearer tok-alice',
-      'A2A-Extensions': HITL_URI,
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'SendMessage', params: {
-      message: { messageId: randomUUID(), role: 'ROLE_USER', extensions: [HITL_URI], parts: [{ text: 'echo it' }] },
-      configuration: { returnImmediately: true },
-    } }),
-  });
-  const id = (await r.json()).result.task.id;
+  const id = await sendToAgent([{ text: 'echo it' }]);
   await page.goto(`${agentBase}/board/tasks/${id}`);
   await page.waitForSelector('form[data-rpc=approve-tools]', { timeout: 15_000 }).then(
     () => check('the MCP tool call waits for approval on the page', true),
