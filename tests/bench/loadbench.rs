@@ -15,6 +15,9 @@
 //! and a `--binding` phase (GetTask rounds, then SendMessage rounds, ≤ 5 s each, in A B / B A
 //! order), printing the ratio per round
 //! and the median (the binding cost comparison of issue 11).
+//! The server it starts logs at `--log LEVEL` (`RUST_LOG`, `warn` by default): a taskledger
+//! started by hand as a `--peer` must be given the same (`RUST_LOG=warn`), or the comparison
+//! carries the ~10 % of server CPU that formatting the per-request spans at `info` costs.
 //! With `--peer URL` (another A2A 1.0 server's JSON-RPC endpoint, e.g. turul-a2a's echo agent at
 //! `http://127.0.0.1:3000/jsonrpc`) the same load alternates between that server and taskledger
 //! (`--alternate N` rounds, 3 by default), printing taskledger/peer per round and the median,
@@ -50,6 +53,9 @@ struct Args {
     /// Another A2A server's JSON-RPC endpoint to alternate with, and its process (for its CPU).
     peer: Option<String>,
     peer_pid: Option<u32>,
+    /// The log filter the server is started with (`RUST_LOG`): `warn` by default, so that the
+    /// figures are of the work, not of log formatting; `info` is the server's own default.
+    log: String,
 }
 
 fn args() -> Args {
@@ -61,6 +67,7 @@ fn args() -> Args {
         alternate: 0,
         peer: None,
         peer_pid: None,
+        log: "warn".into(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -72,6 +79,7 @@ fn args() -> Args {
             "--alternate" => a.alternate = value.parse().unwrap_or(0),
             "--peer" => a.peer = Some(value),
             "--peer-pid" => a.peer_pid = value.parse().ok(),
+            "--log" => a.log = value,
             "--binding" => {
                 a.binding = match value.as_str() {
                     "jsonrpc" => Binding::JsonRpc,
@@ -528,7 +536,7 @@ async fn main() {
         .args(["--listen", &format!("127.0.0.1:{port}")])
         .arg("--data-dir")
         .arg(&dir)
-        .env("RUST_LOG", "warn")
+        .env("RUST_LOG", &a.log)
         .stdout(Stdio::null());
     if a.binding == Binding::Grpc || a.alternate > 0 {
         command.args(["--grpc-listen", &format!("127.0.0.1:{grpc_port}")]);

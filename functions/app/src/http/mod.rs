@@ -226,7 +226,9 @@ pub fn router_with(state: Arc<AppState>, pages: Router<Arc<AppState>>) -> Router
                 .get("x-request-id")
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("");
-            info_span!("http", method = %req.method(), path = %req.uri().path(), request_id)
+            // Each field by Display: a `&str` recorded as it is would be escaped character by
+            // character (Debug) on every request, for a span most requests never log in.
+            info_span!("http", method = %req.method(), path = %req.uri().path(), request_id = %request_id)
         }))
         .layer(PropagateRequestIdLayer::x_request_id())
         .layer(SetRequestIdLayer::x_request_id(MakeRequestUuid))

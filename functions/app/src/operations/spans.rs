@@ -31,10 +31,11 @@ pub(super) fn open(method: Method, ctx: &Context, op: &Operation) -> Span {
         error.type = Empty,
     );
     if span.is_disabled() {
+        // By Display, as the HTTP span's: a `&str` recorded as it is is escaped (Debug).
         return tracing::info_span!(
             "request",
-            method = method.name(),
-            binding = ctx.binding.label(),
+            method = %method.name(),
+            binding = %ctx.binding.label(),
             principal = %ctx.principal
         );
     }
