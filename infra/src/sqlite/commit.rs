@@ -175,6 +175,15 @@ impl CommitRows {
     }
 }
 
+/// A head written: inserted, or updated in place.
+pub(super) const UPSERT_HEAD: &str = "INSERT INTO heads (task_id, tenant, owner, context_id, \
+     state, status_nanos, version, snapshot_schema, snapshot) \
+     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
+     ON CONFLICT (task_id) DO UPDATE SET tenant = excluded.tenant, owner = excluded.owner, \
+     context_id = excluded.context_id, state = excluded.state, \
+     status_nanos = excluded.status_nanos, version = excluded.version, \
+     snapshot_schema = excluded.snapshot_schema, snapshot = excluded.snapshot";
+
 /// Whether the commit may be written: its message and idempotency keys are new and the task
 /// is still at the version the commit was decided on. Reads only.
 pub(super) fn check(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
@@ -306,28 +315,21 @@ pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
     // An update in place: the row keeps its rowid, and an index whose columns did not change
     // is not touched.
     let h = &c.head;
-    tx.prepare_cached(
-        "INSERT INTO heads (task_id, tenant, owner, context_id, state, status_nanos, version, \
-         snapshot_schema, snapshot) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) \
-         ON CONFLICT (task_id) DO UPDATE SET tenant = excluded.tenant, owner = excluded.owner, \
-         context_id = excluded.context_id, state = excluded.state, \
-         status_nanos = excluded.status_nanos, version = excluded.version, \
-         snapshot_schema = excluded.snapshot_schema, snapshot = excluded.snapshot",
-    )
-    .and_then(|mut s| {
-        s.execute(params![
-            task_id,
-            h.tenant,
-            h.owner,
-            h.context_id,
-            h.state,
-            h.status_nanos,
-            h.version,
-            SNAPSHOT_SCHEMA,
-            h.snapshot
-        ])
-    })
-    .map_err(db_err)?;
+    tx.prepare_cached(UPSERT_HEAD)
+        .and_then(|mut s| {
+            s.execute(params![
+                task_id,
+                h.tenant,
+                h.owner,
+                h.context_id,
+                h.state,
+                h.status_nanos,
+                h.version,
+                SNAPSHOT_SCHEMA,
+                h.snapshot
+            ])
+        })
+        .map_err(db_err)?;
     // Whom the task is shared with: one row per principal, rewritten when the set changes.
     if let Some(members) = &c.members {
         tx.prepare_cached("DELETE FROM members WHERE task_id = ?1")

@@ -13,6 +13,7 @@ use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::TaskState;
 
 use super::codec::db_err;
+use super::schema::finished_states;
 use super::SqliteStore;
 
 #[async_trait]
@@ -159,9 +160,11 @@ fn expired_ids(
     now: Timestamp,
     limit: u32,
 ) -> Result<Vec<TaskId>, StoreError> {
-    const FINISHED: &str = "SELECT task_id FROM heads INDEXED BY heads_finished \
-         WHERE state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', \
-         'TASK_STATE_REJECTED') AND status_nanos <= ?";
+    const FINISHED: &str = concat!(
+        "SELECT task_id FROM heads INDEXED BY heads_finished WHERE ",
+        finished_states!(),
+        " AND status_nanos <= ?"
+    );
     let mut queries: Vec<(String, Vec<SqlValue>)> = Vec::new();
     let overridden: Vec<&str> = retention.overrides().map(|(t, _)| t).collect();
     for (tenant, _) in retention.overrides() {

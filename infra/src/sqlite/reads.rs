@@ -15,6 +15,7 @@ use taskledger_domain::time::Timestamp;
 use taskledger_domain::wire::{Message, TaskState};
 
 use super::codec::{db_err, parse};
+use super::schema::finished_states;
 use super::SqliteStore;
 
 fn read_view(
@@ -114,8 +115,7 @@ fn scope_filter(scope: ListScope) -> &'static str {
 /// The status time is asked first: it is in the list indexes, so a row after the cutoff (most
 /// of them) is decided there and its table row — the snapshot — is never read for `state`
 /// (SQLite seeks the table row only when a column outside the index is needed).
-const NOT_EXPIRED: &str = " AND (status_nanos > ? OR state NOT IN ('TASK_STATE_COMPLETED', \
-     'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'))";
+const NOT_EXPIRED: &str = concat!(" AND (status_nanos > ? OR NOT ", finished_states!(), ")");
 
 /// Tasks shared with the caller that it does not own (the second half of an `All` list).
 const SHARED_NOT_OWNED: &str =
