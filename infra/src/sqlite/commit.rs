@@ -8,16 +8,19 @@ use rusqlite::{params, Connection, OptionalExtension};
 use taskledger_domain::agent::turns::WORK_EVENT;
 use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{
-    Commit, IdempotencyRecord, MessageKey, StoreError, SNAPSHOT_SCHEMA,
+    Commit, CommittedEvent, IdempotencyRecord, MessageKey, StoreError, SNAPSHOT_SCHEMA,
 };
 use taskledger_domain::projection::lifecycle::is_lifecycle;
 use taskledger_domain::projection::ReadWrite;
 
 use super::codec::{db_err, head_version, is_constraint, json};
+use super::tail::feed_event;
 
 /// A commit as the rows it writes.
 pub(super) struct CommitRows {
     task_id: String,
+    /// The same, as the feed's entries carry it.
+    id: TaskId,
     expected_version: u64,
     /// A user message's key: a retry appends nothing.
     message_key: Option<MessageKey>,
@@ -138,6 +141,7 @@ impl CommitRows {
         Ok(Self {
             trace: c.trace.clone(),
             task_id: c.task_id.to_string(),
+            id: c.task_id.clone(),
             expected_version: c.expected_version,
             message_key: c.message_key.clone(),
             idempotency: c.idempotency.clone(),
@@ -165,6 +169,27 @@ impl CommitRows {
             }),
             writes,
         })
+    }
+}
+
+impl CommitRows {
+    /// The feed entries the commit wrote, at `positions` (as `write` returned them).
+    pub(super) fn feed_entries(&self, positions: &[u64]) -> Vec<(u64, CommittedEvent)> {
+        self.events
+            .iter()
+            .filter_map(|e| e.feed.as_ref().map(|pushed| (e, pushed)))
+            .zip(positions)
+            .map(|((e, pushed), &pos)| {
+                let event = feed_event(
+                    self.id.clone(),
+                    e.seq as u64,
+                    e.event_type.clone(),
+                    pushed.clone(),
+                    self.trace.clone(),
+                );
+                (pos, event)
+            })
+            .collect()
     }
 }
 
@@ -234,10 +259,11 @@ fn conflict(task_id: &str) -> StoreError {
     }
 }
 
-/// Writes a checked commit. An error here leaves the transaction with part of the commit: the
-/// writer rolls the whole transaction back.
-pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
+/// Writes a checked commit; the positions of the feed entries it wrote, in order. An error here
+/// leaves the transaction with part of the commit: the writer rolls the whole transaction back.
+pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<Vec<u64>, StoreError> {
     let task_id = c.task_id.as_str();
+    let mut fed = Vec::new();
     if let Some(k) = &c.message_key {
         tx.prepare_cached(
             "INSERT INTO message_keys (task_id, message_id, fingerprint) VALUES (?1, ?2, ?3)",
@@ -302,6 +328,7 @@ pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
                 )
                 .and_then(|mut st| st.execute(params![task_id, e.seq, e.event_type, pushed, trace]))
                 .map_err(db_err)?;
+                fed.push(tx.last_insert_rowid() as u64);
             }
         }
     }
@@ -365,5 +392,5 @@ pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
         }
         .map_err(db_err)?;
     }
-    Ok(())
+    Ok(fed)
 }

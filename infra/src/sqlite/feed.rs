@@ -8,6 +8,7 @@ use taskledger_domain::ids::TaskId;
 use taskledger_domain::ports::{CommittedEvent, StoreError, WorkFeed};
 
 use super::codec::db_err;
+use super::tail::feed_event;
 use super::SqliteStore;
 
 #[async_trait]
@@ -17,6 +18,9 @@ impl WorkFeed for SqliteStore {
         cursor: u64,
         limit: u32,
     ) -> Result<Vec<(u64, CommittedEvent)>, StoreError> {
+        if let Some(entries) = self.inner.tail.after(cursor, limit, self.stamp()) {
+            return Ok(entries);
+        }
         self.read_now(|conn| {
             let mut stmt = conn
                 .prepare_cached(
@@ -47,19 +51,7 @@ impl WorkFeed for SqliteStore {
                     tracing::warn!(pos, "feed entry with an unreadable task id skipped");
                     continue;
                 };
-                let event = CommittedEvent {
-                    task_id,
-                    seq: seq as u64,
-                    pushed,
-                    // Rows of expired tasks are deleted by the reaper; nothing to stamp.
-                    finished: false,
-                    expiring: false,
-                    // The feed holds work requests, pushed updates and, when the store feeds
-                    // a lifecycle bus, the events that tell it something.
-                    lifecycle: event_type != taskledger_domain::agent::turns::WORK_EVENT,
-                    event_type,
-                    trace,
-                };
+                let event = feed_event(task_id, seq as u64, event_type, pushed, trace);
                 entries.push((pos as u64, event));
             }
             Ok(entries)
@@ -80,25 +72,33 @@ impl WorkFeed for SqliteStore {
 
     async fn save_feed_cursor(&self, consumer: &str, cursor: u64) -> Result<(), StoreError> {
         let consumer = consumer.to_string();
-        self.write(move |conn| {
-            // One transaction: the cursor and the pruning it allows.
-            let tx = conn.unchecked_transaction().map_err(db_err)?;
-            tx.prepare_cached(
-                "INSERT INTO feed_cursors (consumer, pos) VALUES (?1, ?2) \
+        let lowest = self
+            .write(move |conn| {
+                // One transaction: the cursor and the pruning it allows.
+                let tx = conn.unchecked_transaction().map_err(db_err)?;
+                tx.prepare_cached(
+                    "INSERT INTO feed_cursors (consumer, pos) VALUES (?1, ?2) \
                  ON CONFLICT(consumer) DO UPDATE SET pos = MAX(pos, excluded.pos)",
-            )
-            .and_then(|mut s| s.execute(params![consumer, cursor as i64]))
-            .map_err(db_err)?;
-            // Entries every consumer has passed are done: the feed stays small. The one at the
-            // lowest cursor stays (and every later one), so the largest position is never below
-            // a cursor and the next entry (the largest position + 1, `schema.rs`) lands past
-            // them all.
-            tx.prepare_cached("DELETE FROM feed WHERE pos < (SELECT MIN(pos) FROM feed_cursors)")
-                .and_then(|mut s| s.execute([]))
+                )
+                .and_then(|mut s| s.execute(params![consumer, cursor as i64]))
                 .map_err(db_err)?;
-            tx.commit().map_err(db_err)
-        })
-        .await
+                // Entries every consumer has passed are done: the feed stays small. The one at the
+                // lowest cursor stays (and every later one), so the largest position is never below
+                // a cursor and the next entry (the largest position + 1, `schema.rs`) lands past
+                // them all.
+                let lowest: i64 = tx
+                    .prepare_cached("SELECT MIN(pos) FROM feed_cursors")
+                    .and_then(|mut s| s.query_row([], |r| r.get(0)))
+                    .map_err(db_err)?;
+                tx.prepare_cached("DELETE FROM feed WHERE pos < ?1")
+                    .and_then(|mut s| s.execute(params![lowest]))
+                    .map_err(db_err)?;
+                tx.commit().map_err(db_err)?;
+                Ok(lowest as u64)
+            })
+            .await?;
+        self.inner.tail.forget_before(lowest);
+        Ok(())
     }
 }
 
@@ -133,6 +133,60 @@ mod tests {
             1,
             "entries before the cursor are pruned; the one at it stays"
         );
+    }
+
+    fn dir(name: &str) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("taskledger-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn positions(entries: &[(u64, CommittedEvent)]) -> Vec<u64> {
+        entries.iter().map(|(p, _)| *p).collect()
+    }
+
+    #[tokio::test]
+    async fn given_commits_when_the_feed_is_read_from_the_tail_then_it_is_what_the_file_holds() {
+        let dir = dir("feed-tail");
+        let store = SqliteStore::open(&dir).unwrap();
+        for i in 0..5 {
+            crate::contract::create_task(&store, &format!("t-tail-{i}"), "c").await;
+        }
+        let from_tail = store
+            .inner
+            .tail
+            .after(0, 100, store.stamp())
+            .expect("the tail holds them");
+        assert_eq!(from_tail.len(), 5);
+        assert_eq!(store.feed_after(0, 100).await.unwrap(), from_tail);
+        // A store opened on the same file has seen none of them: it reads the file.
+        let other = SqliteStore::open(&dir).unwrap();
+        assert!(other.inner.tail.after(0, 100, other.stamp()).is_none());
+        assert_eq!(other.feed_after(0, 100).await.unwrap(), from_tail);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    #[tokio::test]
+    async fn given_entries_of_another_process_between_when_read_then_none_is_missed() {
+        let dir = dir("feed-tail-two");
+        let (a, b) = (
+            SqliteStore::open(&dir).unwrap(),
+            SqliteStore::open(&dir).unwrap(),
+        );
+        crate::contract::create_task(&a, "t-a-1", "c").await;
+        crate::contract::create_task(&b, "t-b-1", "c").await;
+        crate::contract::create_task(&a, "t-a-2", "c").await;
+        let first = a.feed_after(0, 1).await.unwrap();
+        assert_eq!(first[0].1.task_id, "t-a-1");
+        let rest = a.feed_after(first[0].0, 10).await.unwrap();
+        let ids: Vec<&str> = rest.iter().map(|(_, e)| e.task_id.as_str()).collect();
+        assert_eq!(
+            ids,
+            ["t-b-1", "t-a-2"],
+            "the other process's entry is read from the file"
+        );
+        assert_eq!(positions(&rest), [first[0].0 + 1, first[0].0 + 2]);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[tokio::test]

@@ -13,6 +13,7 @@ mod reads;
 mod scans;
 mod schema;
 mod stamp;
+mod tail;
 mod writer;
 
 use std::path::Path;
@@ -27,9 +28,11 @@ use commit::CommitRows;
 use scans::Scans;
 use schema::{migrate, SCHEMA};
 use stamp::ChangeStamp;
+use tail::FeedTail;
 use writer::{writer_loop, AfterWrite, WriteJob};
 
 pub use stamp::STAMP_FILE;
+pub use tail::FEED_TAIL_ENTRIES;
 pub use writer::MAX_GROUP_COMMIT;
 
 /// Name of the database file under the data directory.
@@ -102,6 +105,8 @@ struct Inner {
     stamp: Arc<ChangeStamp>,
     /// The feed also carries the events a lifecycle bus is told of (ADR 038).
     lifecycle_feed: std::sync::atomic::AtomicBool,
+    /// The feed's newest entries, as the writer thread committed them (`tail.rs`).
+    tail: Arc<FeedTail>,
 }
 
 /// Opens the store's file through the VFS that gathers WAL frames (`gather.rs`), or SQLite's own
@@ -220,12 +225,13 @@ impl SqliteStore {
             checkpoints,
             stamp: stamp.clone(),
         };
+        let tail = Arc::new(FeedTail::default());
         // The thread ends when the last store handle (and with it the sender) is dropped.
         std::thread::Builder::new()
             .name("sqlite-writer".into())
             .spawn({
-                let after_write = after_write.clone();
-                move || writer_loop(conn, queue, after_write)
+                let (after_write, tail) = (after_write.clone(), tail.clone());
+                move || writer_loop(conn, queue, after_write, tail)
             })
             .ok();
         Self {
@@ -238,6 +244,7 @@ impl SqliteStore {
                 after_write,
                 stamp,
                 lifecycle_feed: std::sync::atomic::AtomicBool::new(false),
+                tail,
             }),
         }
     }

@@ -95,6 +95,11 @@ impl ChangeStamp {
         self.last_begun.store(n, Ordering::SeqCst);
     }
 
+    /// What this store's writer connection last set `begun` to.
+    pub(super) fn last_begun(&self) -> u64 {
+        self.last_begun.load(Ordering::SeqCst)
+    }
+
     /// The writer connection's commits are done (after each write on it; nothing when it
     /// committed nothing since the last call).
     pub(super) fn end(&self) {

@@ -11,6 +11,7 @@ use super::checkpoint::Wakeup;
 use super::codec::db_err;
 use super::commit::{check, write, CommitRows};
 use super::stamp::ChangeStamp;
+use super::tail::FeedTail;
 
 /// Most commits applied in one SQLite transaction (group commit).
 pub const MAX_GROUP_COMMIT: usize = 64;
@@ -40,11 +41,13 @@ pub(super) struct WriteJob {
 }
 
 /// Applies queued commits, many per transaction; replies only after the transaction is
-/// durable, and after `after_write` (the checkpointer woken, the change stamp moved).
+/// durable, after `after_write` (the checkpointer woken, the change stamp moved) and after the
+/// feed entries it wrote are in `tail` (so a relay told of a commit finds its entries there).
 pub(super) fn writer_loop(
     conn: Arc<Mutex<Connection>>,
     jobs: std::sync::mpsc::Receiver<WriteJob>,
     after_write: AfterWrite,
+    tail: Arc<FeedTail>,
 ) {
     while let Ok(first) = jobs.recv() {
         let mut batch = vec![first];
@@ -62,9 +65,16 @@ pub(super) fn writer_loop(
                 .collect(),
         };
         after_write.done();
+        let fed = batch
+            .iter()
+            .zip(&results)
+            .filter_map(|(job, r)| r.as_ref().ok().map(|fed| job.rows.feed_entries(fed)))
+            .flatten()
+            .collect();
+        tail.publish(fed, after_write.stamp.last_begun());
         for (job, result) in batch.into_iter().zip(results) {
             // The requester may have gone away; its commit stands regardless.
-            let _ = job.reply.send(result);
+            let _ = job.reply.send(result.map(|_| ()));
         }
     }
 }
@@ -72,8 +82,11 @@ pub(super) fn writer_loop(
 /// One transaction for the batch: each commit checked, then written. A commit whose writes
 /// fail (not a check: the disk, a damaged file) takes the transaction down with it; it gets the
 /// error and the others are applied again in a new transaction.
-fn apply_group(conn: &Connection, batch: &[WriteJob]) -> Vec<Result<(), StoreError>> {
-    let mut results: Vec<Option<Result<(), StoreError>>> = batch.iter().map(|_| None).collect();
+/// An applied commit's result: the positions of the feed entries it wrote.
+type Applied = Result<Vec<u64>, StoreError>;
+
+fn apply_group(conn: &Connection, batch: &[WriteJob]) -> Vec<Applied> {
+    let mut results: Vec<Option<Applied>> = batch.iter().map(|_| None).collect();
     loop {
         if let Err(e) = run(conn, "BEGIN IMMEDIATE") {
             return finish(results, &e);
@@ -85,13 +98,16 @@ fn apply_group(conn: &Connection, batch: &[WriteJob]) -> Vec<Result<(), StoreErr
             .enumerate()
             .filter(|(i, _)| results[*i].is_none())
         {
-            let r = check(conn, &job.rows);
-            if r.is_ok() {
-                if let Err(e) = write(conn, &job.rows) {
-                    broken = Some((i, e));
-                    break;
-                }
-            }
+            let r = match check(conn, &job.rows) {
+                Ok(()) => match write(conn, &job.rows) {
+                    Ok(fed) => Ok(fed),
+                    Err(e) => {
+                        broken = Some((i, e));
+                        break;
+                    }
+                },
+                Err(e) => Err(e),
+            };
             round.push((i, r));
         }
         if let Some((i, e)) = broken {
@@ -113,10 +129,7 @@ fn apply_group(conn: &Connection, batch: &[WriteJob]) -> Vec<Result<(), StoreErr
 }
 
 /// The results, `e` for every commit without one.
-fn finish(
-    results: Vec<Option<Result<(), StoreError>>>,
-    e: &StoreError,
-) -> Vec<Result<(), StoreError>> {
+fn finish(results: Vec<Option<Applied>>, e: &StoreError) -> Vec<Applied> {
     results
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err(e.clone())))
