@@ -104,6 +104,7 @@ impl WorkFeed for SqliteStore {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::dir;
     use super::*;
 
     #[tokio::test]
@@ -133,12 +134,6 @@ mod tests {
             1,
             "entries before the cursor are pruned; the one at it stays"
         );
-    }
-
-    fn dir(name: &str) -> std::path::PathBuf {
-        let dir = std::env::temp_dir().join(format!("taskledger-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
     }
 
     fn positions(entries: &[(u64, CommittedEvent)]) -> Vec<u64> {

@@ -377,7 +377,7 @@ mod tests {
         crate::contract_tests!(async { Some(fresh()) });
     }
 
-    fn dir(name: &str) -> std::path::PathBuf {
+    pub(super) fn dir(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("taskledger-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
