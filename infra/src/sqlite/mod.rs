@@ -32,7 +32,7 @@ use tail::FeedTail;
 use writer::{writer_loop, AfterWrite, WriteJob};
 
 pub use stamp::STAMP_FILE;
-pub use tail::FEED_TAIL_ENTRIES;
+pub use tail::{FEED_TAIL_BYTES, FEED_TAIL_ENTRIES};
 pub use writer::MAX_GROUP_COMMIT;
 
 /// Name of the database file under the data directory.

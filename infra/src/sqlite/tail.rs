@@ -23,6 +23,10 @@ use taskledger_domain::ports::CommittedEvent;
 /// Entries the tail keeps: the newest ones, older ones forgotten first. A relay further behind
 /// than this reads the file.
 pub const FEED_TAIL_ENTRIES: usize = 512;
+/// Bytes of text (pushed updates, traces, ids) the tail keeps at most, older entries forgotten
+/// first: pushed updates carry whole artifacts. An entry larger than this alone is not kept
+/// (the tail starts over empty, and that entry is read from the file).
+pub const FEED_TAIL_BYTES: usize = 4 * 1024 * 1024;
 
 /// A feed entry as a consumer reads it: the same from the file and from the tail.
 pub(super) fn feed_event(
@@ -56,9 +60,46 @@ pub(super) struct FeedTail {
 #[derive(Default)]
 struct TailState {
     entries: VecDeque<(u64, CommittedEvent)>,
+    /// What `entries` hold, in `size`s.
+    bytes: usize,
     /// The change stamp this store's writer set at its last commit, when the tail was told of
     /// it: while the stamp reads this, nothing was committed after the newest entry.
     seen: Option<u64>,
+}
+
+/// An entry's bytes of text, as `FEED_TAIL_BYTES` counts them.
+fn size(e: &CommittedEvent) -> usize {
+    e.task_id.as_str().len()
+        + e.event_type.len()
+        + e.pushed.as_ref().map_or(0, String::len)
+        + e.trace.as_ref().map_or(0, String::len)
+}
+
+impl TailState {
+    fn push(&mut self, pos: u64, event: CommittedEvent) {
+        let bytes = size(&event);
+        if bytes > FEED_TAIL_BYTES {
+            // Not kept, and nothing before it either: kept, they would look like the newest.
+            self.clear();
+            return;
+        }
+        while self.entries.len() >= FEED_TAIL_ENTRIES || self.bytes + bytes > FEED_TAIL_BYTES {
+            self.pop_front();
+        }
+        self.bytes += bytes;
+        self.entries.push_back((pos, event));
+    }
+
+    fn pop_front(&mut self) {
+        if let Some((_, e)) = self.entries.pop_front() {
+            self.bytes -= size(&e);
+        }
+    }
+
+    fn clear(&mut self) {
+        self.entries.clear();
+        self.bytes = 0;
+    }
 }
 
 impl FeedTail {
@@ -71,15 +112,11 @@ impl FeedTail {
             return;
         };
         state.seen = Some(stamp);
-        let entries = &mut state.entries;
         for (pos, event) in committed {
-            if entries.back().is_some_and(|(last, _)| *last >= pos) {
-                entries.clear();
+            if state.entries.back().is_some_and(|(last, _)| *last >= pos) {
+                state.clear();
             }
-            if entries.len() == FEED_TAIL_ENTRIES {
-                entries.pop_front();
-            }
-            entries.push_back((pos, event));
+            state.push(pos, event);
         }
     }
 
@@ -88,7 +125,7 @@ impl FeedTail {
     pub(super) fn forget_before(&self, pos: u64) {
         if let Ok(mut state) = self.state.lock() {
             while state.entries.front().is_some_and(|(p, _)| *p < pos) {
-                state.entries.pop_front();
+                state.pop_front();
             }
         }
     }
@@ -254,6 +291,54 @@ mod tests {
             "the oldest kept"
         );
         assert_eq!(positions(tail.after_now(full, 5)), Some(vec![full + 1]));
+    }
+
+    /// An entry whose text is `bytes` long in all.
+    fn sized(pos: u64, bytes: usize) -> (u64, CommittedEvent) {
+        let (pos, mut e) = entry(pos);
+        let pushed = bytes - size(&e);
+        e.pushed = Some("x".repeat(pushed));
+        (pos, e)
+    }
+
+    #[test]
+    fn given_entries_of_as_many_bytes_as_it_keeps_and_one_more_then_the_oldest_is_forgotten() {
+        let tail = FeedTail::default();
+        let quarter = FEED_TAIL_BYTES / 4;
+        tail.publish_now((1..=4).map(|p| sized(p, quarter)).collect());
+        assert_eq!(
+            positions(tail.after_now(0, 10)),
+            Some(vec![1, 2, 3, 4]),
+            "at the bound"
+        );
+        tail.publish_now(vec![entry(5)]);
+        assert_eq!(
+            positions(tail.after_now(0, 10)),
+            None,
+            "past it: 1 is forgotten"
+        );
+        assert_eq!(positions(tail.after_now(1, 10)), Some(vec![2, 3, 4, 5]));
+    }
+
+    #[test]
+    fn given_an_entry_larger_than_the_tail_when_published_then_the_tail_starts_over_empty() {
+        let tail = FeedTail::default();
+        tail.publish_now(vec![entry(1), sized(2, FEED_TAIL_BYTES)]);
+        assert_eq!(positions(tail.after_now(0, 10)), None, "1 made room");
+        assert_eq!(
+            positions(tail.after_now(1, 10)),
+            Some(vec![2]),
+            "as large as it keeps"
+        );
+        tail.publish_now(vec![sized(3, FEED_TAIL_BYTES + 1)]);
+        assert_eq!(
+            positions(tail.after_now(2, 10)),
+            None,
+            "not \"nothing newer\": 3 is read"
+        );
+        assert_eq!(positions(tail.after_now(0, 10)), None);
+        tail.publish_now(vec![entry(4)]);
+        assert_eq!(positions(tail.after_now(3, 10)), Some(vec![4]));
     }
 
     #[test]
