@@ -9,7 +9,9 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use taskledger_domain::ports::{LifecycleSink, StoreError};
-use taskledger_domain::projection::lifecycle::{LifecycleEvent, MAX_BATCH, SOURCE};
+#[cfg(feature = "eventbridge")]
+use taskledger_domain::projection::lifecycle::MAX_BATCH;
+use taskledger_domain::projection::lifecycle::{LifecycleEvent, SOURCE};
 use taskledger_domain::push;
 
 use crate::webhook::PushSigner;
