@@ -18,9 +18,7 @@ use super::tail::feed_event;
 
 /// A commit as the rows it writes.
 pub(super) struct CommitRows {
-    task_id: String,
-    /// The same, as the feed's entries carry it.
-    id: TaskId,
+    task_id: TaskId,
     expected_version: u64,
     /// A user message's key: a retry appends nothing.
     message_key: Option<MessageKey>,
@@ -140,8 +138,7 @@ impl CommitRows {
             .collect::<Result<_, StoreError>>()?;
         Ok(Self {
             trace: c.trace.clone(),
-            task_id: c.task_id.to_string(),
-            id: c.task_id.clone(),
+            task_id: c.task_id.clone(),
             expected_version: c.expected_version,
             message_key: c.message_key.clone(),
             idempotency: c.idempotency.clone(),
@@ -181,7 +178,7 @@ impl CommitRows {
             .zip(positions)
             .map(|((e, pushed), &pos)| {
                 let event = feed_event(
-                    self.id.clone(),
+                    self.task_id.clone(),
                     e.seq as u64,
                     e.event_type.clone(),
                     pushed.clone(),
@@ -246,17 +243,10 @@ pub(super) fn check(tx: &Connection, c: &CommitRows) -> Result<(), StoreError> {
             });
         }
     }
-    if head_version(tx, &c.task_id)?.unwrap_or(0) != c.expected_version {
-        return Err(conflict(&c.task_id));
+    if head_version(tx, c.task_id.as_str())?.unwrap_or(0) != c.expected_version {
+        return Err(StoreError::Conflict(c.task_id.clone()));
     }
     Ok(())
-}
-
-fn conflict(task_id: &str) -> StoreError {
-    match TaskId::parse(task_id) {
-        Ok(id) => StoreError::Conflict(id),
-        Err(e) => StoreError::Corrupt(e),
-    }
 }
 
 /// Writes a checked commit; the positions of the feed entries it wrote, in order. An error here
@@ -313,7 +303,7 @@ pub(super) fn write(tx: &Connection, c: &CommitRows) -> Result<Vec<u64>, StoreEr
             ])
             .map_err(|err| {
                 if is_constraint(&err) {
-                    conflict(task_id)
+                    StoreError::Conflict(c.task_id.clone())
                 } else {
                     db_err(err)
                 }
