@@ -7,6 +7,7 @@ mod commit;
 mod events;
 mod feed;
 mod gather;
+mod group;
 mod housekeeping;
 mod outbox;
 mod reads;
@@ -31,9 +32,9 @@ use stamp::ChangeStamp;
 use tail::FeedTail;
 use writer::{writer_loop, AfterWrite, WriteJob};
 
+pub use group::{BUSY_FROM, GROUP_LINGER, KEEP_FROM, LINGER_UNTIL, MAX_GROUP_COMMIT};
 pub use stamp::STAMP_FILE;
 pub use tail::{FEED_TAIL_BYTES, FEED_TAIL_ENTRIES};
-pub use writer::MAX_GROUP_COMMIT;
 
 /// Name of the database file under the data directory.
 pub const DB_FILE: &str = "taskledger.sqlite";

@@ -10,11 +10,9 @@ use taskledger_domain::ports::StoreError;
 use super::checkpoint::Wakeup;
 use super::codec::db_err;
 use super::commit::{check, write, CommitRows};
+use super::group::{gather, Busy, GROUP_LINGER};
 use super::stamp::ChangeStamp;
 use super::tail::FeedTail;
-
-/// Most commits applied in one SQLite transaction (group commit).
-pub const MAX_GROUP_COMMIT: usize = 64;
 
 /// What follows every write on the writer connection, the writer thread's groups and the
 /// store's other writes alike: the resting checkpointer is woken (file mode), and the change
@@ -49,14 +47,10 @@ pub(super) fn writer_loop(
     after_write: AfterWrite,
     tail: Arc<FeedTail>,
 ) {
+    let (mut busy, mut last) = (Busy::default(), 0);
     while let Ok(first) = jobs.recv() {
-        let mut batch = vec![first];
-        while batch.len() < MAX_GROUP_COMMIT {
-            match jobs.try_recv() {
-                Ok(j) => batch.push(j),
-                Err(_) => break,
-            }
-        }
+        let batch = gather(&jobs, first, busy.next_group(last).then_some(GROUP_LINGER));
+        last = batch.len();
         let results = match conn.lock() {
             Ok(c) => apply_group(&c, &batch),
             Err(_) => batch
