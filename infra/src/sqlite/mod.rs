@@ -32,7 +32,7 @@ use stamp::ChangeStamp;
 use tail::FeedTail;
 use writer::{writer_loop, AfterWrite, WriteJob};
 
-pub use group::{BUSY_FROM, GROUP_LINGER, KEEP_FROM, LINGER_UNTIL, MAX_GROUP_COMMIT};
+pub use group::MAX_GROUP_COMMIT;
 pub use stamp::STAMP_FILE;
 pub use tail::{FEED_TAIL_BYTES, FEED_TAIL_ENTRIES};
 
