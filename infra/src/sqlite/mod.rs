@@ -9,6 +9,7 @@ mod feed;
 mod gather;
 mod group;
 mod housekeeping;
+mod memory;
 mod outbox;
 mod reads;
 mod scans;
@@ -193,15 +194,6 @@ impl SqliteStore {
             source,
         })?;
         Ok(Self::from_parts(writer, readers, Some(wakeup), stamp))
-    }
-
-    /// A private in-memory store (tests): one connection serves reads and writes.
-    pub fn in_memory() -> Self {
-        // Opening an in-memory database cannot fail short of memory exhaustion.
-        let conn = Connection::open_in_memory().expect("in-memory SQLite");
-        configure(&conn, false, WRITER_CACHE_KIB).expect("configure in-memory SQLite");
-        conn.execute_batch(SCHEMA).expect("create schema");
-        Self::from_parts(conn, Vec::new(), None, ChangeStamp::private())
     }
 
     fn from_parts(
