@@ -83,23 +83,31 @@ def free_port():
         return s.getsockname()[1]
 
 
+def start(command, work, port):
+    """Starts a server (`command`: the binary, or a tool that runs it) listening on `port`
+    with its data under `work`, and waits until it answers; the process (also used by
+    `walpages.py`)."""
+    server = subprocess.Popen(
+        command + ["--listen", f"127.0.0.1:{port}", "--data-dir", os.path.join(work, "data")],
+        env={**os.environ, "RUST_LOG": "warn"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(240):
+        try:
+            http.client.HTTPConnection("127.0.0.1", port, timeout=2).request(
+                "GET", "/.well-known/agent-card.json")
+            break
+        except OSError:
+            time.sleep(0.5)
+    return server
+
+
 def measure(binary, sends, gets):
     work = tempfile.mkdtemp(prefix="taskledger-instructions-")
     port = free_port()
     out = os.path.join(work, "callgrind.out")
-    server = subprocess.Popen(
-        ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-instr=no",
-         binary, "--listen", f"127.0.0.1:{port}", "--data-dir", os.path.join(work, "data")],
-        env={**os.environ, "RUST_LOG": "warn"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = start(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                    "--dump-instr=no", binary], work, port)
     try:
-        for _ in range(240):
-            try:
-                http.client.HTTPConnection("127.0.0.1", port, timeout=2).request(
-                    "GET", "/.well-known/agent-card.json")
-                break
-            except OSError:
-                time.sleep(0.5)
         ids = drive(port, WARM_UP, send)
         wait_completed(port, ids[-CLIENTS:])
         done = ids[0]

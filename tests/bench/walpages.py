@@ -13,6 +13,7 @@ b-tree — a figure of the storage layout that this VM's neighbours do not move 
 commit a transaction). Needs Python's `sqlite3` with `dbstat` (Debian's has it).
 """
 
+import argparse
 import collections
 import http.client
 import json
@@ -22,12 +23,12 @@ import shutil
 import signal
 import sqlite3
 import struct
-import subprocess
-import sys
 import tempfile
 import threading
 import time
 import uuid
+
+from instructions import free_port, start  # the same directory: the server's start-up
 
 EVENTS_A_TASK = 7
 
@@ -41,28 +42,11 @@ def send(conn):
     conn.getresponse().read()
 
 
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def run_once(binary, clients, seconds):
     """Drives a fresh server, kills it, and returns its data directory (the caller removes it)."""
     work = tempfile.mkdtemp(prefix="taskledger-walpages-")
     port = free_port()
-    server = subprocess.Popen(
-        [binary, "--listen", f"127.0.0.1:{port}", "--data-dir", os.path.join(work, "data")],
-        env={**os.environ, "RUST_LOG": "warn"},
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    for _ in range(240):
-        try:
-            http.client.HTTPConnection("127.0.0.1", port, timeout=2).request(
-                "GET", "/.well-known/agent-card.json")
-            break
-        except OSError:
-            time.sleep(0.25)
+    server = start([binary], work, port)
     stop = threading.Event()
 
     def client():
@@ -154,20 +138,13 @@ def count(txs, names):
 
 
 def main():
-    args = sys.argv[1:]
-    clients, seconds, runs, binary = 1, 3.0, 3, None
-    while args:
-        a = args.pop(0)
-        if a == "--clients":
-            clients = int(args.pop(0))
-        elif a == "--seconds":
-            seconds = float(args.pop(0))
-        elif a == "--runs":
-            runs = int(args.pop(0))
-        else:
-            binary = a
-    if not binary:
-        raise SystemExit(__doc__)
+    parser = argparse.ArgumentParser(description="The pages a SendMessage writes, by b-tree.")
+    parser.add_argument("binary", help="a taskledger server binary")
+    parser.add_argument("--clients", type=int, default=1)
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--runs", type=int, default=3)
+    args = parser.parse_args()
+    binary, clients, seconds, runs = args.binary, args.clients, args.seconds, args.runs
     pages, txs, events = collections.Counter(), 0, 0
     for _ in range(runs):
         work = run_once(binary, clients, seconds)
